@@ -1,0 +1,38 @@
+package loop
+
+import "time"
+
+// EventKind names what an Event records.
+type EventKind string
+
+// Event kinds. Every transition writes one Event in the same store transaction.
+const (
+	EventCreated    EventKind = "created"
+	EventTransition EventKind = "transition"
+	EventIteration  EventKind = "iteration"
+	EventRateLimit  EventKind = "rate_limit"
+	EventImported   EventKind = "imported"
+	EventDaemon     EventKind = "daemon"
+	EventConfig     EventKind = "config"
+)
+
+// Event is one entry of a loop's append-only journal. Seq is assigned by the
+// store and increases across all loops.
+type Event struct {
+	Seq       uint64    `json:"seq"`
+	Time      time.Time `json:"time"`
+	Loop      ID        `json:"loop,omitzero"`
+	Kind      EventKind `json:"kind"`
+	From      Status    `json:"from,omitzero"`
+	To        Status    `json:"to,omitzero"`
+	Iteration int       `json:"iteration,omitzero"`
+	Message   string    `json:"message,omitzero"`
+}
+
+// TransitionEvent describes the change from before to after.
+func TransitionEvent(before, after Loop, msg string) Event {
+	return Event{
+		Time: after.UpdatedAt, Loop: after.ID, Kind: EventTransition,
+		From: before.Status, To: after.Status, Iteration: after.Iteration, Message: msg,
+	}
+}

@@ -1,0 +1,152 @@
+// Package loop holds loopr's domain types — the loop record, its type and
+// status, events — and the pure state machine that says which status changes
+// are legal. It imports only the standard library: every other package points
+// down toward this one.
+package loop
+
+import (
+	"crypto/rand"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// ID identifies a loop. New IDs are ULIDs, so they sort by creation time.
+type ID = string
+
+// Type is a loop type: one of the four built-in types or a user type from loopr.yml.
+type Type = string
+
+// The built-in loop types, from the root of a tree to its leaves.
+const (
+	Plan  Type = "plan"
+	Spec  Type = "spec"
+	Phase Type = "phase"
+	Ralph Type = "ralph"
+)
+
+// BuiltinTypes lists the built-in types in hierarchy order.
+var BuiltinTypes = []Type{Plan, Spec, Phase, Ralph}
+
+// ChildType returns the type of the loops an artifact of type t spawns, and
+// false for types that spawn nothing (ralph and user types).
+func ChildType(t Type) (Type, bool) {
+	switch t {
+	case Plan:
+		return Spec, true
+	case Spec:
+		return Phase, true
+	case Phase:
+		return Ralph, true
+	}
+	return "", false
+}
+
+// Lease marks a loop as owned by a running daemon. PID and PIDStart identify
+// the agent's process group so a restarted daemon can kill what a crashed one left.
+type Lease struct {
+	Owner     string    `json:"owner"`
+	ExpiresAt time.Time `json:"expires_at"`
+	PID       int       `json:"pid,omitempty"`
+	PIDStart  uint64    `json:"pid_start,omitempty"`
+}
+
+// Loop is the durable record of one loop (SPEC §2). Zero-valued optional
+// fields are omitted from JSON; the set of names is stable.
+type Loop struct {
+	ID            ID        `json:"id"`
+	Type          Type      `json:"type"`
+	Status        Status    `json:"status"`
+	Parent        ID        `json:"parent,omitzero"`
+	Depth         int       `json:"depth"`
+	TriggeredBy   string    `json:"triggered_by,omitzero"`
+	Task          string    `json:"task,omitzero"`
+	Title         string    `json:"title,omitzero"`
+	Iteration     int       `json:"iteration"`
+	MaxIterations int       `json:"max_iterations"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+	StartedAt     time.Time `json:"started_at,omitzero"`
+	FinishedAt    time.Time `json:"finished_at,omitzero"`
+	RunnableAt    time.Time `json:"runnable_at,omitzero"`
+	Deadline      time.Time `json:"deadline,omitzero"`
+	Artifact      string    `json:"artifact,omitzero"`
+	Workdir       string    `json:"workdir,omitzero"`
+	Feedback      string    `json:"feedback,omitzero"`
+	Lease         *Lease    `json:"lease,omitempty"`
+	FairnessKey   string    `json:"fairness_key,omitzero"`
+	ConflictKey   string    `json:"conflict_key,omitzero"`
+	CostHint      float64   `json:"cost_hint,omitzero"`
+	Owner         string    `json:"owner,omitzero"`
+	Reason        string    `json:"reason,omitzero"`
+}
+
+// Root reports whether l has no parent.
+func (l *Loop) Root() bool { return l.Parent == "" }
+
+var (
+	idMu      sync.Mutex
+	idEntropy = ulid.Monotonic(rand.Reader, 0)
+)
+
+// NewID returns a new ULID string for a loop created at t. IDs made in the
+// same millisecond still increase.
+func NewID(t time.Time) ID {
+	idMu.Lock()
+	defer idMu.Unlock()
+	return ulid.MustNew(ulid.Timestamp(t), idEntropy).String()
+}
+
+// ValidID reports whether s is safe to use as a loop id, including as a path
+// element under the home directory: 1–64 characters of [A-Za-z0-9_-], not
+// starting with '-'.
+func ValidID(s string) bool {
+	if s == "" || len(s) > 64 || s[0] == '-' {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidTypeName reports whether s can name a loop type: lowercase letters,
+// digits and '-' or '_', starting with a letter, at most 32 characters.
+func ValidTypeName(s string) bool {
+	if s == "" || len(s) > 32 || !(s[0] >= 'a' && s[0] <= 'z') {
+		return false
+	}
+	return strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}) < 0
+}
+
+// Validate checks the fields every stored record must have.
+func (l *Loop) Validate() error {
+	switch {
+	case !ValidID(l.ID):
+		return fmt.Errorf("id %q: must be 1-64 characters of letters, digits, '-' or '_'", l.ID)
+	case !ValidTypeName(l.Type):
+		return fmt.Errorf("loop %s: type %q: not a valid type name", l.ID, l.Type)
+	case !l.Status.Valid():
+		return fmt.Errorf("loop %s: status %q: unknown status", l.ID, l.Status)
+	case l.Parent != "" && !ValidID(l.Parent):
+		return fmt.Errorf("loop %s: parent %q: not a valid id", l.ID, l.Parent)
+	case l.Parent == l.ID:
+		return fmt.Errorf("loop %s: parent: a loop cannot be its own parent", l.ID)
+	case l.Iteration < 1:
+		return fmt.Errorf("loop %s: iteration %d: must be >= 1", l.ID, l.Iteration)
+	case l.MaxIterations < 1:
+		return fmt.Errorf("loop %s: max_iterations %d: must be >= 1", l.ID, l.MaxIterations)
+	case l.Depth < 0:
+		return fmt.Errorf("loop %s: depth %d: must be >= 0", l.ID, l.Depth)
+	case l.CreatedAt.IsZero():
+		return fmt.Errorf("loop %s: created_at: missing", l.ID)
+	}
+	return nil
+}

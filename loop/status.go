@@ -1,0 +1,107 @@
+package loop
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Status is where a loop is in its lifecycle (SPEC §3).
+type Status string
+
+// The statuses. Pending and Paused loops wait; Running holds a lease;
+// Complete, Cancelled, Expired and Invalidated are terminal; Failed is
+// terminal until a user resets it; AwaitingApproval waits for a person.
+const (
+	Pending          Status = "pending"
+	Paused           Status = "paused"
+	Running          Status = "running"
+	AwaitingApproval Status = "awaiting_approval"
+	Complete         Status = "complete"
+	Failed           Status = "failed"
+	Cancelled        Status = "cancelled"
+	Expired          Status = "expired"
+	Invalidated      Status = "invalidated"
+)
+
+// Statuses lists every status in lifecycle order.
+var Statuses = []Status{Pending, Paused, Running, AwaitingApproval, Complete, Failed, Cancelled, Expired, Invalidated}
+
+// Valid reports whether s is a known status.
+func (s Status) Valid() bool { return slices.Contains(Statuses, s) }
+
+// Terminal reports whether no automatic transition leaves s. Failed counts:
+// only a user's reset brings a failed loop back.
+func (s Status) Terminal() bool {
+	switch s {
+	case Complete, Failed, Cancelled, Expired, Invalidated:
+		return true
+	}
+	return false
+}
+
+// Waiting reports whether s is a status the scheduler looks at (pending, or
+// paused so it can say why a paused loop does not start).
+func (s Status) Waiting() bool { return s == Pending || s == Paused }
+
+// ParseStatus returns the status named s.
+func ParseStatus(s string) (Status, error) {
+	st := Status(s)
+	if !st.Valid() {
+		return "", fmt.Errorf("unknown status %q (want one of %v)", s, Statuses)
+	}
+	return st, nil
+}
+
+// transitions is the legal state machine. Running → Pending is both a failed
+// iteration (iteration+1, backoff) and a requeue that costs nothing (rate
+// limit, clean daemon stop); the caller decides the iteration.
+var transitions = map[Status][]Status{
+	Pending:          {Running, Paused, Cancelled, Expired, Invalidated, Failed},
+	Paused:           {Pending, Cancelled, Expired, Invalidated, Failed},
+	Running:          {Complete, AwaitingApproval, Pending, Failed, Cancelled, Invalidated},
+	AwaitingApproval: {Complete, Failed, Pending, Cancelled, Invalidated},
+	Failed:           {Pending, Cancelled, Invalidated},
+	Complete:         {Invalidated},
+	Cancelled:        nil,
+	Expired:          nil,
+	Invalidated:      nil,
+}
+
+// CanTransition reports whether a loop may move from one status to another.
+func CanTransition(from, to Status) bool { return slices.Contains(transitions[from], to) }
+
+// TransitionError is returned for an illegal status change.
+type TransitionError struct {
+	ID       ID
+	From, To Status
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("loop %s: cannot go from %s to %s", e.ID, e.From, e.To)
+}
+
+// Transition returns l moved to status to at now, or a *TransitionError. It
+// keeps the bookkeeping fields consistent: updated_at always; started_at and
+// a cleared finished_at on running; finished_at on terminal statuses; the
+// lease only while running. Iteration, feedback and reason are the caller's.
+func Transition(l Loop, to Status, now time.Time) (Loop, error) {
+	if !CanTransition(l.Status, to) {
+		return l, &TransitionError{ID: l.ID, From: l.Status, To: to}
+	}
+	l.Status = to
+	l.UpdatedAt = now
+	switch {
+	case to == Running:
+		l.StartedAt = now
+		l.FinishedAt = time.Time{}
+	case to.Terminal():
+		l.FinishedAt = now
+	default:
+		l.FinishedAt = time.Time{}
+	}
+	if to != Running {
+		l.Lease = nil
+	}
+	return l, nil
+}
