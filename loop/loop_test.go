@@ -1,0 +1,165 @@
+package loop
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var t0 = time.Date(2026, 1, 25, 12, 0, 0, 0, time.UTC)
+
+func TestTransitionLegalAndIllegal(t *testing.T) {
+	t.Parallel()
+	legal := map[[2]Status]bool{}
+	for from, tos := range transitions {
+		for _, to := range tos {
+			legal[[2]Status{from, to}] = true
+		}
+	}
+	for _, from := range Statuses {
+		for _, to := range Statuses {
+			l := Loop{ID: "a", Status: from}
+			got, err := Transition(l, to, t0)
+			if legal[[2]Status{from, to}] {
+				if err != nil {
+					t.Errorf("Transition(%s→%s) = %v, want ok", from, to, err)
+				} else if got.Status != to || !got.UpdatedAt.Equal(t0) {
+					t.Errorf("Transition(%s→%s) = %+v", from, to, got)
+				}
+				continue
+			}
+			var te *TransitionError
+			if !errors.As(err, &te) || te.From != from || te.To != to {
+				t.Errorf("Transition(%s→%s) error = %v, want *TransitionError", from, to, err)
+			}
+			if got.Status != from {
+				t.Errorf("Transition(%s→%s) changed the loop on error", from, to)
+			}
+		}
+	}
+}
+
+func TestTransitionSpecEdges(t *testing.T) {
+	t.Parallel()
+	// The edges SPEC §3 names must all be legal.
+	edges := [][2]Status{
+		{Pending, Running}, {Running, Complete}, {Running, Pending}, {Running, Failed},
+		{Pending, Cancelled}, {Pending, Expired}, {Pending, Invalidated},
+		{Running, Cancelled}, {Running, Invalidated}, {Running, AwaitingApproval},
+		{AwaitingApproval, Complete}, {AwaitingApproval, Failed}, {AwaitingApproval, Pending},
+		{Pending, Paused}, {Paused, Pending}, {Failed, Pending},
+	}
+	for _, e := range edges {
+		if !CanTransition(e[0], e[1]) {
+			t.Errorf("CanTransition(%s, %s) = false, want true", e[0], e[1])
+		}
+	}
+	for _, term := range []Status{Cancelled, Expired, Invalidated} {
+		for _, to := range Statuses {
+			if CanTransition(term, to) {
+				t.Errorf("%s is terminal but may go to %s", term, to)
+			}
+		}
+	}
+}
+
+func TestTransitionBookkeeping(t *testing.T) {
+	t.Parallel()
+	l := Loop{ID: "a", Status: Pending, Lease: nil}
+	run, err := Transition(l, Running, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !run.StartedAt.Equal(t0) || !run.FinishedAt.IsZero() {
+		t.Errorf("running: started %v finished %v", run.StartedAt, run.FinishedAt)
+	}
+	run.Lease = &Lease{Owner: "d", ExpiresAt: t0.Add(time.Hour)}
+	done, err := Transition(run, Complete, t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Lease != nil || !done.FinishedAt.Equal(t0.Add(time.Minute)) {
+		t.Errorf("complete: lease %v finished %v", done.Lease, done.FinishedAt)
+	}
+	back, _ := Transition(Loop{ID: "a", Status: Failed, FinishedAt: t0}, Pending, t0.Add(2*time.Minute))
+	if !back.FinishedAt.IsZero() {
+		t.Errorf("reset kept finished_at %v", back.FinishedAt)
+	}
+}
+
+func TestJSONRoundTripAndNames(t *testing.T) {
+	t.Parallel()
+	l := Loop{ID: NewID(t0), Type: Ralph, Status: Running, Parent: "P", Depth: 3, TriggeredBy: "/a/plan.md",
+		Task: "do", Title: "Do", Iteration: 2, MaxIterations: 9, CreatedAt: t0, UpdatedAt: t0.Add(time.Second),
+		StartedAt: t0, RunnableAt: t0, Deadline: t0.Add(time.Hour), Artifact: "x", Workdir: "w", Feedback: "f",
+		Lease: &Lease{Owner: "o", ExpiresAt: t0, PID: 7, PIDStart: 9}, FairnessKey: "k", ConflictKey: "c", CostHint: 1.5,
+		Owner: "me", Reason: "r"}
+	b, err := json.Marshal(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Loop
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(l, back); diff != "" {
+		t.Errorf("round trip mismatch (-want +got):\n%s", diff)
+	}
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	for _, k := range []string{"id", "type", "status", "parent", "triggered_by", "task", "title", "iteration",
+		"max_iterations", "created_at", "updated_at", "started_at", "runnable_at", "deadline", "artifact",
+		"workdir", "feedback", "lease", "fairness_key", "conflict_key", "cost_hint", "owner", "reason"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("JSON lacks SPEC §2 field %q", k)
+		}
+	}
+	// Zero optional fields are omitted, not written as zero times.
+	b, _ = json.Marshal(Loop{ID: "a", CreatedAt: t0, UpdatedAt: t0})
+	if s := string(b); slices.ContainsFunc([]string{"0001-01-01", "finished_at", "lease"}, func(x string) bool { return strings.Contains(s, x) }) {
+		t.Errorf("zero fields leaked into JSON: %s", s)
+	}
+}
+
+func TestNewIDSortsByCreation(t *testing.T) {
+	t.Parallel()
+	var ids []string
+	for i := range 1000 {
+		ids = append(ids, NewID(t0.Add(time.Duration(i/10)*time.Millisecond)))
+	}
+	if !slices.IsSorted(ids) {
+		t.Error("NewID values do not sort by creation")
+	}
+	for _, id := range ids[:3] {
+		if !ValidID(id) {
+			t.Errorf("ValidID(%q) = false", id)
+		}
+	}
+}
+
+func TestValidID(t *testing.T) {
+	t.Parallel()
+	for s, want := range map[string]bool{
+		"01JD3K": true, "a-b_c": true, "": false, "-x": false, "../x": false, "a/b": false, "a b": false,
+		"ü": false, string(make([]byte, 65)): false,
+	} {
+		if got := ValidID(s); got != want {
+			t.Errorf("ValidID(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+func TestChildType(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[Type]Type{Plan: Spec, Spec: Phase, Phase: Ralph, Ralph: "", "review": ""} {
+		got, ok := ChildType(in)
+		if got != want || ok != (want != "") {
+			t.Errorf("ChildType(%s) = %q, %v", in, got, ok)
+		}
+	}
+}
