@@ -1,0 +1,39 @@
+# loopr — developer targets. `make test` is what CI runs.
+GO      ?= go
+PKGS    ?= ./...
+BIN     ?= bin/loopr
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+.PHONY: all build test test-short lint fmt bench fuzz clean
+
+all: build test
+
+build:
+	$(GO) build -ldflags "-X github.com/loopr-dev/loopr/cli.Version=$(VERSION)" -o $(BIN) ./cmd/loopr
+
+test:
+	$(GO) test -race $(PKGS)
+
+test-short:
+	$(GO) test -short $(PKGS)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+# Benchmarks print figures; see BENCHMARKS.md for how to read them.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -count 1 ./scheduler ./store ./tui 2>/dev/null | tee bench.out | grep -E '^(Benchmark|goos|goarch|cpu|pkg)' || true
+
+# A short fuzz pass over every parser (seconds each).
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 10s ./config
+	$(GO) test -run '^$$' -fuzz FuzzReadJSONL -fuzztime 10s ./store
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 10s ./artifact
+	$(GO) test -run '^$$' -fuzz FuzzParseHint -fuzztime 10s ./ratelimit
+
+clean:
+	rm -rf bin bench.out
