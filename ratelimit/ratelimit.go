@@ -1,0 +1,125 @@
+// Package ratelimit holds loopr's shared HTTP-429 backoff (SPEC §5): one State
+// for the whole daemon, so that when one agent is rate limited no other loop
+// starts and hammers the provider too.
+//
+// The package is pure. It reads no clock: every method takes the instant it
+// is evaluated at, so the daemon, `loopr debug scheduler --now` and the tests
+// all see the same answers for the same inputs. State is a plain value that
+// the store persists as JSON, so a restarted daemon keeps honouring a backoff.
+//
+// The life of a backoff:
+//
+//	Hit ─► blocked until BackoffUntil ─► recovering until RecoveryUntil ─► normal
+//	        (no loop starts)               (at most one start per poll)
+//
+// A hit computes delay = max(retryAfter, min(Initial·2^(hits-1), Max)); hits
+// count consecutive rate limits and Success resets them. A wait announced by
+// the provider (Retry-After, a reset time) is honoured even beyond Max.
+// ParseHint reads such an announcement from an agent's output.
+package ratelimit
+
+import (
+	"math"
+	"time"
+)
+
+// Config sets the backoff (loopr.yml rate_limit.*).
+type Config struct {
+	Initial  time.Duration // first backoff (initial_backoff_secs)
+	Max      time.Duration // cap of the exponential backoff (max_backoff_secs); <= 0: no cap
+	Recovery time.Duration // ramp after a backoff with at most one start per poll (recovery_period_secs)
+}
+
+// DefaultConfig returns the seed 004 defaults: 5s initial, 120s max, 30s recovery.
+func DefaultConfig() Config {
+	return Config{Initial: 5 * time.Second, Max: 120 * time.Second, Recovery: 30 * time.Second}
+}
+
+// Backoff returns the exponential part of the delay for the hits-th
+// consecutive hit: Initial·2^(hits-1), capped at Max (when Max > 0) and
+// saturating instead of overflowing. It is 0 for hits < 1.
+func (c Config) Backoff(hits int) time.Duration {
+	if hits < 1 || c.Initial <= 0 {
+		return 0
+	}
+	d := c.Initial
+	for i := 1; i < hits; i++ {
+		if c.Max > 0 && d >= c.Max {
+			break
+		}
+		if d > math.MaxInt64/2 {
+			d = math.MaxInt64
+			break
+		}
+		d *= 2
+	}
+	if c.Max > 0 && d > c.Max {
+		d = c.Max
+	}
+	return d
+}
+
+// State is the shared rate-limit state. The zero value is "never limited".
+type State struct {
+	Hits          int       `json:"hits"`                    // consecutive rate limits since the last success
+	BackoffUntil  time.Time `json:"backoff_until,omitzero"`  // no loop starts before this instant
+	RecoveryUntil time.Time `json:"recovery_until,omitzero"` // end of the one-start-per-poll ramp
+	LastHit       time.Time `json:"last_hit,omitzero"`       // when the last rate limit was recorded
+	LastSuccess   time.Time `json:"last_success,omitzero"`   // when the last success was recorded
+}
+
+// Hit records a rate limit at now. retryAfter is the wait the provider asked
+// for (0 when it did not say). It increments Hits, computes
+//
+//	delay = max(retryAfter, min(Initial·2^(hits-1), Max))
+//
+// and extends BackoffUntil to now+delay (never shortening a backoff already
+// running, since several loops may report the same limit). RecoveryUntil
+// becomes BackoffUntil + Recovery. It returns delay.
+func (s *State) Hit(now time.Time, retryAfter time.Duration, c Config) time.Duration {
+	s.Hits++
+	delay := max(retryAfter, c.Backoff(s.Hits), 0)
+	if until := now.Add(delay); until.After(s.BackoffUntil) {
+		s.BackoffUntil = until
+	}
+	s.RecoveryUntil = s.BackoffUntil.Add(max(c.Recovery, 0))
+	s.LastHit = now
+	return delay
+}
+
+// HitUntil records a rate limit at now whose end the provider announced: no
+// loop starts before until, even when that is further away than c.Max. It is
+// Hit with retryAfter = until - now, so the exponential backoff still applies
+// when the announced time is sooner (or already past).
+func (s *State) HitUntil(now, until time.Time, c Config) time.Duration {
+	return s.Hit(now, until.Sub(now), c)
+}
+
+// Success records a call that was not rate limited: Hits goes back to 0, so
+// the next hit starts again from Initial. A backoff already running is not cut
+// short; other loops may still be inside the provider's window.
+func (s *State) Success(now time.Time) {
+	s.Hits = 0
+	s.LastSuccess = now
+}
+
+// Blocked reports whether no loop may start at now.
+func (s State) Blocked(now time.Time) bool { return now.Before(s.BackoffUntil) }
+
+// Remaining returns how long the backoff still runs at now, or 0.
+func (s State) Remaining(now time.Time) time.Duration {
+	if !s.Blocked(now) {
+		return 0
+	}
+	return s.BackoffUntil.Sub(now)
+}
+
+// Recovering reports whether now falls in the recovery ramp: the backoff is
+// over but RecoveryUntil is not reached, so at most one loop starts per poll.
+func (s State) Recovering(now time.Time) bool {
+	return !s.Blocked(now) && now.Before(s.RecoveryUntil)
+}
+
+// ResumeAt returns when loops may start again: BackoffUntil, or the zero time
+// when the state was never limited. It may be in the past.
+func (s State) ResumeAt() time.Time { return s.BackoffUntil }
