@@ -1,0 +1,42 @@
+// Package store keeps loopr's durable state — loop records, their event
+// journal and a little daemon metadata — in one bbolt file. It is the only
+// package that imports bbolt.
+//
+// # Layout
+//
+// Every bucket is top level; keys are bytes, values are the codec's encoding
+// (codec.go, JSON today):
+//
+//	meta        key → JSON value; "schema_version" (an int) and daemon state such as "ratelimit"
+//	loops       loop id → loop record
+//	idx_status  status 0x00 loop id → empty     (which loops have a status, in id order)
+//	idx_parent  parent 0x00 loop id → empty     (a loop's children, in id order)
+//	events      seq (8 bytes, big endian) → event (the global journal, in seq order)
+//	idx_events  loop id 0x00 seq → empty        (one loop's journal, in seq order)
+//
+// Loop ids are 1–64 characters of [A-Za-z0-9_-] (loop.ValidID) and statuses
+// are lowercase words, so the 0x00 separator never occurs inside a part and a
+// prefix scan over "x\x00" finds exactly the entries for x.
+//
+// # Guarantees
+//
+//   - One process at a time: Open takes bbolt's exclusive file lock, waiting at
+//     most Options.Timeout, and never hangs. A second opener gets a
+//     *LockedError naming the holder's pid, read from the "<path>.pid" file the
+//     holder writes after taking the lock.
+//   - Records and indexes never disagree: Put, Create and Delete change a
+//     record and its index entries in the same bbolt transaction, and
+//     Store.Check verifies both bbolt's page structure and the indexes.
+//   - One logical change is one transaction: a caller that moves a loop puts
+//     the record and appends its event inside a single Update, so a crash
+//     leaves both or neither.
+//   - Schema: the "schema_version" meta key records the layout. Open runs the
+//     ordered migrations from the stored version up to SchemaVersion in one
+//     transaction, and refuses with a *SchemaError, writing nothing, a store
+//     written by a newer loopr.
+//   - Records are decoded inside the transaction; nothing returned by this
+//     package aliases bbolt's memory-mapped pages.
+//
+// Import and Export move loop records as JSON Lines (one encoding/json object
+// of loop.Loop per line, in id order). An import is all-or-nothing.
+package store

@@ -1,0 +1,71 @@
+package store
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/loopr-dev/loopr/loop"
+)
+
+// Filter selects loops for List. Zero fields match everything; set fields
+// must all match.
+type Filter struct {
+	Statuses  []loop.Status // any of these
+	Type      string
+	Parent    string // children of this loop
+	HasParent *bool  // true: only children; false: only roots
+}
+
+func (f Filter) match(l loop.Loop) bool {
+	return (len(f.Statuses) == 0 || slices.Contains(f.Statuses, l.Status)) &&
+		(f.Type == "" || l.Type == f.Type) &&
+		(f.Parent == "" || l.Parent == f.Parent) &&
+		(f.HasParent == nil || *f.HasParent == (l.Parent != ""))
+}
+
+// Get returns the loop with id, or an error wrapping ErrNotFound.
+func (s *Store) Get(id string) (l loop.Loop, err error) {
+	err = s.View(func(tx *Tx) error {
+		l, err = tx.Get(id)
+		return err
+	})
+	return l, err
+}
+
+// List returns the loops f selects, in id order. It reads through the
+// parent or status index when f names a parent or statuses.
+func (s *Store) List(f Filter) ([]loop.Loop, error) {
+	var out []loop.Loop
+	err := s.View(func(tx *Tx) error {
+		keep := func(l loop.Loop) bool {
+			if f.match(l) {
+				out = append(out, l)
+			}
+			return true
+		}
+		switch {
+		case f.Parent != "":
+			return tx.byIndex(bucketIdxParent, f.Parent, keep)
+		case len(f.Statuses) > 0:
+			for _, st := range slices.Compact(slices.Sorted(slices.Values(f.Statuses))) {
+				if err := tx.ByStatus(st, keep); err != nil {
+					return err
+				}
+			}
+			slices.SortFunc(out, func(a, b loop.Loop) int { return strings.Compare(a.ID, b.ID) })
+			return nil
+		default:
+			return tx.ForEach(keep)
+		}
+	})
+	return out, err
+}
+
+// Counts returns the number of loops per status; see Tx.Counts.
+func (s *Store) Counts() (counts map[loop.Status]int, err error) {
+	err = s.View(func(tx *Tx) error {
+		counts, err = tx.Counts()
+		return err
+	})
+	return counts, err
+}

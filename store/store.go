@@ -1,0 +1,214 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// Sentinel errors to branch on with errors.Is. They are wrapped with the id
+// they concern: "loop 01J…: not found".
+var (
+	ErrNotFound = errors.New("not found")
+	ErrExists   = errors.New("already exists")
+)
+
+// SchemaError reports a store whose schema version this loopr cannot use:
+// one written by a newer loopr, or an older one opened read-only (which
+// cannot be migrated).
+type SchemaError struct {
+	Found, Supported int
+}
+
+func (e *SchemaError) Error() string {
+	if e.Found > e.Supported {
+		return fmt.Sprintf("store schema version %d is newer than this loopr supports (%d); upgrade loopr", e.Found, e.Supported)
+	}
+	return fmt.Sprintf("store schema version %d is older than this loopr's (%d) and the store is open read-only; open it read-write to migrate", e.Found, e.Supported)
+}
+
+// LockedError reports that another process holds the store's lock. PID is
+// that process as its pid file names it, or 0 when unknown.
+type LockedError struct {
+	Path string
+	PID  int
+}
+
+func (e *LockedError) Error() string {
+	if e.PID > 0 {
+		return fmt.Sprintf("store is in use by pid %d; is the daemon running?", e.PID)
+	}
+	return "store is in use by another process; is the daemon running?"
+}
+
+// DefaultTimeout is how long Open waits for the file lock by default.
+const DefaultTimeout = time.Second
+
+// Options configure Open.
+type Options struct {
+	// Timeout is how long to wait for the file lock; zero means
+	// DefaultTimeout. Open never waits forever.
+	Timeout time.Duration
+	// ReadOnly opens the store with a shared lock: many readers may hold
+	// it, never together with a writer. A read-only store is not created,
+	// migrated, or given a pid file.
+	ReadOnly bool
+	// NoSync skips fsync on commit. For tests and benchmarks only: a crash
+	// can lose or corrupt recent commits.
+	NoSync bool
+	// Now is the clock for the times the store itself stamps (import
+	// events). Nil means time.Now.
+	Now func() time.Time
+}
+
+// Store is an open loopr store. Its methods are safe for concurrent use,
+// except Close.
+type Store struct {
+	db      *bolt.DB
+	path    string
+	pidPath string // the pid file this Store wrote, "" if none
+	now     func() time.Time
+}
+
+// Open opens the store at path, creating it (and its directory, mode 0700)
+// unless opt.ReadOnly, and migrates it to SchemaVersion. If another process
+// holds the store it returns a *LockedError after opt.Timeout; if the store
+// was written by a newer loopr it returns a *SchemaError and writes nothing.
+func Open(path string, opt Options) (*Store, error) {
+	if opt.Timeout <= 0 {
+		opt.Timeout = DefaultTimeout
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if !opt.ReadOnly {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:  opt.Timeout,
+		ReadOnly: opt.ReadOnly,
+		NoSync:   opt.NoSync,
+	})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, &LockedError{Path: path, PID: readPID(pidPath(path))}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s := &Store{db: db, path: path, now: opt.Now}
+	if !opt.ReadOnly {
+		// Written while we hold the lock, so whoever times out waiting
+		// for it reads our pid; removed by Close before the lock goes.
+		if err := writePID(pidPath(path)); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		s.pidPath = pidPath(path)
+	}
+	if err := migrate(db, opt.ReadOnly); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close releases the store and its lock. It is not safe to call
+// concurrently with other methods.
+func (s *Store) Close() error {
+	if s.pidPath != "" {
+		os.Remove(s.pidPath) // best effort: a stale file only blurs an error message
+		s.pidPath = ""
+	}
+	return s.db.Close()
+}
+
+// Path returns the file the store was opened from.
+func (s *Store) Path() string { return s.path }
+
+// View runs fn in a read-only transaction. Records fn reads are decoded
+// copies; fn must not keep the *Tx.
+func (s *Store) View(fn func(*Tx) error) error {
+	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+}
+
+// Update runs fn in a read-write transaction, committed if fn returns nil
+// and rolled back otherwise. Put one logical change — a record and the event
+// that explains it — in one Update.
+func (s *Store) Update(fn func(*Tx) error) error {
+	return s.db.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+}
+
+// Batch is Update for many small concurrent writes: bbolt may commit several
+// callers' fns in one transaction (group commit). fn may run more than once,
+// so it must only touch the store (no other side effects), and it must not
+// assume its writes commit until Batch returns nil.
+func (s *Store) Batch(fn func(*Tx) error) error {
+	return s.db.Batch(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+}
+
+// Check verifies bbolt's page structure and that the secondary indexes agree
+// with the records, and returns the first problem found.
+func (s *Store) Check() error {
+	return s.View(func(tx *Tx) error {
+		var first error
+		for err := range tx.tx.Check() { // drain: the checker goroutine sends every error
+			if first == nil {
+				first = err
+			}
+		}
+		if first != nil {
+			return fmt.Errorf("store check: %w", first)
+		}
+		if err := tx.checkIndexes(); err != nil {
+			return fmt.Errorf("store check: %w", err)
+		}
+		return nil
+	})
+}
+
+func pidPath(path string) string { return path + ".pid" }
+
+func writePID(path string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// readPID returns the pid in the pid file at path, or 0 if there is none or
+// it names a process that no longer exists (left by a crash; the lock is then
+// held by a read-only opener, which writes no pid file).
+func readPID(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	if !alive(pid) {
+		return 0
+	}
+	return pid
+}
+
+func alive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
