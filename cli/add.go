@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/loop"
+)
+
+func (e *env) planCmd() *cobra.Command {
+	var jsonOut bool
+	c := &cobra.Command{
+		Use:   "plan TEXT",
+		Short: "Start a plan loop for a request",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(args[0]) == "" {
+				return &UsageError{fmt.Errorf("plan: the request text is empty")}
+			}
+			return e.create(cmd, api.CreateRequest{Type: loop.Plan, Task: args[0]}, jsonOut)
+		},
+	}
+	c.Flags().BoolVar(&jsonOut, "json", false, "print the created loop as JSON")
+	return c
+}
+
+func (e *env) addCmd() *cobra.Command {
+	var (
+		req        api.CreateRequest
+		at, in, dl string
+		jsonOut    bool
+	)
+	c := &cobra.Command{
+		Use:   "add --type T [--parent ID] [--task TEXT] [--title S]",
+		Short: "Add a loop of any type",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if at != "" && in != "" {
+				return &UsageError{fmt.Errorf("--at and --in: give one, not both")}
+			}
+			if at != "" {
+				if req.RunnableAt, err = parseTime("--at", at); err != nil {
+					return err
+				}
+			}
+			if in != "" {
+				d, err := time.ParseDuration(in)
+				if err != nil || d < 0 {
+					return &UsageError{fmt.Errorf("--in: %q is not a duration like 10m or 1h30m", in)}
+				}
+				req.RunnableAt = e.now().UTC().Add(d)
+			}
+			if dl != "" {
+				if req.Deadline, err = parseTime("--deadline", dl); err != nil {
+					return err
+				}
+			}
+			return e.create(cmd, req, jsonOut)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&req.Type, "type", "", "loop type: plan, spec, phase, ralph or a type from loopr.yml")
+	f.StringVar(&req.Parent, "parent", "", "parent loop id")
+	f.StringVar(&req.Task, "task", "", "what the loop works on")
+	f.StringVar(&req.Title, "title", "", "short display name (default: the task's first line)")
+	f.IntVar(&req.MaxIterations, "max-iterations", 0, "iteration budget (default from loopr.yml)")
+	f.StringVar(&at, "at", "", "not runnable before this RFC 3339 time")
+	f.StringVar(&in, "in", "", "not runnable before this long from now (e.g. 10m)")
+	f.StringVar(&dl, "deadline", "", "expire if still pending at this RFC 3339 time")
+	f.StringVar(&req.Owner, "owner", "", "owner, for quotas")
+	f.StringVar(&req.FairnessKey, "key", "", "fairness key (default: the root plan)")
+	f.StringVar(&req.ConflictKey, "conflict-key", "", "resource the loop must hold exclusively within its conflict group")
+	f.BoolVar(&jsonOut, "json", false, "print the created loop as JSON")
+	return c
+}
+
+func (e *env) create(cmd *cobra.Command, req api.CreateRequest, jsonOut bool) error {
+	return e.withBackend(func(b Backend) error {
+		l, err := b.Create(cmd.Context(), req)
+		if err != nil {
+			return err
+		}
+		if jsonOut {
+			return writeJSON(e.stdout, l)
+		}
+		fmt.Fprintf(e.stdout, "created %s %s %q\n", l.Type, l.ID, l.Title)
+		return nil
+	})
+}

@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/loop"
+)
+
+func (e *env) listCmd() *cobra.Command {
+	var (
+		req     api.ListRequest
+		status  []string
+		jsonOut bool
+	)
+	c := &cobra.Command{
+		Use:   "list [--status S] [--type T] [--parent ID]",
+		Short: "List loops in creation order",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, s := range status {
+				for _, part := range strings.Split(s, ",") {
+					req.Status = append(req.Status, loop.Status(strings.TrimSpace(part)))
+				}
+			}
+			return e.withBackend(func(b Backend) error {
+				loops, err := b.List(cmd.Context(), req)
+				if err != nil {
+					return err
+				}
+				if jsonOut {
+					if loops == nil {
+						loops = []loop.Loop{}
+					}
+					return writeJSON(e.stdout, loops)
+				}
+				if len(loops) == 0 {
+					fmt.Fprintln(e.stdout, "no loops")
+					return nil
+				}
+				now := e.now()
+				w := table(e.stdout)
+				fmt.Fprintln(w, "ID\tTYPE\tSTATUS\tITER\tAGE\tPARENT\tTITLE")
+				for _, l := range loops {
+					parent := l.Parent
+					if parent == "" {
+						parent = "-"
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", l.ID, l.Type, l.Status,
+						l.Iteration, l.MaxIterations, age(now.Sub(l.CreatedAt)), parent, oneLine(l.Title, 60))
+				}
+				return w.Flush()
+			})
+		},
+	}
+	f := c.Flags()
+	f.StringSliceVar(&status, "status", nil, "only these statuses (repeat or comma-separate)")
+	f.StringVar(&req.Type, "type", "", "only this type")
+	f.StringVar(&req.Parent, "parent", "", "only children of this loop")
+	f.BoolVar(&jsonOut, "json", false, "print a JSON array of loop records")
+	return c
+}
+
+func (e *env) showCmd() *cobra.Command {
+	var jsonOut bool
+	c := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one loop's record",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.withBackend(func(b Backend) error {
+				l, err := b.Get(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if jsonOut {
+					return writeJSON(e.stdout, l)
+				}
+				printLoop(e, l)
+				return nil
+			})
+		},
+	}
+	c.Flags().BoolVar(&jsonOut, "json", false, "print the record as JSON")
+	return c
+}
+
+func printLoop(e *env, l loop.Loop) {
+	w := table(e.stdout)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(w, "%s\t%s\n", k, v)
+		}
+	}
+	row("id", l.ID)
+	row("type", l.Type)
+	row("status", string(l.Status))
+	row("title", l.Title)
+	row("parent", l.Parent)
+	row("depth", fmt.Sprint(l.Depth))
+	row("iteration", fmt.Sprintf("%d/%d", l.Iteration, l.MaxIterations))
+	fmtT := func(k string, t time.Time) {
+		if !t.IsZero() {
+			row(k, t.UTC().Format("2006-01-02T15:04:05Z07:00"))
+		}
+	}
+	fmtT("created_at", l.CreatedAt)
+	fmtT("updated_at", l.UpdatedAt)
+	fmtT("started_at", l.StartedAt)
+	fmtT("finished_at", l.FinishedAt)
+	fmtT("runnable_at", l.RunnableAt)
+	fmtT("deadline", l.Deadline)
+	row("triggered_by", l.TriggeredBy)
+	row("artifact", l.Artifact)
+	row("workdir", l.Workdir)
+	row("owner", l.Owner)
+	row("fairness_key", l.FairnessKey)
+	row("conflict_key", l.ConflictKey)
+	row("reason", l.Reason)
+	if l.Lease != nil {
+		row("lease", fmt.Sprintf("%s until %s (pid %d)", l.Lease.Owner, l.Lease.ExpiresAt.UTC().Format("15:04:05"), l.Lease.PID))
+	}
+	w.Flush()
+	if l.Task != "" {
+		fmt.Fprintf(e.stdout, "\ntask:\n%s\n", indent(l.Task))
+	}
+	if l.Feedback != "" {
+		fmt.Fprintf(e.stdout, "\nfeedback:\n%s\n", indent(l.Feedback))
+	}
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}

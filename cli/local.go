@@ -1,0 +1,42 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/control"
+	"github.com/loopr-dev/loopr/loop"
+)
+
+// local is the Backend over the store opened directly (no daemon running).
+type local struct{ svc *control.Service }
+
+func (b *local) Create(_ context.Context, req api.CreateRequest) (loop.Loop, error) {
+	return b.svc.Create(req)
+}
+func (b *local) List(_ context.Context, req api.ListRequest) ([]loop.Loop, error) {
+	return b.svc.List(req)
+}
+func (b *local) Get(_ context.Context, id string) (loop.Loop, error) { return b.svc.Get(id) }
+func (b *local) Act(_ context.Context, id, action string, req api.ActionRequest) (api.ActionResult, error) {
+	return b.svc.Act(id, action, req)
+}
+func (b *local) Why(_ context.Context, id string, now time.Time) (api.Why, error) {
+	return b.svc.Why(id, now)
+}
+func (b *local) Scheduler(_ context.Context, now time.Time) (api.SchedulerView, error) {
+	return b.svc.Scheduler(now)
+}
+func (b *local) Status(_ context.Context) (api.Status, error) {
+	st, err := b.svc.Status(b.svc.Now())
+	st.Version = Version
+	st.Warning = "daemon not running: no loops are being run"
+	return st, err
+}
+func (b *local) Export(_ context.Context, w io.Writer) (int, error) { return b.svc.Store.Export(w) }
+func (b *local) Import(_ context.Context, loops []loop.Loop) (int, error) {
+	return b.svc.Import(loops)
+}
+func (b *local) Close() error { return b.svc.Store.Close() }

@@ -1,0 +1,192 @@
+// Package cli implements loopr's command line (SPEC §8) with cobra. Each
+// subcommand lives in its own file and talks to a Backend: the daemon's
+// client when a daemon runs, or the store opened directly when none does.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/config"
+	"github.com/loopr-dev/loopr/control"
+	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/store"
+	"github.com/loopr-dev/loopr/workspace"
+)
+
+// Version is loopr's version, set at build time with -ldflags.
+var Version = "0.1.0-dev"
+
+// Backend is what the commands need from loopr: the daemon's client
+// implements it over the socket, the local backend over the store.
+type Backend interface {
+	Create(ctx context.Context, req api.CreateRequest) (loop.Loop, error)
+	List(ctx context.Context, req api.ListRequest) ([]loop.Loop, error)
+	Get(ctx context.Context, id string) (loop.Loop, error)
+	Act(ctx context.Context, id, action string, req api.ActionRequest) (api.ActionResult, error)
+	Why(ctx context.Context, id string, now time.Time) (api.Why, error)
+	Scheduler(ctx context.Context, now time.Time) (api.SchedulerView, error)
+	Status(ctx context.Context) (api.Status, error)
+	Export(ctx context.Context, w io.Writer) (int, error)
+	Import(ctx context.Context, loops []loop.Loop) (int, error)
+	Close() error
+}
+
+// UsageError marks an error as the user's (exit code 2).
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// ExitCode maps an error to loopr's exit codes: 0 ok, 2 usage or invalid
+// input, 1 anything else.
+func ExitCode(err error) int {
+	var ue *UsageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ue), control.IsUsage(err):
+		return 2
+	}
+	var se *store.SchemaError
+	if errors.As(err, &se) {
+		return 1
+	}
+	return 1
+}
+
+// env is the state shared by all commands of one invocation.
+type env struct {
+	stdout, stderr io.Writer
+	stdin          io.Reader
+	cwd            string
+	getenv         func(string) string
+	now            func() time.Time
+
+	homeFlag, configFlag string
+	paths                workspace.Paths
+	cfg                  *config.Config
+}
+
+// Main runs loopr with args and returns the exit code. Errors are printed
+// as one line on stderr.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cwd, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintln(stderr, "loopr:", err)
+		return 1
+	}
+	e := &env{stdout: stdout, stderr: stderr, stdin: stdin, cwd: cwd, getenv: os.Getenv, now: time.Now}
+	root := e.rootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err = root.ExecuteContext(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "loopr:", err)
+	}
+	return ExitCode(err)
+}
+
+func (e *env) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "loopr",
+		Short:         "Run hierarchical loops of coding agents, scheduled by an explainable priority",
+		Version:       Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&e.homeFlag, "home", "", "state directory (default <workspace>/.loopr, or $LOOPR_HOME)")
+	root.PersistentFlags().StringVar(&e.configFlag, "config", "", "configuration file (default <workspace>/loopr.yml)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{err} })
+	root.AddCommand(
+		e.initCmd(), e.configCmd(), e.planCmd(), e.addCmd(), e.listCmd(), e.showCmd(), e.whyCmd(),
+		e.statusCmd(), e.debugCmd(), e.exportCmd(), e.importCmd(),
+	)
+	root.AddCommand(e.actionCmds()...)
+	for _, c := range root.Commands() {
+		wrapArgs(c)
+	}
+	return root
+}
+
+// wrapArgs makes argument-count errors usage errors.
+func wrapArgs(c *cobra.Command) {
+	if c.Args != nil {
+		args := c.Args
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			if err := args(cmd, a); err != nil {
+				return &UsageError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		wrapArgs(sub)
+	}
+}
+
+// resolve finds the workspace and loads the configuration once.
+func (e *env) resolve() error {
+	if e.cfg != nil {
+		return nil
+	}
+	p, err := workspace.Resolve(e.cwd, e.homeFlag, e.configFlag, e.getenv)
+	if err != nil {
+		return &UsageError{err}
+	}
+	e.paths = p
+	if p.Config == "" {
+		e.cfg = config.Default()
+		return nil
+	}
+	cfg, err := config.Load(p.Config)
+	if errors.Is(err, os.ErrNotExist) && !p.ConfigSet {
+		e.cfg = config.Default()
+		return nil
+	}
+	if err != nil {
+		return &UsageError{err}
+	}
+	e.cfg = cfg
+	return nil
+}
+
+// backend connects to the daemon when one runs, else opens the store.
+func (e *env) backend() (Backend, error) {
+	if err := e.resolve(); err != nil {
+		return nil, err
+	}
+	return e.openLocal()
+}
+
+func (e *env) openLocal() (Backend, error) {
+	st, err := store.Open(e.paths.DB(), store.Options{Timeout: time.Second})
+	if err != nil {
+		return nil, err
+	}
+	cfg := e.cfg
+	svc := control.New(st, e.paths, func() *config.Config { return cfg }, e.now)
+	return &local{svc: svc}, nil
+}
+
+// withBackend runs fn with a backend and closes it.
+func (e *env) withBackend(fn func(Backend) error) error {
+	b, err := e.backend()
+	if err != nil {
+		return err
+	}
+	err = fn(b)
+	if cerr := b.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

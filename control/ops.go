@@ -1,0 +1,331 @@
+package control
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/artifact"
+	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/store"
+)
+
+// MaxTaskBytes bounds the task text of a loop.
+const MaxTaskBytes = 256 << 10
+
+// NewLoop validates req against the configuration and returns the record it
+// describes, without storing it. parent is the parent record when req names one.
+func (s *Service) NewLoop(req api.CreateRequest, parent *loop.Loop, now time.Time) (loop.Loop, error) {
+	c := s.cfg()
+	if req.Type == "" {
+		return loop.Loop{}, Invalid("--type", "required (one of %s)", strings.Join(c.Types(), ", "))
+	}
+	if !c.KnownType(req.Type) {
+		return loop.Loop{}, Invalid("--type", "unknown type %q (known: %s)", req.Type, strings.Join(c.Types(), ", "))
+	}
+	if len(req.Task) > MaxTaskBytes {
+		return loop.Loop{}, Invalid("--task", "too long (%d bytes, max %d)", len(req.Task), MaxTaskBytes)
+	}
+	if req.MaxIterations < 0 {
+		return loop.Loop{}, Invalid("--max-iterations", "must be > 0")
+	}
+	if req.CostHint < 0 {
+		return loop.Loop{}, Invalid("cost_hint", "must be >= 0")
+	}
+	l := loop.Loop{
+		ID: loop.NewID(now), Type: req.Type, Status: loop.Pending,
+		Task: strings.TrimSpace(req.Task), Title: strings.TrimSpace(req.Title),
+		Iteration: 1, MaxIterations: req.MaxIterations,
+		CreatedAt: now, UpdatedAt: now,
+		RunnableAt: req.RunnableAt.UTC(), Deadline: req.Deadline.UTC(),
+		FairnessKey: req.FairnessKey, ConflictKey: req.ConflictKey, CostHint: req.CostHint, Owner: req.Owner,
+	}
+	if l.Title == "" {
+		l.Title = titleFrom(l.Task)
+	}
+	if l.Title == "" {
+		return loop.Loop{}, Invalid("--task", "a loop needs a task or a title")
+	}
+	if l.MaxIterations == 0 {
+		l.MaxIterations = c.Loop(l.Type).MaxIterations
+	}
+	if parent != nil {
+		l.Parent = parent.ID
+		l.Depth = parent.Depth + 1
+	}
+	return l, nil
+}
+
+// Create stores a new loop.
+func (s *Service) Create(req api.CreateRequest) (loop.Loop, error) {
+	now := s.Now()
+	var out loop.Loop
+	err := s.Store.Update(func(tx *store.Tx) error {
+		var parent *loop.Loop
+		if req.Parent != "" {
+			p, err := tx.Get(req.Parent)
+			if err != nil {
+				return fmt.Errorf("--parent: %w", err)
+			}
+			parent = &p
+		}
+		l, err := s.NewLoop(req, parent, now)
+		if err != nil {
+			return err
+		}
+		out = l
+		return tx.Create(l)
+	})
+	return out, err
+}
+
+// Get returns one loop.
+func (s *Service) Get(id string) (loop.Loop, error) {
+	var l loop.Loop
+	err := s.Store.View(func(tx *store.Tx) (err error) {
+		l, err = tx.Get(id)
+		return err
+	})
+	return l, err
+}
+
+// List returns loops matching req in id (creation) order.
+func (s *Service) List(req api.ListRequest) ([]loop.Loop, error) {
+	for _, st := range req.Status {
+		if !st.Valid() {
+			return nil, Invalid("--status", "unknown status %q (known: %s)", st, statusNames())
+		}
+	}
+	if req.Type != "" && !s.cfg().KnownType(req.Type) {
+		return nil, Invalid("--type", "unknown type %q (known: %s)", req.Type, strings.Join(s.cfg().Types(), ", "))
+	}
+	return s.Store.List(store.Filter{Statuses: req.Status, Type: req.Type, Parent: req.Parent})
+}
+
+func statusNames() string {
+	names := make([]string, len(loop.Statuses))
+	for i, st := range loop.Statuses {
+		names[i] = string(st)
+	}
+	return strings.Join(names, ", ")
+}
+
+// Act applies a user action to a loop and returns the result. The daemon
+// stops the agents of every affected loop that was running.
+func (s *Service) Act(id, action string, req api.ActionRequest) (api.ActionResult, error) {
+	if !slices.Contains(api.Actions, action) {
+		return api.ActionResult{}, Invalid("action", "unknown action %q (known: %s)", action, strings.Join(api.Actions, ", "))
+	}
+	if action == api.ActionIterate && strings.TrimSpace(req.Feedback) == "" {
+		return api.ActionResult{}, Invalid("--feedback", "required: tell the plan's agent what to change")
+	}
+	now := s.Now()
+	var res api.ActionResult
+	err := s.Store.Update(func(tx *store.Tx) error {
+		l, err := tx.Get(id)
+		if err != nil {
+			return err
+		}
+		var affected []string
+		switch action {
+		case api.ActionCancel:
+			reason := req.Reason
+			if reason == "" {
+				reason = "cancelled by user"
+			}
+			affected, err = CancelTree(tx, l, reason, now)
+		case api.ActionReset:
+			if l.Status != loop.Failed {
+				return &loop.TransitionError{ID: id, From: l.Status, To: loop.Pending}
+			}
+			err = s.move(tx, l, loop.Pending, now, "reset by user", func(n *loop.Loop) {
+				n.Iteration, n.Reason, n.RunnableAt = 1, "", time.Time{}
+			})
+		case api.ActionPause:
+			err = s.move(tx, l, loop.Paused, now, "paused by user", nil)
+		case api.ActionResume:
+			if l.Status != loop.Paused {
+				return &loop.TransitionError{ID: id, From: l.Status, To: loop.Pending}
+			}
+			err = s.move(tx, l, loop.Pending, now, "resumed by user", nil)
+		case api.ActionApprove:
+			if l.Status != loop.AwaitingApproval {
+				return &loop.TransitionError{ID: id, From: l.Status, To: loop.Complete}
+			}
+			affected, err = s.Approve(tx, l, now)
+		case api.ActionReject:
+			if l.Status != loop.AwaitingApproval {
+				return &loop.TransitionError{ID: id, From: l.Status, To: loop.Failed}
+			}
+			reason := req.Reason
+			if reason == "" {
+				reason = "rejected by user"
+			}
+			err = s.move(tx, l, loop.Failed, now, reason, func(n *loop.Loop) { n.Reason = reason })
+		case api.ActionIterate:
+			if l.Status != loop.AwaitingApproval {
+				return &loop.TransitionError{ID: id, From: l.Status, To: loop.Pending}
+			}
+			affected, err = s.Iterate(tx, l, req.Feedback, now)
+		}
+		if err != nil {
+			return err
+		}
+		res.Loop, err = tx.Get(id)
+		res.Affected = affected
+		return err
+	})
+	return res, err
+}
+
+// move transitions l to status to, applies edit, and writes the record and
+// its event in tx.
+func (s *Service) move(tx *store.Tx, l loop.Loop, to loop.Status, now time.Time, msg string, edit func(*loop.Loop)) error {
+	return Move(tx, l, to, now, msg, edit)
+}
+
+// Move is the one way every package changes a loop's status: the pure
+// transition, the caller's edits, the record and its event in tx.
+func Move(tx *store.Tx, l loop.Loop, to loop.Status, now time.Time, msg string, edit func(*loop.Loop)) error {
+	n, err := loop.Transition(l, to, now)
+	if err != nil {
+		return err
+	}
+	if edit != nil {
+		edit(&n)
+	}
+	if err := tx.Put(n); err != nil {
+		return err
+	}
+	_, err = tx.AppendEvent(loop.TransitionEvent(l, n, msg))
+	return err
+}
+
+// Descendants returns every descendant of id, parents before children.
+func Descendants(tx *store.Tx, id string) ([]loop.Loop, error) {
+	var out []loop.Loop
+	queue := []string{id}
+	for len(queue) > 0 {
+		kids, err := tx.Children(queue[0])
+		if err != nil {
+			return nil, err
+		}
+		queue = queue[1:]
+		for _, k := range kids {
+			out = append(out, k)
+			queue = append(queue, k.ID)
+		}
+	}
+	return out, nil
+}
+
+// CancelTree cancels l and every descendant that can still be cancelled,
+// in one transaction, and returns the ids it changed (l first).
+func CancelTree(tx *store.Tx, l loop.Loop, reason string, now time.Time) ([]string, error) {
+	if !loop.CanTransition(l.Status, loop.Cancelled) {
+		return nil, &loop.TransitionError{ID: l.ID, From: l.Status, To: loop.Cancelled}
+	}
+	desc, err := Descendants(tx, l.ID)
+	if err != nil {
+		return nil, err
+	}
+	var changed []string
+	for _, d := range append([]loop.Loop{l}, desc...) {
+		if !loop.CanTransition(d.Status, loop.Cancelled) {
+			continue
+		}
+		why := reason
+		if d.ID != l.ID {
+			why = fmt.Sprintf("%s (ancestor %s cancelled)", reason, l.ID)
+		}
+		if err := Move(tx, d, loop.Cancelled, now, why, func(n *loop.Loop) { n.Reason = why }); err != nil {
+			return nil, err
+		}
+		changed = append(changed, d.ID)
+	}
+	return changed, nil
+}
+
+// InvalidateSubtree marks every non-final descendant of id invalidated with
+// reason, and returns the ids it changed.
+func InvalidateSubtree(tx *store.Tx, id, reason string, now time.Time) ([]string, error) {
+	desc, err := Descendants(tx, id)
+	if err != nil {
+		return nil, err
+	}
+	var changed []string
+	for _, d := range desc {
+		if !loop.CanTransition(d.Status, loop.Invalidated) {
+			continue
+		}
+		if err := Move(tx, d, loop.Invalidated, now, reason, func(n *loop.Loop) { n.Reason = reason }); err != nil {
+			return nil, err
+		}
+		changed = append(changed, d.ID)
+	}
+	return changed, nil
+}
+
+// Approve completes a plan awaiting approval and spawns its children from
+// its artifact, all in tx. It returns the new children's ids.
+func (s *Service) Approve(tx *store.Tx, l loop.Loop, now time.Time) ([]string, error) {
+	data, err := os.ReadFile(l.Artifact)
+	if err != nil {
+		return nil, fmt.Errorf("approve %s: artifact: %w", l.ID, err)
+	}
+	doc, err := artifact.Parse(l.Type, data)
+	if err != nil {
+		return nil, fmt.Errorf("approve %s: artifact %s: %w", l.ID, l.Artifact, err)
+	}
+	if err := Move(tx, l, loop.Complete, now, "approved by user", nil); err != nil {
+		return nil, err
+	}
+	l.Status = loop.Complete
+	return s.SpawnChildren(tx, l, doc, l.Artifact, now)
+}
+
+// Iterate sends a plan awaiting approval back for another iteration with
+// the user's feedback, invalidating any children of its old artifact.
+func (s *Service) Iterate(tx *store.Tx, l loop.Loop, feedback string, now time.Time) ([]string, error) {
+	changed, err := InvalidateSubtree(tx, l.ID, fmt.Sprintf("parent %s re-iterated", l.ID), now)
+	if err != nil {
+		return nil, err
+	}
+	err = Move(tx, l, loop.Pending, now, "iterate requested by user", func(n *loop.Loop) {
+		n.Iteration++
+		if n.Iteration > n.MaxIterations {
+			n.MaxIterations = n.Iteration
+		}
+		n.Feedback = "Reviewer feedback on the previous plan:\n" + strings.TrimSpace(feedback)
+		n.Artifact = ""
+		n.RunnableAt = time.Time{}
+	})
+	return changed, err
+}
+
+// SpawnChildren creates one child loop per section of doc under parent, in
+// tx, with triggered_by = artifactPath. It returns the children's ids.
+func (s *Service) SpawnChildren(tx *store.Tx, parent loop.Loop, doc artifact.Doc, artifactPath string, now time.Time) ([]string, error) {
+	ct, ok := loop.ChildType(parent.Type)
+	if !ok {
+		return nil, nil
+	}
+	ids := make([]string, 0, len(doc.Sections))
+	for _, sec := range doc.Sections {
+		req := api.CreateRequest{Type: ct, Task: sec.Text, Title: sec.Name,
+			FairnessKey: parent.FairnessKey, Owner: parent.Owner, ConflictKey: sec.ConflictKey}
+		child, err := s.NewLoop(req, &parent, now)
+		if err != nil {
+			return nil, fmt.Errorf("spawn child %d of %s: %w", sec.N, parent.ID, err)
+		}
+		child.TriggeredBy = artifactPath
+		if err := tx.Create(child); err != nil {
+			return nil, err
+		}
+		ids = append(ids, child.ID)
+	}
+	return ids, nil
+}

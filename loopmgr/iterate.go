@@ -1,0 +1,354 @@
+package loopmgr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/loopr-dev/loopr/control"
+	"github.com/loopr-dev/loopr/gitflow"
+	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/runner"
+	"github.com/loopr-dev/loopr/store"
+)
+
+// maxFeedback bounds the feedback carried into the next prompt.
+const maxFeedback = 8 << 10
+
+// maxParentArtifact bounds the parent artifact text put into a prompt.
+const maxParentArtifact = 1 << 20
+
+// ownBranch reports whether loops of type t change code on their own
+// branch (ralph and user types) rather than only writing an artifact.
+func ownBranch(t string) bool {
+	_, spawns := loop.ChildType(t)
+	return !spawns
+}
+
+// root returns the root ancestor of l (l itself when it has no parent).
+func (m *Manager) root(l loop.Loop) (loop.Loop, error) {
+	cur := l
+	err := m.svc.Store.View(func(tx *store.Tx) error {
+		for i := 0; cur.Parent != "" && i < 1000; i++ {
+			p, err := tx.Get(cur.Parent)
+			if err != nil {
+				return err
+			}
+			cur = p
+		}
+		return nil
+	})
+	return cur, err
+}
+
+// prepare builds the job for one iteration: settings, parent artifact and
+// the working directory (a git worktree when enabled).
+func (m *Manager) prepare(ctx context.Context, l loop.Loop) (runner.Job, error) {
+	c := m.cfg()
+	ls := c.Loop(l.Type)
+	j := runner.Job{
+		Loop: l, Home: m.svc.Paths.Home, Workdir: m.svc.Paths.Workspace,
+		Settings: runner.Settings{
+			Agent: ls.Agent, Validate: ls.Validate, PromptFile: ls.Prompt,
+			Timeout:           time.Duration(ls.TimeoutSecs) * time.Second,
+			RateLimitExitCode: c.Agent.RateLimitExitCode, RateLimitPattern: ratePattern(c),
+		},
+	}
+	if l.TriggeredBy != "" {
+		j.ParentArtifact = l.TriggeredBy
+		data, err := os.ReadFile(l.TriggeredBy)
+		if err != nil {
+			return j, fmt.Errorf("parent artifact: %w", err)
+		}
+		if len(data) > maxParentArtifact {
+			data = data[:maxParentArtifact]
+		}
+		j.ParentArtifactText = string(data)
+	}
+	if m.o.Git != nil {
+		dir, err := m.worktree(ctx, l)
+		if err != nil {
+			return j, fmt.Errorf("worktree: %w", err)
+		}
+		j.Workdir = dir
+	}
+	if j.Workdir != l.Workdir {
+		err := m.svc.Store.Update(func(tx *store.Tx) error {
+			cur, err := tx.Get(l.ID)
+			if err != nil || cur.Status != loop.Running {
+				return err
+			}
+			cur.Workdir = j.Workdir
+			return tx.Put(cur)
+		})
+		if err != nil {
+			return j, err
+		}
+		j.Loop.Workdir = j.Workdir
+	}
+	return j, nil
+}
+
+// worktree makes the loop's working directory: ralph-like loops get a
+// branch loopr/<id> from their plan's branch; plan/spec/phase loops get a
+// throwaway worktree of the plan branch.
+func (m *Manager) worktree(ctx context.Context, l loop.Loop) (string, error) {
+	g := m.o.Git
+	root, err := m.root(l)
+	if err != nil {
+		return "", err
+	}
+	base := "HEAD"
+	if root.Type == loop.Plan {
+		if err := g.EnsurePlanBranch(ctx, root.ID); err != nil {
+			return "", err
+		}
+		base = gitflow.PlanBranch(root.ID)
+	}
+	if ownBranch(l.Type) {
+		return g.AddWorktree(ctx, l.ID, gitflow.LoopBranch(l.ID), base)
+	}
+	return g.AddDetachedWorktree(ctx, l.ID, base)
+}
+
+// finish applies one iteration's result.
+func (m *Manager) finish(ctx context.Context, r result) {
+	m.mu.Lock()
+	a := m.active[r.id]
+	delete(m.active, r.id)
+	m.mu.Unlock()
+	if a == nil {
+		return
+	}
+	a.cancel()
+	now := m.now()
+	l := r.job.Loop
+	if l.ID == "" {
+		var err error
+		if l, err = m.svc.Get(r.id); err != nil {
+			m.log.Error("finish: loop vanished", "loop", r.id, "err", err)
+			return
+		}
+	}
+	res := r.res
+	if r.err != nil {
+		res = runner.Result{Outcome: runner.Failed, Reason: r.err.Error(), Feedback: r.err.Error()}
+		if a.stopping || errors.Is(r.err, context.Canceled) {
+			res.Outcome = runner.Cancelled
+		}
+	}
+	// Commit what the agent left, after every iteration, so work survives.
+	if m.o.Git != nil && ownBranch(l.Type) && r.job.Workdir != "" && exists(r.job.Workdir) {
+		msg := fmt.Sprintf("loopr: %s %s iteration %d", l.Type, l.ID, a.iteration)
+		if _, err := m.o.Git.CommitAll(context.WithoutCancel(ctx), r.job.Workdir, msg); err != nil {
+			m.log.Warn("commit worktree", "loop", l.ID, "err", err)
+		}
+	}
+	var err error
+	switch res.Outcome {
+	case runner.Cancelled:
+		if a.stopping {
+			err = m.requeue(l.ID, a.iteration, now, "daemon stopping: requeued at the same iteration")
+		} else {
+			m.cleanup(ctx, l, false)
+		}
+	case runner.RateLimited:
+		err = m.rateLimited(l.ID, a.iteration, res, now)
+	case runner.Passed:
+		err = m.passed(ctx, l, a.iteration, res, now)
+	default:
+		err = m.failIteration(l.ID, a.iteration, res.Reason, res.Feedback, now)
+	}
+	if err != nil {
+		m.log.Error("apply result", "loop", l.ID, "outcome", res.Outcome, "err", err)
+	}
+	m.o.Notify()
+	m.Wake()
+}
+
+// errStale means the loop is no longer ours to change (cancelled meanwhile,
+// or another iteration): the result is dropped.
+var errStale = errors.New("stale result")
+
+// ours loads the loop in tx and checks that this manager still runs it at iteration.
+func (m *Manager) ours(tx *store.Tx, id string, iteration int) (loop.Loop, error) {
+	cur, err := tx.Get(id)
+	if err != nil {
+		return cur, err
+	}
+	if cur.Status != loop.Running || cur.Lease == nil || cur.Lease.Owner != m.o.Owner || cur.Iteration != iteration {
+		return cur, errStale
+	}
+	return cur, nil
+}
+
+func (m *Manager) update(id string, fn func(*store.Tx) error) error {
+	err := m.svc.Store.Update(fn)
+	if errors.Is(err, errStale) {
+		m.log.Info("result dropped: loop changed while it ran", "loop", id)
+		return nil
+	}
+	return err
+}
+
+// requeue puts a running loop back to pending at the same iteration.
+func (m *Manager) requeue(id string, iteration int, now time.Time, msg string) error {
+	return m.update(id, func(tx *store.Tx) error {
+		cur, err := m.ours(tx, id, iteration)
+		if err != nil {
+			return err
+		}
+		return control.Move(tx, cur, loop.Pending, now, msg, nil)
+	})
+}
+
+// rateLimited records the hit in the shared state and requeues the loop
+// without spending an iteration.
+func (m *Manager) rateLimited(id string, iteration int, res runner.Result, now time.Time) error {
+	return m.update(id, func(tx *store.Tx) error {
+		cur, err := m.ours(tx, id, iteration)
+		if err != nil {
+			return err
+		}
+		var st = m.loadRate(tx)
+		var delay time.Duration
+		if !res.RateLimitUntil.IsZero() {
+			delay = st.HitUntil(now, res.RateLimitUntil, m.rateLimitConfig())
+		} else {
+			delay = st.Hit(now, res.RateLimitAfter, m.rateLimitConfig())
+		}
+		if err := tx.SetMeta(control.RateLimitKey, st); err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("rate limited (hit %d): all loops wait %s, until %s; no iteration spent",
+			st.Hits, delay.Round(time.Second), st.BackoffUntil.Format(time.RFC3339))
+		if _, err := tx.AppendEvent(loop.Event{Time: now, Loop: id, Kind: loop.EventRateLimit, Iteration: iteration, Message: msg}); err != nil {
+			return err
+		}
+		m.log.Warn("rate limited", "loop", id, "hits", st.Hits, "delay", delay, "until", st.BackoffUntil)
+		return control.Move(tx, cur, loop.Pending, now, "requeued after rate limit", nil)
+	})
+}
+
+// failIteration records a failed iteration: back to pending with
+// iteration+1 and a deterministic backoff, or failed (parked) at the budget.
+func (m *Manager) failIteration(id string, iteration int, reason, feedback string, now time.Time) error {
+	return m.update(id, func(tx *store.Tx) error {
+		cur, err := m.ours(tx, id, iteration)
+		if err != nil {
+			return err
+		}
+		return m.failLoop(tx, cur, reason, feedback, now)
+	})
+}
+
+// failLoop is failIteration inside a transaction, for a loop known to be ours.
+func (m *Manager) failLoop(tx *store.Tx, cur loop.Loop, reason, feedback string, now time.Time) error {
+	if reason == "" {
+		reason = "iteration failed"
+	}
+	fb := boundFeedback(fmt.Sprintf("Iteration %d failed: %s\n%s", cur.Iteration, reason, feedback), cur.Feedback)
+	if cur.Iteration >= cur.MaxIterations {
+		why := fmt.Sprintf("max_iterations %d reached; last: %s", cur.MaxIterations, reason)
+		return control.Move(tx, cur, loop.Failed, now, why, func(n *loop.Loop) {
+			n.Reason, n.Feedback = why, fb
+		})
+	}
+	delay := retryDelay(m.cfg(), cur.Iteration)
+	msg := fmt.Sprintf("iteration %d failed: %s; retry in %s", cur.Iteration, reason, delay)
+	return control.Move(tx, cur, loop.Pending, now, msg, func(n *loop.Loop) {
+		n.Iteration++
+		n.RunnableAt = now.Add(delay)
+		n.Feedback = fb
+	})
+}
+
+// boundFeedback puts the newest failure first and keeps the total bounded.
+func boundFeedback(newest, older string) string {
+	s := strings.TrimSpace(newest)
+	if older != "" {
+		s += "\n\n--- earlier ---\n" + older
+	}
+	if len(s) > maxFeedback {
+		s = s[:maxFeedback] + "\n[… older feedback cut]"
+	}
+	return s
+}
+
+// passed completes a loop whose iteration validated: merge (ralph-like
+// loops with a plan), then complete or await approval, spawning children in
+// the same transaction.
+func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, res runner.Result, now time.Time) error {
+	if m.o.Git != nil && ownBranch(l.Type) {
+		root, err := m.root(l)
+		if err == nil && root.Type == loop.Plan && root.ID != l.ID {
+			err = m.o.Git.Merge(context.WithoutCancel(ctx), gitflow.LoopBranch(l.ID), gitflow.PlanBranch(root.ID))
+		}
+		if err != nil {
+			var ce *gitflow.ConflictError
+			fb := err.Error()
+			if errors.As(err, &ce) {
+				fb = fmt.Sprintf("Your branch %s conflicts with %s in: %s. Rebase your change onto the current plan branch state and resolve the conflict.\n%s",
+					ce.Branch, ce.Into, strings.Join(ce.Files, ", "), ce.Output)
+			}
+			return m.failIteration(l.ID, iteration, "merge: "+err.Error(), fb, now)
+		}
+	}
+	approval := l.Type == loop.Plan && m.cfg().Loop(l.Type).RequireApproval
+	err := m.update(l.ID, func(tx *store.Tx) error {
+		cur, err := m.ours(tx, l.ID, iteration)
+		if err != nil {
+			return err
+		}
+		st := m.loadRate(tx)
+		if st.Hits > 0 {
+			st.Success(now)
+			if err := tx.SetMeta(control.RateLimitKey, st); err != nil {
+				return err
+			}
+		}
+		to := loop.Complete
+		msg := fmt.Sprintf("iteration %d passed", iteration)
+		if approval {
+			to = loop.AwaitingApproval
+			msg += "; plan awaits approval"
+		}
+		if err := control.Move(tx, cur, to, now, msg, func(n *loop.Loop) {
+			n.Artifact = res.Artifact
+			n.Reason = ""
+		}); err != nil {
+			return err
+		}
+		if approval || res.Doc == nil {
+			return nil
+		}
+		cur.Status, cur.Artifact = to, res.Artifact
+		_, err = m.svc.SpawnChildren(tx, cur, *res.Doc, res.Artifact, now)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !approval {
+		m.cleanup(ctx, l, true)
+	}
+	return nil
+}
+
+// cleanup removes a finished loop's worktree; branches of loops that did
+// not complete are kept for inspection.
+func (m *Manager) cleanup(ctx context.Context, l loop.Loop, completed bool) {
+	if m.o.Git == nil {
+		return
+	}
+	deleteBranch := completed && ownBranch(l.Type)
+	if root, err := m.root(l); err == nil && root.ID == l.ID {
+		deleteBranch = false // a standalone loop's branch is its only result
+	}
+	if err := m.o.Git.RemoveWorktree(context.WithoutCancel(ctx), l.ID, deleteBranch); err != nil {
+		m.log.Warn("remove worktree", "loop", l.ID, "err", err)
+	}
+}

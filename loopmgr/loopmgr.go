@@ -1,0 +1,404 @@
+// Package loopmgr is loopr's manager loop. One goroutine (Run) owns the run
+// state: it wakes on every poll interval and immediately when something
+// happens (a loop finished, was added or changed, a backoff ended), takes a
+// snapshot, asks the pure scheduler what to start, leases and starts those
+// loops, and applies each finished iteration in one store transaction with
+// its event. Agents run in their own goroutines through the runner; their
+// results come back to the owning goroutine on a channel.
+//
+// Safety rules it keeps:
+//   - a loop is started only by moving it pending → running under a lease in
+//     one transaction, so it never runs twice at once;
+//   - a result is applied only if the loop is still running under this
+//     manager's lease at the same iteration (a user's cancel wins);
+//   - at start, loops left running by a crashed daemon have their agent
+//     process groups killed and count one failed attempt (seed 000), so a
+//     poison loop parks instead of crashing the daemon forever;
+//   - on shutdown, agents are stopped and running loops go back to pending
+//     at the same iteration: a clean stop costs no attempt.
+package loopmgr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/loopr-dev/loopr/config"
+	"github.com/loopr-dev/loopr/control"
+	"github.com/loopr-dev/loopr/gitflow"
+	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/ratelimit"
+	"github.com/loopr-dev/loopr/runner"
+	"github.com/loopr-dev/loopr/store"
+)
+
+// Runner runs one iteration of a loop. *runner.Runner implements it.
+type Runner interface {
+	Run(ctx context.Context, j runner.Job) runner.Result
+}
+
+// Options configure a Manager.
+type Options struct {
+	Service *control.Service
+	Runner  Runner
+	Git     *gitflow.Repo // nil: loops run in the workspace directly
+	Log     *slog.Logger
+	Owner   string           // lease owner, e.g. "pid 1234"
+	Notify  func()           // called after every committed change (event stream)
+	Clock   func() time.Time // defaults to time.Now
+	// OnStart, if set, is called with each loop id as its iteration starts
+	// (used by latency benchmarks).
+	OnStart func(id string, at time.Time)
+}
+
+// Manager schedules and runs loops.
+type Manager struct {
+	o       Options
+	svc     *control.Service
+	log     *slog.Logger
+	wake    chan struct{}
+	results chan result
+	kill    chan []string
+
+	mu      sync.Mutex
+	active  map[string]*active // owned by Run; mu guards reads from other goroutines
+	lastRec time.Time          // last start during rate-limit recovery
+	stopped bool
+	tick    TickStats
+}
+
+type active struct {
+	cancel    context.CancelFunc
+	iteration int
+	started   time.Time
+	stopping  bool // shutdown: requeue without cost
+}
+
+type result struct {
+	id  string
+	job runner.Job
+	res runner.Result
+	err error // preparation failed before the agent ran
+}
+
+// TickStats describes the last scheduling tick.
+type TickStats struct {
+	At                                          time.Time
+	Waiting, Eligible, Selected, Running, Slots int
+	Duration                                    time.Duration
+}
+
+// New returns a Manager; nothing runs until Run.
+func New(o Options) *Manager {
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Notify == nil {
+		o.Notify = func() {}
+	}
+	return &Manager{o: o, svc: o.Service, log: o.Log, wake: make(chan struct{}, 1),
+		results: make(chan result, 64), kill: make(chan []string, 16), active: map[string]*active{}}
+}
+
+// Wake asks the manager to run a scheduling tick now.
+func (m *Manager) Wake() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Stop asks the manager to stop the agents of the given loops (they were
+// cancelled or invalidated by a user action), then to reschedule.
+func (m *Manager) Stop(ids []string) {
+	if len(ids) > 0 {
+		m.kill <- ids
+	}
+	m.Wake()
+}
+
+// Running returns the ids of loops with an agent or validation in flight.
+func (m *Manager) Running() map[string]time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]time.Time, len(m.active))
+	for id, a := range m.active {
+		out[id] = a.started
+	}
+	return out
+}
+
+// LastTick returns the statistics of the last scheduling tick.
+func (m *Manager) LastTick() TickStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.tick
+}
+
+func (m *Manager) now() time.Time { return m.o.Clock().UTC().Truncate(time.Millisecond) }
+
+func (m *Manager) cfg() *config.Config { return m.svc.Config() }
+
+// Run recovers what a previous daemon left, then schedules until ctx is
+// cancelled; then it stops every agent and requeues their loops.
+func (m *Manager) Run(ctx context.Context) error {
+	if err := m.recover(ctx); err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	poll := m.cfg().PollInterval()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return m.shutdown()
+		case r := <-m.results:
+			m.finish(ctx, r)
+			continue // drain results before the next tick
+		case ids := <-m.kill:
+			m.stopAgents(ids)
+			continue
+		case <-m.wake:
+		case <-timer.C:
+		}
+		next := m.tickOnce(ctx)
+		if p := m.cfg().PollInterval(); p != poll {
+			poll = p
+		}
+		if next <= 0 || next > poll {
+			next = poll
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(next)
+	}
+}
+
+// tickOnce sweeps, plans and starts; it returns how soon the next tick is
+// useful (a backoff or rate limit ending), or 0 for the poll interval.
+func (m *Manager) tickOnce(ctx context.Context) time.Duration {
+	began := time.Now()
+	now := m.now()
+	if err := m.sweep(now); err != nil {
+		m.log.Error("sweep", "err", err)
+	}
+	snap, d, err := m.svc.Plan(now)
+	if err != nil {
+		m.log.Error("scheduler snapshot", "err", err)
+		return 0
+	}
+	start := d.Start
+	if snap.RateLimit.Recovering(now) && len(start) > 0 {
+		// Recovery ramp: at most one start per poll interval, however often we wake.
+		if now.Sub(m.lastRec) < m.cfg().PollInterval() {
+			start = nil
+		} else {
+			start = start[:1]
+			m.lastRec = now
+		}
+	}
+	selected := 0
+	for _, id := range start {
+		if ctx.Err() != nil {
+			break
+		}
+		if m.start(ctx, id, now) {
+			selected++
+		}
+	}
+	st := TickStats{At: now, Waiting: d.Waiting, Eligible: d.Eligible, Selected: selected,
+		Running: d.Running + selected, Slots: d.Slots, Duration: time.Since(began)}
+	m.mu.Lock()
+	changed := st.Waiting != m.tick.Waiting || st.Running != m.tick.Running || selected > 0
+	m.tick = st
+	m.mu.Unlock()
+	lvl := slog.LevelDebug
+	if changed {
+		lvl = slog.LevelInfo
+	}
+	m.log.Log(ctx, lvl, "scheduler tick", "pending", st.Waiting, "runnable", st.Eligible,
+		"selected", st.Selected, "running", st.Running, "slots", st.Slots, "took", st.Duration.Round(time.Microsecond))
+	return nextWake(snap, now)
+}
+
+// nextWake is the time until the earliest backoff or rate limit ends.
+func nextWake(snap control.Snapshot, now time.Time) time.Duration {
+	var soonest time.Duration
+	consider := func(t time.Time) {
+		if d := t.Sub(now); d > 0 && (soonest == 0 || d < soonest) {
+			soonest = d
+		}
+	}
+	for _, c := range snap.Waiting {
+		consider(c.Loop.RunnableAt)
+	}
+	consider(snap.RateLimit.BackoffUntil)
+	return soonest
+}
+
+// sweep expires pending loops past their deadline and fails orphans.
+func (m *Manager) sweep(now time.Time) error {
+	changed := false
+	err := m.svc.Store.Update(func(tx *store.Tx) error {
+		var expire, orphan []loop.Loop
+		for _, st := range []loop.Status{loop.Pending, loop.Paused} {
+			err := tx.ByStatus(st, func(l loop.Loop) bool {
+				if !l.Deadline.IsZero() && !now.Before(l.Deadline) {
+					expire = append(expire, l)
+				} else if l.Parent != "" {
+					if _, err := tx.Get(l.Parent); errors.Is(err, store.ErrNotFound) {
+						orphan = append(orphan, l)
+					}
+				}
+				return true
+			})
+			if err != nil {
+				return err
+			}
+		}
+		for _, l := range expire {
+			why := "deadline " + l.Deadline.Format(time.RFC3339) + " passed while pending"
+			if err := control.Move(tx, l, loop.Expired, now, why, func(n *loop.Loop) { n.Reason = why }); err != nil {
+				return err
+			}
+			changed = true
+		}
+		for _, l := range orphan {
+			why := "orphaned: parent " + l.Parent + " not found"
+			if err := control.Move(tx, l, loop.Failed, now, why, func(n *loop.Loop) { n.Reason = why }); err != nil {
+				return err
+			}
+			changed = true
+		}
+		return nil
+	})
+	if changed {
+		m.o.Notify()
+	}
+	return err
+}
+
+// leaseFor is how long a lease lasts: the agent timeout plus validation and margin.
+func (m *Manager) leaseFor(t string) time.Duration {
+	ls := m.cfg().Loop(t)
+	return time.Duration(ls.TimeoutSecs)*time.Second + 15*time.Minute
+}
+
+// start leases one loop and launches its iteration.
+func (m *Manager) start(ctx context.Context, id string, now time.Time) bool {
+	var l loop.Loop
+	err := m.svc.Store.Update(func(tx *store.Tx) error {
+		cur, err := tx.Get(id)
+		if err != nil {
+			return err
+		}
+		if cur.Status != loop.Pending {
+			return fmt.Errorf("loop %s is %s, not pending", id, cur.Status)
+		}
+		lease := &loop.Lease{Owner: m.o.Owner, ExpiresAt: now.Add(m.leaseFor(cur.Type))}
+		msg := fmt.Sprintf("iteration %d started", cur.Iteration)
+		if err := control.Move(tx, cur, loop.Running, now, msg, func(n *loop.Loop) { n.Lease = lease }); err != nil {
+			return err
+		}
+		l, err = tx.Get(id)
+		return err
+	})
+	if err != nil {
+		m.log.Warn("start", "loop", id, "err", err)
+		return false
+	}
+	m.o.Notify()
+	rctx, cancel := context.WithCancel(ctx)
+	a := &active{cancel: cancel, iteration: l.Iteration, started: now}
+	m.mu.Lock()
+	m.active[id] = a
+	m.mu.Unlock()
+	if m.o.OnStart != nil {
+		m.o.OnStart(id, time.Now())
+	}
+	m.log.Info("loop started", "loop", id, "type", l.Type, "iteration", l.Iteration, "title", l.Title)
+	go func() {
+		job, err := m.prepare(rctx, l)
+		var res runner.Result
+		if err == nil {
+			res = m.o.Runner.Run(rctx, job)
+		}
+		m.results <- result{id: id, job: job, res: res, err: err}
+	}()
+	return true
+}
+
+// stopAgents cancels the in-flight iterations of ids.
+func (m *Manager) stopAgents(ids []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, id := range ids {
+		if a := m.active[id]; a != nil {
+			a.cancel()
+		}
+	}
+}
+
+// shutdown stops every agent, waits for their results and requeues their
+// loops at the same iteration.
+func (m *Manager) shutdown() error {
+	m.mu.Lock()
+	n := len(m.active)
+	for _, a := range m.active {
+		a.stopping = true
+		a.cancel()
+	}
+	m.mu.Unlock()
+	m.log.Info("stopping", "running", n)
+	for range n {
+		r := <-m.results
+		m.finish(context.Background(), r)
+	}
+	return nil
+}
+
+// ratePattern compiles the configured rate-limit pattern (validated by config).
+func ratePattern(c *config.Config) *regexp.Regexp {
+	re, err := regexp.Compile(c.Agent.RateLimitPattern)
+	if err != nil {
+		return nil
+	}
+	return re
+}
+
+// retryDelay is the deterministic backoff before iteration n+1 after the
+// n-th failed iteration: base * factor^(n-1), capped (seed 000).
+func retryDelay(c *config.Config, failedIteration int) time.Duration {
+	d := float64(c.Retry.BackoffBaseSecs)
+	for i := 1; i < failedIteration; i++ {
+		d *= c.Retry.BackoffFactor
+		if d >= float64(c.Retry.BackoffMaxSecs) {
+			break
+		}
+	}
+	if max := float64(c.Retry.BackoffMaxSecs); d > max {
+		d = max
+	}
+	return time.Duration(d * float64(time.Second))
+}
+
+// rateLimitConfig is the shared backoff configuration.
+func (m *Manager) rateLimitConfig() ratelimit.Config { return control.RateLimitConfig(m.cfg()) }
+
+// exists reports whether path exists.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
