@@ -1,0 +1,141 @@
+package gitflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Merge merges branch into the branch into (`git merge --no-ff`) without
+// touching the user's checkout: the merge happens in the integration worktree
+// <home>/worktrees/_merge-<into with '/' as '-'>, made on demand. Merges into
+// the same branch are serialized; waiting for one gives up when ctx ends.
+//
+// On conflicts the merge is aborted and a *ConflictError names the files; the
+// target branch does not move. Between merges the integration worktree keeps
+// a detached HEAD, so the target branch is not "checked out" there and the
+// user may check it out, or delete it, as they please. If the user has into
+// checked out in a worktree of their own, Merge fails rather than touch it.
+func (r *Repo) Merge(ctx context.Context, branch, into string) error {
+	if err := checkBranch(branch); err != nil {
+		return err
+	}
+	if err := checkBranch(into); err != nil {
+		return err
+	}
+	if branch == into {
+		return fmt.Errorf("%w: merge of %s into itself", ErrInvalidID, branch)
+	}
+	name := integrationName(into)
+	unlock, err := r.lockTarget(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	for _, b := range []string{branch, into} {
+		ok, err := r.branchExists(ctx, b)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("merge of %s into %s: branch %s does not exist", branch, into, b)
+		}
+	}
+	dir, _, err := r.ensureWorktree(ctx, name, "", "refs/heads/"+into)
+	if err != nil {
+		return err
+	}
+	if err := r.cleanIntegration(ctx, dir); err != nil {
+		return err
+	}
+	if _, err := r.git(ctx, dir, "checkout", "--quiet", into, "--"); err != nil {
+		return fmt.Errorf("merge into %s: check out in %s: %w", into, dir, err)
+	}
+	defer func() {
+		// Let go of the branch; the next merge checks it out again.
+		if _, err := r.git(context.WithoutCancel(ctx), dir, "checkout", "--quiet", "--detach"); err != nil {
+			r.logger().Warn("detach integration worktree", "dir", dir, "err", err)
+		}
+	}()
+
+	message := fmt.Sprintf("loopr: merge %s into %s", branch, into)
+	args := append(identityArgs(), "merge", "--no-ff", "--no-edit", "--no-verify", "-m", message, "refs/heads/"+branch)
+	_, mergeErr := r.gitEnv(ctx, dir, identityEnv, args...)
+	if mergeErr == nil {
+		r.logger().Info("merged", "branch", branch, "into", into)
+		return nil
+	}
+
+	var output string
+	var ge *gitError
+	if errors.As(mergeErr, &ge) {
+		output = strings.TrimSpace(ge.stdout + "\n" + ge.stderr)
+	}
+	// Whatever went wrong, leave nothing half-merged behind.
+	files, filesErr := r.unmerged(ctx, dir)
+	if err := r.cleanIntegration(context.WithoutCancel(ctx), dir); err != nil {
+		return errors.Join(mergeErr, err)
+	}
+	if filesErr == nil && len(files) > 0 {
+		return &ConflictError{Branch: branch, Into: into, Files: files, Output: output}
+	}
+	return fmt.Errorf("merge of %s into %s: %w", branch, into, mergeErr)
+}
+
+// unmerged lists the paths with conflicts in dir, sorted.
+func (r *Repo) unmerged(ctx context.Context, dir string) ([]string, error) {
+	out, err := r.git(ctx, dir, "diff", "--name-only", "--diff-filter=U", "-z")
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for f := range strings.SplitSeq(out, "\x00") {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	slices.Sort(files)
+	return slices.Compact(files), nil
+}
+
+// cleanIntegration brings the integration worktree back to a clean HEAD: it
+// aborts a merge a crash may have left in progress and drops any change. No
+// one but Merge works there, so nothing of value is lost.
+func (r *Repo) cleanIntegration(ctx context.Context, dir string) error {
+	if _, err := r.git(ctx, dir, "rev-parse", "--quiet", "--verify", "MERGE_HEAD"); err == nil {
+		if _, err := r.git(ctx, dir, "merge", "--abort"); err != nil {
+			r.logger().Warn("merge --abort in integration worktree", "dir", dir, "err", err)
+		}
+	}
+	if _, err := r.git(ctx, dir, "reset", "--quiet", "--hard"); err != nil {
+		return fmt.Errorf("clean integration worktree %s: %w", dir, err)
+	}
+	if _, err := r.git(ctx, dir, "clean", "-ffdq"); err != nil {
+		return fmt.Errorf("clean integration worktree %s: %w", dir, err)
+	}
+	return nil
+}
+
+// lockTarget takes the merge lock of one integration worktree; it gives up
+// when ctx ends first.
+func (r *Repo) lockTarget(ctx context.Context, name string) (unlock func(), err error) {
+	r.mu.Lock()
+	if r.targets == nil {
+		r.targets = make(map[string]chan struct{})
+	}
+	sem := r.targets[name]
+	if sem == nil {
+		sem = make(chan struct{}, 1)
+		r.targets[name] = sem
+	}
+	r.mu.Unlock()
+	select {
+	case sem <- struct{}{}:
+		return func() { <-sem }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for merges into %s: %w", name, ctx.Err())
+	}
+}

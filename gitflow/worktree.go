@@ -1,0 +1,330 @@
+package gitflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// AddWorktree makes <home>/worktrees/<id> a worktree on branch, creating the
+// branch from base when it does not exist yet and reusing it (and its
+// commits) when it does. It is idempotent: a valid worktree already at the
+// directory and on branch is returned as is, uncommitted work included; a
+// registration whose directory was deleted is pruned and the worktree added
+// again.
+func (r *Repo) AddWorktree(ctx context.Context, id, branch, base string) (dir string, err error) {
+	if err := checkID(id); err != nil {
+		return "", err
+	}
+	if err := checkBranch(branch); err != nil {
+		return "", err
+	}
+	dir, _, err = r.ensureWorktree(ctx, id, branch, base)
+	return dir, err
+}
+
+// AddDetachedWorktree makes <home>/worktrees/<id> a worktree with a detached
+// HEAD at base (the plan branch, for plan, spec and phase loops), whose
+// changes are never kept. A worktree already there is reset to base's
+// current commit: tracked changes and untracked files are discarded (ignored
+// files, such as build caches, stay).
+func (r *Repo) AddDetachedWorktree(ctx context.Context, id, base string) (string, error) {
+	if err := checkID(id); err != nil {
+		return "", err
+	}
+	commit, err := r.resolve(ctx, base)
+	if err != nil {
+		return "", err
+	}
+	dir, reused, err := r.ensureWorktree(ctx, id, "", commit)
+	if err != nil || !reused {
+		return dir, err
+	}
+	if _, err := r.git(ctx, dir, "checkout", "--quiet", "--force", "--detach", commit); err != nil {
+		return "", fmt.Errorf("reset worktree %s: %w", id, err)
+	}
+	if _, err := r.git(ctx, dir, "clean", "-ffdq"); err != nil {
+		return "", fmt.Errorf("reset worktree %s: %w", id, err)
+	}
+	return dir, nil
+}
+
+// RemoveWorktree removes <home>/worktrees/<id> whatever its state, and with
+// deleteBranch also the branch loopr/<id> (only that one: a worktree added
+// on another branch leaves it alone). A missing worktree or branch is not an
+// error.
+func (r *Repo) RemoveWorktree(ctx context.Context, id string, deleteBranch bool) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	root, err := r.worktreesRoot()
+	if err != nil {
+		return err
+	}
+	r.admin.Lock()
+	err = r.removeLocked(ctx, filepath.Join(root, id))
+	r.admin.Unlock()
+	if err != nil || !deleteBranch {
+		return err
+	}
+	branch := LoopBranch(id)
+	if ok, err := r.branchExists(ctx, branch); err != nil || !ok {
+		return err
+	}
+	if _, err := r.git(ctx, r.Root, "branch", "-D", branch); err != nil {
+		return fmt.Errorf("delete branch %s: %w", branch, err)
+	}
+	r.logger().Info("deleted branch", "branch", branch)
+	return nil
+}
+
+// Sweep removes every worktree under <home>/worktrees whose name keep
+// rejects — the orphans a crash leaves behind — and prunes git's stale
+// worktree records. Branches stay. keep sees loop ids and also the
+// integration worktrees Merge keeps ("_merge-loopr-<plan>"); those are safe
+// to reject, as Merge recreates them on demand. Directories whose names are
+// not ids are left alone. removed is sorted.
+func (r *Repo) Sweep(ctx context.Context, keep func(id string) bool) (removed []string, err error) {
+	if keep == nil {
+		return nil, errors.New("sweep: keep func is nil")
+	}
+	root, err := r.worktreesRoot()
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("sweep: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		integration := strings.HasPrefix(name, integrationPrefix)
+		if !e.IsDir() || (!integration && checkID(name) != nil) {
+			r.logger().Warn("sweep: leaving unknown entry", "path", filepath.Join(root, name))
+			continue
+		}
+		if keep(name) {
+			continue
+		}
+		if err := r.sweepOne(ctx, filepath.Join(root, name), integration); err != nil {
+			return removed, err
+		}
+		removed = append(removed, name)
+	}
+	r.admin.Lock()
+	defer r.admin.Unlock()
+	if _, err := r.git(ctx, r.Root, "worktree", "prune"); err != nil {
+		return removed, err
+	}
+	if len(removed) > 0 {
+		r.logger().Info("swept worktrees", "removed", removed)
+	}
+	return removed, nil
+}
+
+func (r *Repo) sweepOne(ctx context.Context, dir string, integration bool) error {
+	if integration {
+		// Not in the middle of a merge, please.
+		unlock, err := r.lockTarget(ctx, filepath.Base(dir))
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
+	r.admin.Lock()
+	defer r.admin.Unlock()
+	return r.removeLocked(ctx, dir)
+}
+
+// worktree is one record of `git worktree list --porcelain`.
+type worktree struct {
+	path     string
+	branch   string // short name; "" when detached
+	detached bool
+	prunable bool
+}
+
+func (r *Repo) worktrees(ctx context.Context) ([]worktree, error) {
+	out, err := r.git(ctx, r.Root, "worktree", "list", "--porcelain")
+	if err != nil {
+		return nil, err
+	}
+	var list []worktree
+	for block := range strings.SplitSeq(out, "\n\n") {
+		var wt worktree
+		for line := range strings.SplitSeq(block, "\n") {
+			key, val, _ := strings.Cut(line, " ")
+			switch key {
+			case "worktree":
+				wt.path = filepath.FromSlash(val)
+			case "branch":
+				wt.branch = strings.TrimPrefix(val, "refs/heads/")
+			case "detached":
+				wt.detached = true
+			case "prunable":
+				wt.prunable = true
+			}
+		}
+		if wt.path != "" {
+			list = append(list, wt)
+		}
+	}
+	return list, nil
+}
+
+// registered finds the worktree record for dir.
+func (r *Repo) registered(ctx context.Context, dir string) (worktree, bool, error) {
+	list, err := r.worktrees(ctx)
+	if err != nil {
+		return worktree{}, false, err
+	}
+	want := canon(dir)
+	i := slices.IndexFunc(list, func(wt worktree) bool { return canon(wt.path) == want })
+	if i < 0 {
+		return worktree{}, false, nil
+	}
+	return list[i], true, nil
+}
+
+// worktreesRoot returns <home>/worktrees, made if missing.
+func (r *Repo) worktreesRoot() (string, error) {
+	home, err := filepath.Abs(r.Home)
+	if err != nil || r.Home == "" {
+		return "", fmt.Errorf("home %q: not usable: %v", r.Home, err)
+	}
+	root := filepath.Join(home, "worktrees")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("worktrees dir: %w", err)
+	}
+	return root, nil
+}
+
+// ensureWorktree makes <home>/worktrees/<name> a worktree: on branch when
+// branch is set (created from base if missing), else detached at base. It
+// reports whether an existing worktree was reused; a reused detached
+// worktree is returned in whatever state it is in.
+func (r *Repo) ensureWorktree(ctx context.Context, name, branch, base string) (dir string, reused bool, err error) {
+	root, err := r.worktreesRoot()
+	if err != nil {
+		return "", false, err
+	}
+	dir = filepath.Join(root, name)
+	r.admin.Lock()
+	defer r.admin.Unlock()
+
+	// Forget registrations whose directories are gone, so their branches
+	// are free again.
+	if _, err := r.git(ctx, r.Root, "worktree", "prune"); err != nil {
+		return "", false, err
+	}
+	wt, ok, err := r.registered(ctx, dir)
+	if err != nil {
+		return "", false, err
+	}
+	switch {
+	case ok && r.validWorktree(ctx, dir):
+		if branch != "" && wt.branch != branch {
+			on := wt.branch
+			if on == "" {
+				on = "a detached HEAD"
+			}
+			return "", false, fmt.Errorf("worktree %s is on %s, not %s", dir, on, branch)
+		}
+		return dir, true, nil
+	case ok:
+		r.logger().Warn("replacing broken worktree", "dir", dir)
+		if err := r.removeLocked(ctx, dir); err != nil {
+			return "", false, err
+		}
+	default:
+		if _, err := os.Lstat(dir); err == nil {
+			// Not a worktree git knows: debris of a crash in the middle of
+			// an add. It is inside our home, so it is ours to clear.
+			r.logger().Warn("removing leftover directory", "dir", dir)
+			if err := os.RemoveAll(dir); err != nil {
+				return "", false, fmt.Errorf("remove leftover %s: %w", dir, err)
+			}
+		}
+	}
+
+	args := []string{"worktree", "add", "--quiet"}
+	switch {
+	case branch == "":
+		args = append(args, "--detach", dir, base)
+	default:
+		exists, err := r.branchExists(ctx, branch)
+		if err != nil {
+			return "", false, err
+		}
+		if exists {
+			args = append(args, dir, branch)
+			break
+		}
+		if base == "" {
+			return "", false, fmt.Errorf("worktree %s: branch %s does not exist and no base was given", name, branch)
+		}
+		commit, err := r.resolve(ctx, base)
+		if err != nil {
+			return "", false, err
+		}
+		args = append(args, "--no-track", "-b", branch, dir, commit)
+	}
+	if _, err := r.git(ctx, r.Root, args...); err != nil {
+		return "", false, fmt.Errorf("add worktree %s: %w", name, err)
+	}
+	r.logger().Info("added worktree", "dir", dir, "branch", branch, "base", base)
+	return dir, false, nil
+}
+
+// validWorktree reports whether dir is the top of a working tree.
+func (r *Repo) validWorktree(ctx context.Context, dir string) bool {
+	out, err := r.git(ctx, dir, "rev-parse", "--show-toplevel")
+	return err == nil && canon(filepath.FromSlash(strings.TrimSpace(out))) == canon(dir)
+}
+
+// removeLocked removes the worktree or leftover directory at dir, with
+// r.admin held. A worktree git refuses to remove (locked, submodules) is
+// deleted from disk and pruned.
+func (r *Repo) removeLocked(ctx context.Context, dir string) error {
+	_, ok, err := r.registered(ctx, dir)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if _, err := r.git(ctx, r.Root, "worktree", "remove", "--force", dir); err != nil {
+			r.logger().Warn("git worktree remove failed; deleting the directory", "dir", dir, "err", err)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove worktree %s: %w", dir, err)
+	}
+	if ok {
+		if _, err := r.git(ctx, r.Root, "worktree", "prune"); err != nil {
+			return err
+		}
+		r.logger().Info("removed worktree", "dir", dir)
+	}
+	return nil
+}
+
+// checkOwnWorktree makes sure dir is the top of one of our worktrees, so that
+// nothing ever stages or commits in the user's checkout.
+func (r *Repo) checkOwnWorktree(ctx context.Context, dir string) error {
+	root, err := r.worktreesRoot()
+	if err != nil {
+		return err
+	}
+	out, err := r.git(ctx, dir, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	top := canon(filepath.FromSlash(strings.TrimSpace(out)))
+	if filepath.Dir(top) != canon(root) || top != canon(dir) {
+		return fmt.Errorf("%s is not a loopr worktree under %s", dir, root)
+	}
+	return nil
+}
