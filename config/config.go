@@ -1,0 +1,330 @@
+// Package config loads loopr.yml: the defaults of SPEC §5, the file laid over
+// them, and the per-type views the scheduler and the runner read.
+//
+// Decoding is strict. The file is parsed into a YAML node tree and walked
+// against the Go structs, so that every problem — a syntax error, an unknown
+// or duplicate key, a value of the wrong type, a value out of range — comes
+// back as one *Error that names the file, the line and the dotted key:
+//
+//	loopr.yml:12: concurrency.max_loops: must be > 0
+//
+// Only the first problem is reported: the CLI prints one line and exits 2.
+// Decoding problems come in document order, then range checks in the fixed
+// order of Validate, so the same file always gives the same error.
+//
+// Zero values in the per-type settings mean "inherit": an empty agent uses
+// agent.command, timeout_secs 0 uses agent.timeout_secs, an empty prompt uses
+// the workspace's .loopr/prompts/<type>.md or the built-in template. Loop
+// resolves them.
+package config
+
+import (
+	"maps"
+	"math"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/loopr-dev/loopr/loop"
+)
+
+// Config is loopr's configuration: the defaults with loopr.yml laid over them.
+// The yaml tags are the file's key names; yaml.Marshal of a valid Config is a
+// valid loopr.yml.
+type Config struct {
+	Scheduler   Scheduler               `yaml:"scheduler"`
+	Concurrency Concurrency             `yaml:"concurrency"`
+	RateLimit   RateLimit               `yaml:"rate_limit"`
+	Retry       Retry                   `yaml:"retry"`
+	Agent       Agent                   `yaml:"agent"`
+	Loops       map[string]LoopSettings `yaml:"loops"` // keyed by built-in type
+	Git         Git                     `yaml:"git"`
+	Storage     Storage                 `yaml:"storage"`
+	// UserTypes is the file's `types:` section: extra loop types by name.
+	// (Not named Types: that is the method listing every type.)
+	UserTypes map[string]TypeSettings `yaml:"types,omitempty"`
+	// File is the path the configuration came from, "" for defaults.
+	File string `yaml:"-"`
+}
+
+// Scheduler is the `scheduler:` section.
+type Scheduler struct {
+	PollIntervalSecs int      `yaml:"poll_interval_secs"`
+	Priority         Priority `yaml:"priority"`
+}
+
+// Priority holds the weights of the priority score (SPEC §4):
+//
+//	base(type) + min(age_minutes*AgeBoostPerMinute, AgeBoostMax)
+//	+ depth*DepthBoostPerLevel
+//	- min(max(iteration-1, 0)*RetryPenaltyPerIteration, RetryPenaltyMax)
+type Priority struct {
+	Plan                     int `yaml:"plan"`
+	Spec                     int `yaml:"spec"`
+	Phase                    int `yaml:"phase"`
+	Ralph                    int `yaml:"ralph"`
+	AgeBoostPerMinute        int `yaml:"age_boost_per_minute"`
+	AgeBoostMax              int `yaml:"age_boost_max"`
+	DepthBoostPerLevel       int `yaml:"depth_boost_per_level"`
+	RetryPenaltyPerIteration int `yaml:"retry_penalty_per_iteration"`
+	RetryPenaltyMax          int `yaml:"retry_penalty_max"`
+}
+
+// Concurrency is the `concurrency:` section. Caps count running loops.
+type Concurrency struct {
+	MaxLoops    int     `yaml:"max_loops"`
+	MaxAPICalls int     `yaml:"max_api_calls"`
+	PerType     PerType `yaml:"per_type"`
+}
+
+// PerType caps the running loops of each built-in type; 0 means no per-type cap.
+type PerType struct {
+	Plan  int `yaml:"plan"`
+	Spec  int `yaml:"spec"`
+	Phase int `yaml:"phase"`
+	Ralph int `yaml:"ralph"`
+}
+
+// RateLimit is the `rate_limit:` section: the shared 429 backoff.
+type RateLimit struct {
+	InitialBackoffSecs    int `yaml:"initial_backoff_secs"`
+	MaxBackoffSecs        int `yaml:"max_backoff_secs"`
+	RecoveryPeriodSecs    int `yaml:"recovery_period_secs"`
+	MaxConcurrentAPICalls int `yaml:"max_concurrent_api_calls"`
+}
+
+// Retry is the `retry:` section: the wait between failed iterations.
+type Retry struct {
+	BackoffBaseSecs int     `yaml:"backoff_base_secs"`
+	BackoffFactor   float64 `yaml:"backoff_factor"`
+	BackoffMaxSecs  int     `yaml:"backoff_max_secs"`
+}
+
+// Delay returns how long a loop waits after its iteration-th iteration
+// failed: backoff_base_secs * backoff_factor^(iteration-1), at most
+// backoff_max_secs. There is no jitter, so the wait is reproducible.
+func (r Retry) Delay(iteration int) time.Duration {
+	if r.BackoffBaseSecs <= 0 {
+		return 0
+	}
+	limit := time.Duration(r.BackoffMaxSecs) * time.Second
+	d := float64(r.BackoffBaseSecs) * math.Pow(r.BackoffFactor, float64(max(iteration-1, 0)))
+	if math.IsNaN(d) || d*float64(time.Second) >= float64(limit) {
+		return limit
+	}
+	return time.Duration(d * float64(time.Second))
+}
+
+// Agent is the `agent:` section: how one iteration runs (SPEC §6).
+type Agent struct {
+	Command           []string `yaml:"command"` // argv, run without a shell
+	TimeoutSecs       int      `yaml:"timeout_secs"`
+	RateLimitExitCode int      `yaml:"rate_limit_exit_code"`
+	// RateLimitPattern is a Go regexp; agent output matching it means the
+	// provider rate-limited the run, even when the agent exits 0. "" disables
+	// the check.
+	RateLimitPattern string `yaml:"rate_limit_pattern"`
+}
+
+// DefaultRateLimitPattern matches the messages agent CLIs print when the
+// provider limits them.
+const DefaultRateLimitPattern = `(?i)\b429\b|rate.?limit|usage limit|hit your limit|quota exceeded`
+
+// RateLimitRegexp compiles RateLimitPattern. It returns nil, nil when the
+// pattern is empty (the check is off).
+func (a Agent) RateLimitRegexp() (*regexp.Regexp, error) {
+	if a.RateLimitPattern == "" {
+		return nil, nil
+	}
+	return regexp.Compile(a.RateLimitPattern)
+}
+
+// LoopSettings is one entry of `loops:`, and what Loop returns with the
+// inherited values filled in.
+type LoopSettings struct {
+	MaxIterations   int  `yaml:"max_iterations"`
+	RequireApproval bool `yaml:"require_approval"`
+	// Validate lists shell commands (sh -c, in the workdir) that must all
+	// exit 0 for an iteration to pass.
+	Validate []string `yaml:"validate"`
+	// Agent overrides agent.command for this type; empty inherits it.
+	Agent []string `yaml:"agent,omitempty"`
+	// Prompt names a prompt template file, relative to the workspace; empty
+	// means .loopr/prompts/<type>.md when it exists, else the built-in one.
+	Prompt string `yaml:"prompt,omitempty"`
+	// TimeoutSecs overrides agent.timeout_secs for this type; 0 inherits it.
+	TimeoutSecs int `yaml:"timeout_secs,omitempty"`
+}
+
+// Timeout returns TimeoutSecs as a duration.
+func (s LoopSettings) Timeout() time.Duration { return time.Duration(s.TimeoutSecs) * time.Second }
+
+// TypeSettings is one entry of `types:`: a user-defined loop type. User types
+// are leaves: their loops spawn no children.
+type TypeSettings struct {
+	Base            int      `yaml:"base"`        // base priority
+	MaxRunning      int      `yaml:"max_running"` // 0 means no per-type cap
+	MaxIterations   int      `yaml:"max_iterations"`
+	RequireApproval bool     `yaml:"require_approval"`
+	Validate        []string `yaml:"validate"`
+	Agent           []string `yaml:"agent,omitempty"`
+	Prompt          string   `yaml:"prompt,omitempty"`
+	TimeoutSecs     int      `yaml:"timeout_secs,omitempty"`
+}
+
+// DefaultTypeSettings returns the settings a user type starts from before its
+// entry in `types:` is applied: base priority 50 (between plan and spec), no
+// per-type cap, 10 iterations, no approval, no validation commands, and the
+// agent section's command and timeout.
+func DefaultTypeSettings() TypeSettings {
+	return TypeSettings{Base: 50, MaxIterations: 10}
+}
+
+func (t TypeSettings) loopSettings() LoopSettings {
+	return LoopSettings{
+		MaxIterations: t.MaxIterations, RequireApproval: t.RequireApproval, Validate: t.Validate,
+		Agent: t.Agent, Prompt: t.Prompt, TimeoutSecs: t.TimeoutSecs,
+	}
+}
+
+// Git is the `git:` section.
+type Git struct {
+	// Worktrees gives each loop a git worktree and branch loopr/<id> when
+	// the workspace is a git repository.
+	Worktrees bool `yaml:"worktrees"`
+}
+
+// Storage is the `storage:` section.
+type Storage struct {
+	// DiskQuotaMinGB is the free space below which no new loop starts
+	// (reason disk_low); 0 disables the check.
+	DiskQuotaMinGB float64 `yaml:"disk_quota_min_gb"`
+}
+
+// Default returns the configuration used when loopr.yml sets nothing
+// (SPEC §5). Each call returns a new value.
+func Default() *Config {
+	return &Config{
+		Scheduler: Scheduler{
+			PollIntervalSecs: 1,
+			Priority: Priority{
+				Plan: 40, Spec: 60, Phase: 80, Ralph: 100,
+				AgeBoostPerMinute: 1, AgeBoostMax: 50,
+				DepthBoostPerLevel:       10,
+				RetryPenaltyPerIteration: 5, RetryPenaltyMax: 30,
+			},
+		},
+		Concurrency: Concurrency{
+			MaxLoops: 50, MaxAPICalls: 10,
+			PerType: PerType{Plan: 2, Spec: 5, Phase: 20, Ralph: 50},
+		},
+		RateLimit: RateLimit{
+			InitialBackoffSecs: 5, MaxBackoffSecs: 120,
+			RecoveryPeriodSecs: 30, MaxConcurrentAPICalls: 10,
+		},
+		Retry: Retry{BackoffBaseSecs: 2, BackoffFactor: 2, BackoffMaxSecs: 60},
+		Agent: Agent{
+			Command:           []string{"claude", "-p", "--dangerously-skip-permissions"},
+			TimeoutSecs:       1800,
+			RateLimitExitCode: 75,
+			RateLimitPattern:  DefaultRateLimitPattern,
+		},
+		Loops: map[string]LoopSettings{
+			loop.Plan:  {MaxIterations: 10, RequireApproval: true},
+			loop.Spec:  {MaxIterations: 25},
+			loop.Phase: {MaxIterations: 50},
+			loop.Ralph: {MaxIterations: 100, Validate: []string{"go test ./..."}},
+		},
+		Git:     Git{Worktrees: true},
+		Storage: Storage{DiskQuotaMinGB: 5},
+	}
+}
+
+func builtin(t string) bool { return slices.Contains(loop.BuiltinTypes, t) }
+
+// Types returns every loop type: the built-in types in hierarchy order, then
+// the user types sorted by name.
+func (c *Config) Types() []string {
+	ts := slices.Clone(loop.BuiltinTypes)
+	for _, t := range slices.Sorted(maps.Keys(c.UserTypes)) {
+		if !builtin(t) {
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+// KnownType reports whether t is a built-in type or a type defined under `types:`.
+func (c *Config) KnownType(t string) bool {
+	_, user := c.UserTypes[t]
+	return builtin(t) || user
+}
+
+// Base returns the base priority of type t: scheduler.priority.<t> for a
+// built-in type, types.<t>.base for a user type, 0 for an unknown type.
+func (c *Config) Base(t string) int {
+	p := c.Scheduler.Priority
+	switch t {
+	case loop.Plan:
+		return p.Plan
+	case loop.Spec:
+		return p.Spec
+	case loop.Phase:
+		return p.Phase
+	case loop.Ralph:
+		return p.Ralph
+	}
+	return c.UserTypes[t].Base
+}
+
+// TypeCap returns how many loops of type t may run at once:
+// concurrency.per_type.<t> for a built-in type, types.<t>.max_running for a
+// user type. 0 means no per-type cap (max_loops still applies).
+func (c *Config) TypeCap(t string) int {
+	p := c.Concurrency.PerType
+	switch t {
+	case loop.Plan:
+		return p.Plan
+	case loop.Spec:
+		return p.Spec
+	case loop.Phase:
+		return p.Phase
+	case loop.Ralph:
+		return p.Ralph
+	}
+	return c.UserTypes[t].MaxRunning
+}
+
+// Loop returns the settings of type t with the inherited values resolved:
+// Agent falls back to agent.command and TimeoutSecs to agent.timeout_secs.
+// Prompt stays "" when the type names no template. The slices are copies.
+// For an unknown type only the inherited values are set.
+func (c *Config) Loop(t string) LoopSettings {
+	var s LoopSettings
+	if builtin(t) {
+		s = c.Loops[t]
+	} else if u, ok := c.UserTypes[t]; ok {
+		s = u.loopSettings()
+	}
+	s.Validate = slices.Clone(s.Validate)
+	if len(s.Agent) == 0 {
+		s.Agent = c.Agent.Command
+	}
+	s.Agent = slices.Clone(s.Agent)
+	if s.TimeoutSecs == 0 {
+		s.TimeoutSecs = c.Agent.TimeoutSecs
+	}
+	return s
+}
+
+// APICallCap returns how many agent processes may run at once: the smaller of
+// concurrency.max_api_calls and rate_limit.max_concurrent_api_calls, which
+// name the same limit.
+func (c *Config) APICallCap() int {
+	return min(c.Concurrency.MaxAPICalls, c.RateLimit.MaxConcurrentAPICalls)
+}
+
+// PollInterval returns scheduler.poll_interval_secs as a duration.
+func (c *Config) PollInterval() time.Duration {
+	return time.Duration(c.Scheduler.PollIntervalSecs) * time.Second
+}

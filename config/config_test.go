@@ -1,0 +1,583 @@
+package config_test
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"gopkg.in/yaml.v3"
+
+	"github.com/loopr-dev/loopr/config"
+	"github.com/loopr-dev/loopr/loop"
+)
+
+func TestTemplateIsDefault(t *testing.T) {
+	t.Parallel()
+	got, err := config.Parse(config.Template(), "")
+	if err != nil {
+		t.Fatalf("Parse(Template()): %v", err)
+	}
+	if diff := cmp.Diff(config.Default(), got); diff != "" {
+		t.Errorf("Parse(Template()) mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestTemplateHasEveryKey keeps Template complete: every key the decoder
+// accepts appears, each with a comment.
+func TestTemplateHasEveryKey(t *testing.T) {
+	t.Parallel()
+	var doc yaml.Node
+	if err := yaml.Unmarshal(config.Template(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	var walk func(n *yaml.Node, prefix string)
+	walk = func(n *yaml.Node, prefix string) {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			key := k.Value
+			if prefix != "" {
+				key = prefix + "." + k.Value
+			}
+			got = append(got, key)
+			if k.LineComment == "" && v.LineComment == "" {
+				t.Errorf("template line %d: %s: no comment", k.Line, key)
+			}
+			if v.Kind == yaml.MappingNode {
+				walk(v, key)
+			}
+		}
+	}
+	walk(doc.Content[0], "")
+
+	var want []string
+	var schema func(typ reflect.Type, prefix string)
+	schema = func(typ reflect.Type, prefix string) {
+		for i := range typ.NumField() {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("yaml"), ",")
+			if name == "-" {
+				continue
+			}
+			key := name
+			if prefix != "" {
+				key = prefix + "." + name
+			}
+			want = append(want, key)
+			switch ft := typ.Field(i).Type; {
+			case ft.Kind() == reflect.Struct:
+				schema(ft, key)
+			case name == "loops":
+				for _, lt := range loop.BuiltinTypes {
+					want = append(want, key+"."+lt)
+					schema(ft.Elem(), key+"."+lt)
+				}
+			}
+		}
+	}
+	schema(reflect.TypeFor[config.Config](), "")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("template keys mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestMarshalRoundTrip: a Config marshalled with its yaml tags is a loopr.yml
+// that parses back to the same Config.
+func TestMarshalRoundTrip(t *testing.T) {
+	t.Parallel()
+	c := config.Default()
+	c.UserTypes = map[string]config.TypeSettings{
+		"review": {Base: 70, MaxRunning: 3, MaxIterations: 10, Validate: []string{"make lint"}, Agent: []string{"codex", "exec"}, TimeoutSecs: 60},
+	}
+	c.Loops[loop.Spec] = config.LoopSettings{MaxIterations: 7, Prompt: "prompts/spec.md"}
+	data, err := yaml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := config.Parse(data, "")
+	if err != nil {
+		t.Fatalf("Parse(Marshal(c)): %v\n%s", err, data)
+	}
+	if diff := cmp.Diff(c, got); diff != "" {
+		t.Errorf("Parse(Marshal(c)) mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestParse(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		yaml string
+		want func(c *config.Config) // applied to Default()
+	}{
+		{"empty file", "", func(*config.Config) {}},
+		{"only comments", "# nothing here\n\n", func(*config.Config) {}},
+		{"null document", "~\n", func(*config.Config) {}},
+		{"empty sections keep defaults", "scheduler:\nconcurrency: {}\nloops:\n  ralph:\n", func(*config.Config) {}},
+		{"empty types", "types: {}\n", func(*config.Config) {}},
+		{"scalars", `
+scheduler:
+  poll_interval_secs: 3
+  priority: {plan: 0, age_boost_max: 0}
+concurrency:
+  max_loops: 4
+  per_type: {ralph: 0}
+retry: {backoff_factor: 1.5, backoff_base_secs: 0}
+git: {worktrees: false}
+storage: {disk_quota_min_gb: 0.5}
+agent: {rate_limit_pattern: ""}
+`, func(c *config.Config) {
+			c.Scheduler.PollIntervalSecs = 3
+			c.Scheduler.Priority.Plan = 0
+			c.Scheduler.Priority.AgeBoostMax = 0
+			c.Concurrency.MaxLoops = 4
+			c.Concurrency.PerType.Ralph = 0
+			c.Retry.BackoffFactor = 1.5
+			c.Retry.BackoffBaseSecs = 0
+			c.Git.Worktrees = false
+			c.Storage.DiskQuotaMinGB = 0.5
+			c.Agent.RateLimitPattern = ""
+		}},
+		{"yaml integer forms", "concurrency: {max_loops: 0x10, max_api_calls: +7}\n", func(c *config.Config) {
+			c.Concurrency.MaxLoops = 16
+			c.Concurrency.MaxAPICalls = 7
+		}},
+		{"loop override keeps unset keys", `
+loops:
+  ralph:
+    max_iterations: 5
+    agent: [aider, --yes, 4]
+    prompt: prompts/task.md
+    timeout_secs: 600
+  plan: {require_approval: false, validate: ["test -s plan.md"]}
+`, func(c *config.Config) {
+			c.Loops[loop.Ralph] = config.LoopSettings{
+				MaxIterations: 5, Validate: []string{"go test ./..."},
+				Agent: []string{"aider", "--yes", "4"}, Prompt: "prompts/task.md", TimeoutSecs: 600,
+			}
+			c.Loops[loop.Plan] = config.LoopSettings{MaxIterations: 10, Validate: []string{"test -s plan.md"}}
+		}},
+		{"empty validate list clears the default", "loops:\n  ralph: {validate: []}\n", func(c *config.Config) {
+			c.Loops[loop.Ralph] = config.LoopSettings{MaxIterations: 100}
+		}},
+		{"user types start from the type defaults", `
+types:
+  review: {base: 70, max_running: 3, max_iterations: 10}
+  docs: {validate: [make docs]}
+`, func(c *config.Config) {
+			c.UserTypes = map[string]config.TypeSettings{
+				"review": {Base: 70, MaxRunning: 3, MaxIterations: 10},
+				"docs":   {Base: 50, MaxIterations: 10, Validate: []string{"make docs"}},
+			}
+		}},
+		{"alias values", `
+agent:
+  command: &cmd ["codex", "exec"]
+loops:
+  ralph: {agent: *cmd}
+`, func(c *config.Config) {
+			c.Agent.Command = []string{"codex", "exec"}
+			l := c.Loops[loop.Ralph]
+			l.Agent = []string{"codex", "exec"}
+			c.Loops[loop.Ralph] = l
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := config.Parse([]byte(tc.yaml), "loopr.yml")
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			want := config.Default()
+			want.File = "loopr.yml"
+			tc.want(want)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Parse() mismatch (-want +got):\n%s", diff)
+			}
+			if err := got.Validate(); err != nil {
+				t.Errorf("Validate() of a parsed config: %v", err)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		yaml string
+		want string
+	}{
+		// The document.
+		{"not a mapping", "- plan\n- spec\n", "loopr.yml:1: must be a mapping, got a list"},
+		{"scalar document", "hello\n", `loopr.yml:1: must be a mapping, got "hello"`},
+		{"two documents", "git: {worktrees: true}\n---\ngit: {worktrees: false}\n", "loopr.yml:2: must hold a single YAML document"},
+		{"syntax error", "scheduler:\n  poll_interval_secs: 1\n priority: {}\n", "loopr.yml:2: invalid YAML: did not find expected key"},
+		{"unclosed flow", "loops:\n  ralph: {validate: [\n", "loopr.yml:2: invalid YAML: did not find expected node content"},
+
+		// Keys.
+		{"unknown top-level key", "schedular:\n  poll_interval_secs: 1\n", "loopr.yml:1: schedular: unknown key"},
+		{"dotted key is quoted", "scheduler:\n  poll_interval_secs: 1\n  priority:\n    plan: 40\n\n\nscheduler.prioritty: 1\n", "loopr.yml:7: \"scheduler.prioritty\": unknown key"},
+		{"unknown key in section", "scheduler:\n  poll_interval_secs: 1\n  priority:\n    plan: 40\n  # typo below\n\n  prioritty: {}\n", "loopr.yml:7: scheduler.prioritty: unknown key"},
+		{"unknown loop key", "loops:\n  ralph:\n    max_iteration: 3\n", "loopr.yml:3: loops.ralph.max_iteration: unknown key"},
+		{"unknown type key", "types:\n  review:\n    tier: 1\n", "loopr.yml:3: types.review.tier: unknown key"},
+		{"file is not a key", "File: x.yml\n", "loopr.yml:1: File: unknown key"},
+		{"duplicate key", "concurrency:\n  max_loops: 5\n  max_api_calls: 2\n  max_loops: 6\n", "loopr.yml:4: concurrency.max_loops: duplicate key (first at line 2)"},
+		{"duplicate section", "git: {}\nstorage: {}\ngit: {}\n", "loopr.yml:3: git: duplicate key (first at line 1)"},
+		{"duplicate type", "types:\n  review: {}\n  review: {}\n", "loopr.yml:3: types.review: duplicate key (first at line 2)"},
+		{"non-string key", "scheduler:\n  ? [a, b]\n  : 1\n", "loopr.yml:2: scheduler: keys must be strings, got a list"},
+		{"merge key", "scheduler:\n  <<: {poll_interval_secs: 2}\n", `loopr.yml:2: scheduler."<<": merge keys are not supported`},
+
+		// Types of values.
+		{"string for integer", "concurrency:\n  max_api_calls: 10\n  max_loops: lots\n", `loopr.yml:3: concurrency.max_loops: must be an integer, got "lots"`},
+		{"float for integer", "concurrency:\n  max_loops: 2.5\n", `loopr.yml:2: concurrency.max_loops: must be an integer, got "2.5"`},
+		{"quoted integer", "concurrency:\n  max_loops: \"5\"\n", `loopr.yml:2: concurrency.max_loops: must be an integer, got "5"`},
+		{"integer overflow", "concurrency:\n  max_loops: 99999999999999999999\n", `loopr.yml:2: concurrency.max_loops: must be an integer, got "99999999999999999999"`},
+		{"null integer", "scheduler:\n  poll_interval_secs:\n", "loopr.yml:2: scheduler.poll_interval_secs: must be an integer, got null"},
+		{"mapping for integer", "scheduler:\n  poll_interval_secs:\n    secs: 1\n", "loopr.yml:3: scheduler.poll_interval_secs: must be an integer, got a mapping"},
+		{"scalar for section", "scheduler: fast\n", `loopr.yml:1: scheduler: must be a mapping, got "fast"`},
+		{"list for section", "concurrency:\n  per_type: [1, 2]\n", "loopr.yml:2: concurrency.per_type: must be a mapping, got a list"},
+		{"yes is not a bool", "git:\n  worktrees: yes\n", `loopr.yml:2: git.worktrees: must be true or false, got "yes"`},
+		{"number for bool", "loops:\n  plan: {require_approval: 1}\n", `loopr.yml:2: loops.plan.require_approval: must be true or false, got "1"`},
+		{"string for number", "retry:\n  backoff_factor: double\n", `loopr.yml:2: retry.backoff_factor: must be a number, got "double"`},
+		{"string for list", "loops:\n  ralph:\n    validate: go test ./...\n", `loopr.yml:3: loops.ralph.validate: must be a list of strings, got "go test ./..."`},
+		{"mapping in list", "agent:\n  command:\n    - claude\n    - {p: true}\n", "loopr.yml:4: agent.command[1]: must be a string, got a mapping"},
+		{"null in list", "loops:\n  ralph: {validate: [make, ~]}\n", "loopr.yml:2: loops.ralph.validate[1]: must be a string, got null"},
+		{"list for string", "agent:\n  rate_limit_pattern: [429]\n", "loopr.yml:2: agent.rate_limit_pattern: must be a string, got a list"},
+		{"long value is cut", "concurrency:\n  max_loops: " + strings.Repeat("x", 60) + "\n", `loopr.yml:2: concurrency.max_loops: must be an integer, got "` + strings.Repeat("x", 39) + `…"`},
+
+		// Ranges.
+		{"zero max_loops", "concurrency:\n  max_loops: 0\n", "loopr.yml:2: concurrency.max_loops: must be > 0"},
+		{"negative max_api_calls", "concurrency:\n  max_api_calls: -1\n", "loopr.yml:2: concurrency.max_api_calls: must be > 0"},
+		{"negative per-type cap", "concurrency:\n  per_type:\n    spec: -2\n", "loopr.yml:3: concurrency.per_type.spec: must be >= 0"},
+		{"negative max_running", "types:\n  review:\n    max_running: -1\n", "loopr.yml:3: types.review.max_running: must be >= 0"},
+		{"zero poll interval", "scheduler: {poll_interval_secs: 0}\n", "loopr.yml:1: scheduler.poll_interval_secs: must be > 0"},
+		{"negative age_boost_max", "scheduler:\n  priority:\n    age_boost_max: -5\n", "loopr.yml:3: scheduler.priority.age_boost_max: must be >= 0"},
+		{"negative base", "scheduler:\n  priority: {ralph: -1}\n", "loopr.yml:2: scheduler.priority.ralph: must be >= 0"},
+		{"huge value", "agent:\n  timeout_secs: 10000000000\n", "loopr.yml:2: agent.timeout_secs: must be <= 1000000000"},
+		{"zero max_iterations", "loops:\n  spec:\n    max_iterations: 0\n", "loopr.yml:3: loops.spec.max_iterations: must be > 0"},
+		{"zero user max_iterations", "types:\n  review: {max_iterations: 0}\n", "loopr.yml:2: types.review.max_iterations: must be > 0"},
+		{"negative loop timeout", "loops:\n  ralph: {timeout_secs: -1}\n", "loopr.yml:2: loops.ralph.timeout_secs: must be >= 0"},
+		{"backoff_factor below 1", "retry:\n  backoff_factor: 0.5\n", "loopr.yml:2: retry.backoff_factor: must be >= 1"},
+		{"backoff_factor infinite", "retry:\n  backoff_factor: .inf\n", "loopr.yml:2: retry.backoff_factor: must be a finite number"},
+		{"retry max below base", "retry:\n  backoff_base_secs: 10\n  backoff_max_secs: 5\n", "loopr.yml:3: retry.backoff_max_secs: must be >= retry.backoff_base_secs (10)"},
+		{"max_backoff below initial", "rate_limit:\n  initial_backoff_secs: 5\n  max_backoff_secs: 4\n", "loopr.yml:3: rate_limit.max_backoff_secs: must be >= rate_limit.initial_backoff_secs (5)"},
+		{"initial above default max", "rate_limit:\n  initial_backoff_secs: 500\n", "loopr.yml:2: rate_limit.initial_backoff_secs: must be <= rate_limit.max_backoff_secs (120)"},
+		{"max below default initial", "rate_limit:\n  max_backoff_secs: 1\n", "loopr.yml:2: rate_limit.max_backoff_secs: must be >= rate_limit.initial_backoff_secs (5)"},
+		{"zero initial backoff", "rate_limit: {initial_backoff_secs: 0}\n", "loopr.yml:1: rate_limit.initial_backoff_secs: must be > 0"},
+		{"empty agent command", "agent:\n  command: []\n", "loopr.yml:2: agent.command: must not be empty"},
+		{"blank program", "agent:\n  command: [\"\", -p]\n", "loopr.yml:2: agent.command[0]: must not be empty"},
+		{"blank loop agent", "loops:\n  ralph:\n    agent: [\" \"]\n", "loopr.yml:3: loops.ralph.agent[0]: must not be empty"},
+		{"blank validate command", "loops:\n  ralph:\n    validate:\n      - make\n      - \"\"\n", "loopr.yml:5: loops.ralph.validate[1]: must not be empty"},
+		{"exit code 0", "agent: {rate_limit_exit_code: 0}\n", "loopr.yml:1: agent.rate_limit_exit_code: must be between 1 and 255"},
+		{"bad pattern", "agent:\n  rate_limit_pattern: '(429'\n", "loopr.yml:2: agent.rate_limit_pattern: must be a valid Go regexp: missing closing ): `(429`"},
+		{"pattern matching everything", "agent:\n  rate_limit_pattern: '.*'\n", "loopr.yml:2: agent.rate_limit_pattern: matches empty output, so every run would count as rate limited"},
+		{"negative disk quota", "storage:\n  disk_quota_min_gb: -1\n", "loopr.yml:2: storage.disk_quota_min_gb: must be >= 0"},
+		{"nan disk quota", "storage:\n  disk_quota_min_gb: .nan\n", "loopr.yml:2: storage.disk_quota_min_gb: must be a finite number"},
+
+		// Types.
+		{"loops of a user type", "loops:\n  review: {max_iterations: 3}\n", "loopr.yml:2: loops.review: not a built-in type (plan, spec, phase, ralph); user types go under types"},
+		{"redefined built-in type", "types:\n  review: {base: 1}\n  ralph: {base: 1}\n", "loopr.yml:3: types.ralph: ralph is a built-in type: set it with scheduler.priority.ralph, concurrency.per_type.ralph and loops.ralph"},
+		{"invalid type name", "types:\n  Review: {}\n", "loopr.yml:2: types.Review: invalid type name: use up to 32 lowercase letters, digits, '-' and '_', starting with a letter"},
+		{"type name with spaces", "types:\n  \"code review\": {}\n", `loopr.yml:2: types."code review": invalid type name: use up to 32 lowercase letters, digits, '-' and '_', starting with a letter`},
+		{"type name with newline", "types:\n  \"a\\nb\": {}\n", `loopr.yml:2: types."a\nb": invalid type name: use up to 32 lowercase letters, digits, '-' and '_', starting with a letter`},
+
+		// The first error wins: decoding errors before range errors.
+		{"decoding before validation", "concurrency:\n  max_loops: 0\ngit:\n  worktree: true\n", "loopr.yml:4: git.worktree: unknown key"},
+		{"validation in key order", "storage:\n  disk_quota_min_gb: -1\nconcurrency:\n  max_loops: 0\n", "loopr.yml:4: concurrency.max_loops: must be > 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := config.Parse([]byte(tc.yaml), "loopr.yml")
+			if err == nil {
+				t.Fatalf("Parse() = %+v, want error %q", c, tc.want)
+			}
+			if got := err.Error(); got != tc.want {
+				t.Errorf("Parse() error\n got %s\nwant %s", got, tc.want)
+			}
+			var ce *config.Error
+			if !errors.As(err, &ce) {
+				t.Errorf("Parse() error is %T, want *config.Error", err)
+			}
+		})
+	}
+}
+
+func TestAliasExpansionBounded(t *testing.T) {
+	t.Parallel()
+	// 7 KB of YAML that would decode to 200,000 strings.
+	var b strings.Builder
+	b.WriteString("loops:\n  ralph:\n    validate: &v [" + strings.Repeat("a, ", 1999) + "a]\ntypes:\n")
+	for i := range 100 {
+		fmt.Fprintf(&b, "  t%d: {validate: *v}\n", i)
+	}
+	_, err := config.Parse([]byte(b.String()), "loopr.yml")
+	if want := "loopr.yml:53: types.t48.validate: too many values (more than 100000, counting aliases each time they are used)"; err == nil || err.Error() != want {
+		t.Errorf("Parse() error = %v, want %q", err, want)
+	}
+}
+
+func TestErrorFormat(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  config.Error
+		want string
+	}{
+		{"file and line", config.Error{File: "loopr.yml", Line: 12, Key: "concurrency.max_loops", Msg: "must be > 0"}, "loopr.yml:12: concurrency.max_loops: must be > 0"},
+		{"no line", config.Error{File: "loopr.yml", Key: "concurrency.max_loops", Msg: "must be > 0"}, "loopr.yml: concurrency.max_loops: must be > 0"},
+		{"no file", config.Error{Key: "concurrency.max_loops", Msg: "must be > 0"}, "concurrency.max_loops: must be > 0"},
+		{"line without file", config.Error{Line: 3, Key: "git", Msg: "unknown key"}, "line 3: git: unknown key"},
+		{"no key", config.Error{File: "loopr.yml", Line: 1, Msg: "must be a mapping, got a list"}, "loopr.yml:1: must be a mapping, got a list"},
+		{"one line", config.Error{Msg: "a\nb"}, `a\nb`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := tc.err.Error(); got != tc.want {
+				t.Errorf("Error() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestValidate covers configurations built in code: errors name the key and
+// have no line.
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		change func(c *config.Config)
+		want   string // "" = valid
+	}{
+		{"default", func(*config.Config) {}, ""},
+		{"zero value", func(c *config.Config) { *c = config.Config{} }, "scheduler.poll_interval_secs: must be > 0"},
+		{"file named", func(c *config.Config) { c.File = "/etc/loopr/custom.yml"; c.Concurrency.MaxLoops = -1 }, "custom.yml: concurrency.max_loops: must be > 0"},
+		{"missing built-in loop", func(c *config.Config) { delete(c.Loops, loop.Phase) }, "loops.phase.max_iterations: must be > 0"},
+		{"nil loops", func(c *config.Config) { c.Loops = nil }, "loops.plan.max_iterations: must be > 0"},
+		{"extra loop", func(c *config.Config) { c.Loops["zz"] = config.LoopSettings{MaxIterations: 1} }, "loops.zz: not a built-in type (plan, spec, phase, ralph); user types go under types"},
+		{"built-in user type", func(c *config.Config) {
+			c.UserTypes = map[string]config.TypeSettings{"plan": config.DefaultTypeSettings()}
+		}, "types.plan: plan is a built-in type: set it with scheduler.priority.plan, concurrency.per_type.plan and loops.plan"},
+		{"bad user type name", func(c *config.Config) {
+			c.UserTypes = map[string]config.TypeSettings{"9lives": config.DefaultTypeSettings()}
+		}, "types.9lives: invalid type name: use up to 32 lowercase letters, digits, '-' and '_', starting with a letter"},
+		{"user types checked by name", func(c *config.Config) {
+			c.UserTypes = map[string]config.TypeSettings{"b": {MaxIterations: 0}, "a": {MaxIterations: 1, Base: -1}}
+		}, "types.a.base: must be >= 0"},
+		{"max backoff below initial", func(c *config.Config) { c.RateLimit.InitialBackoffSecs = 500 }, "rate_limit.max_backoff_secs: must be >= rate_limit.initial_backoff_secs (500)"},
+		{"nil command", func(c *config.Config) { c.Agent.Command = nil }, "agent.command: must not be empty"},
+		{"nan factor", func(c *config.Config) { c.Retry.BackoffFactor = nanf() }, "retry.backoff_factor: must be a finite number"},
+		{"huge factor", func(c *config.Config) { c.Retry.BackoffFactor = 1e6 }, "retry.backoff_factor: must be <= 1000"},
+		{"exit code over 255", func(c *config.Config) { c.Agent.RateLimitExitCode = 256 }, "agent.rate_limit_exit_code: must be between 1 and 255"},
+		{"checks in file order", func(c *config.Config) {
+			c.Storage.DiskQuotaMinGB = -1
+			c.Agent.TimeoutSecs = 0
+			c.Scheduler.Priority.RetryPenaltyMax = -1
+		}, "scheduler.priority.retry_penalty_max: must be >= 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := config.Default()
+			tc.change(c)
+			err := c.Validate()
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("Validate() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func nanf() float64 { z := 0.0; return z / z }
+
+func TestLoad(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+
+	_, err := config.Load(filepath.Join(dir, "loopr.yml"))
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Load(missing) error = %v, want fs.ErrNotExist", err)
+	}
+
+	good := filepath.Join(dir, "good.yml")
+	if err := os.WriteFile(good, []byte("concurrency:\n  max_loops: 3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(good)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if c.File != good || c.Concurrency.MaxLoops != 3 {
+		t.Errorf("Load() = File %q, MaxLoops %d; want %q, 3", c.File, c.Concurrency.MaxLoops, good)
+	}
+
+	bad := filepath.Join(dir, "loopr.yml")
+	if err := os.WriteFile(bad, []byte("concurrency:\n  max_loops: 0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = config.Load(bad)
+	if want := "loopr.yml:2: concurrency.max_loops: must be > 0"; err == nil || err.Error() != want {
+		t.Errorf("Load(bad) error = %v, want %q", err, want)
+	}
+}
+
+func TestViews(t *testing.T) {
+	t.Parallel()
+	c, err := config.Parse([]byte(`
+agent:
+  command: [claude, -p]
+  timeout_secs: 900
+concurrency:
+  max_api_calls: 4
+  per_type: {phase: 0}
+scheduler:
+  poll_interval_secs: 2
+loops:
+  ralph: {agent: [aider], timeout_secs: 60}
+types:
+  review: {base: 70, max_running: 3, max_iterations: 12, validate: [make lint]}
+  audit: {prompt: prompts/audit.md}
+`), "loopr.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"plan", "spec", "phase", "ralph", "audit", "review"}, c.Types()); diff != "" {
+		t.Errorf("Types() mismatch (-want +got):\n%s", diff)
+	}
+	for typ, want := range map[string]bool{"plan": true, "ralph": true, "review": true, "audit": true, "nope": false, "": false} {
+		if got := c.KnownType(typ); got != want {
+			t.Errorf("KnownType(%q) = %v, want %v", typ, got, want)
+		}
+	}
+	type view struct{ Base, Cap int }
+	gotViews := map[string]view{}
+	for _, typ := range append(c.Types(), "nope") {
+		gotViews[typ] = view{c.Base(typ), c.TypeCap(typ)}
+	}
+	wantViews := map[string]view{
+		"plan": {40, 2}, "spec": {60, 5}, "phase": {80, 0}, "ralph": {100, 50},
+		"review": {70, 3}, "audit": {50, 0}, "nope": {0, 0},
+	}
+	if diff := cmp.Diff(wantViews, gotViews); diff != "" {
+		t.Errorf("Base/TypeCap mismatch (-want +got):\n%s", diff)
+	}
+
+	gotLoops := map[string]config.LoopSettings{}
+	for _, typ := range append(c.Types(), "nope") {
+		gotLoops[typ] = c.Loop(typ)
+	}
+	agent := []string{"claude", "-p"}
+	wantLoops := map[string]config.LoopSettings{
+		"plan":   {MaxIterations: 10, RequireApproval: true, Agent: agent, TimeoutSecs: 900},
+		"spec":   {MaxIterations: 25, Agent: agent, TimeoutSecs: 900},
+		"phase":  {MaxIterations: 50, Agent: agent, TimeoutSecs: 900},
+		"ralph":  {MaxIterations: 100, Validate: []string{"go test ./..."}, Agent: []string{"aider"}, TimeoutSecs: 60},
+		"review": {MaxIterations: 12, Validate: []string{"make lint"}, Agent: agent, TimeoutSecs: 900},
+		"audit":  {MaxIterations: 10, Agent: agent, Prompt: "prompts/audit.md", TimeoutSecs: 900},
+		"nope":   {Agent: agent, TimeoutSecs: 900},
+	}
+	if diff := cmp.Diff(wantLoops, gotLoops); diff != "" {
+		t.Errorf("Loop() mismatch (-want +got):\n%s", diff)
+	}
+
+	// Loop returns copies: changing them leaves the config alone.
+	l := c.Loop("ralph")
+	l.Validate[0], l.Agent[0] = "x", "x"
+	p := c.Loop("plan")
+	p.Agent[0] = "x"
+	if c.Loops["ralph"].Validate[0] != "go test ./..." || c.Loops["ralph"].Agent[0] != "aider" || c.Agent.Command[0] != "claude" {
+		t.Error("Loop() returned slices shared with the config")
+	}
+	if got := c.Loop("ralph").Timeout(); got != time.Minute {
+		t.Errorf("Loop(ralph).Timeout() = %v, want 1m", got)
+	}
+
+	if got := c.APICallCap(); got != 4 {
+		t.Errorf("APICallCap() = %d, want 4 (concurrency.max_api_calls is smaller)", got)
+	}
+	c.RateLimit.MaxConcurrentAPICalls = 2
+	if got := c.APICallCap(); got != 2 {
+		t.Errorf("APICallCap() = %d, want 2 (rate_limit.max_concurrent_api_calls is smaller)", got)
+	}
+	if got := c.PollInterval(); got != 2*time.Second {
+		t.Errorf("PollInterval() = %v, want 2s", got)
+	}
+}
+
+func TestDefaultIsFresh(t *testing.T) {
+	t.Parallel()
+	a := config.Default()
+	a.Agent.Command[0] = "x"
+	a.Loops[loop.Ralph].Validate[0] = "x"
+	if diff := cmp.Diff(config.Default().Agent.Command, []string{"claude", "-p", "--dangerously-skip-permissions"}); diff != "" {
+		t.Errorf("Default() shares slices between calls (-want +got):\n%s", diff)
+	}
+	if config.Default().Loops[loop.Ralph].Validate[0] != "go test ./..." {
+		t.Error("Default() shares loop settings between calls")
+	}
+}
+
+func TestTemplateIsACopy(t *testing.T) {
+	t.Parallel()
+	b := config.Template()
+	b[0] = '!'
+	if config.Template()[0] != '#' {
+		t.Error("Template() returned its backing array")
+	}
+}
+
+func TestRetryDelay(t *testing.T) {
+	t.Parallel()
+	r := config.Default().Retry // 2s * 2^(n-1), at most 60s
+	var got []time.Duration
+	for it := range 8 {
+		got = append(got, r.Delay(it))
+	}
+	want := []time.Duration{2 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second, 60 * time.Second, 60 * time.Second}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Delay(0..7) mismatch (-want +got):\n%s", diff)
+	}
+	if got := r.Delay(1 << 30); got != time.Minute {
+		t.Errorf("Delay(huge) = %v, want 1m", got)
+	}
+	if got := (config.Retry{BackoffBaseSecs: 3, BackoffFactor: 1.5, BackoffMaxSecs: 100}).Delay(3); got != 6750*time.Millisecond {
+		t.Errorf("Delay(3) with factor 1.5 = %v, want 6.75s", got)
+	}
+	if got := (config.Retry{BackoffFactor: 2, BackoffMaxSecs: 100}).Delay(1 << 30); got != 0 {
+		t.Errorf("Delay with base 0 = %v, want 0", got)
+	}
+}
+
+func TestRateLimitRegexp(t *testing.T) {
+	t.Parallel()
+	re, err := config.Default().Agent.RateLimitRegexp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{"Error: 429 Too Many Requests", "Rate limit exceeded", "Claude usage limit reached|1745000000", "You've hit your limit", "QUOTA EXCEEDED"} {
+		if !re.MatchString(out) {
+			t.Errorf("default pattern does not match %q", out)
+		}
+	}
+	for _, out := range []string{"", "ok: 14290 tests passed", "all good"} {
+		if re.MatchString(out) {
+			t.Errorf("default pattern matches %q", out)
+		}
+	}
+	if re, err := (config.Agent{}).RateLimitRegexp(); re != nil || err != nil {
+		t.Errorf("RateLimitRegexp() of \"\" = %v, %v; want nil, nil", re, err)
+	}
+}

@@ -1,0 +1,245 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/loopr-dev/loopr/loop"
+)
+
+// Error is a problem with a configuration. It names the file (its base name),
+// the line (0 when unknown, as for configurations built in code) and the
+// dotted key (empty for problems with the document as a whole).
+type Error struct {
+	File string
+	Line int
+	Key  string
+	Msg  string
+}
+
+// Error formats e as one line: "loopr.yml:12: concurrency.max_loops: must be > 0".
+func (e *Error) Error() string {
+	var b strings.Builder
+	switch {
+	case e.File != "" && e.Line > 0:
+		fmt.Fprintf(&b, "%s:%d: ", e.File, e.Line)
+	case e.File != "":
+		b.WriteString(e.File + ": ")
+	case e.Line > 0:
+		fmt.Fprintf(&b, "line %d: ", e.Line)
+	}
+	if e.Key != "" {
+		b.WriteString(e.Key + ": ")
+	}
+	b.WriteString(e.Msg)
+	return strings.ReplaceAll(b.String(), "\n", `\n`)
+}
+
+func baseName(path string) string {
+	if path == "" {
+		return ""
+	}
+	return filepath.Base(path)
+}
+
+// joinKey appends name to a dotted key, quoting names that would make the key
+// ambiguous or span lines.
+func joinKey(parent, name string) string {
+	if name == "" || strings.ContainsFunc(name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-')
+	}) {
+		name = strconv.Quote(name)
+	}
+	if parent == "" {
+		return name
+	}
+	return parent + "." + name
+}
+
+// maxValue bounds every integer setting, so that seconds convert to a
+// time.Duration and scores add up without overflow.
+const maxValue = 1_000_000_000
+
+// Validate checks every setting's range and the relations between settings,
+// and returns the first problem as an *Error (Line 0). Settings are checked
+// in a fixed order — the order of loopr.yml, loops by built-in type, user
+// types by name — so the same configuration always gives the same error.
+func (c *Config) Validate() error { return c.validate(nil) }
+
+// validate is Validate with the key lines of a parsed file.
+func (c *Config) validate(pos map[string]int) error {
+	v := &checker{file: baseName(c.File), pos: pos}
+
+	v.positive("scheduler.poll_interval_secs", c.Scheduler.PollIntervalSecs)
+	p := c.Scheduler.Priority
+	v.nonNegative("scheduler.priority.plan", p.Plan)
+	v.nonNegative("scheduler.priority.spec", p.Spec)
+	v.nonNegative("scheduler.priority.phase", p.Phase)
+	v.nonNegative("scheduler.priority.ralph", p.Ralph)
+	v.nonNegative("scheduler.priority.age_boost_per_minute", p.AgeBoostPerMinute)
+	v.nonNegative("scheduler.priority.age_boost_max", p.AgeBoostMax)
+	v.nonNegative("scheduler.priority.depth_boost_per_level", p.DepthBoostPerLevel)
+	v.nonNegative("scheduler.priority.retry_penalty_per_iteration", p.RetryPenaltyPerIteration)
+	v.nonNegative("scheduler.priority.retry_penalty_max", p.RetryPenaltyMax)
+
+	cc := c.Concurrency
+	v.positive("concurrency.max_loops", cc.MaxLoops)
+	v.positive("concurrency.max_api_calls", cc.MaxAPICalls)
+	v.nonNegative("concurrency.per_type.plan", cc.PerType.Plan)
+	v.nonNegative("concurrency.per_type.spec", cc.PerType.Spec)
+	v.nonNegative("concurrency.per_type.phase", cc.PerType.Phase)
+	v.nonNegative("concurrency.per_type.ralph", cc.PerType.Ralph)
+
+	rl := c.RateLimit
+	v.positive("rate_limit.initial_backoff_secs", rl.InitialBackoffSecs)
+	v.nonNegative("rate_limit.max_backoff_secs", rl.MaxBackoffSecs)
+	v.atLeast("rate_limit.max_backoff_secs", rl.MaxBackoffSecs, "rate_limit.initial_backoff_secs", rl.InitialBackoffSecs)
+	v.nonNegative("rate_limit.recovery_period_secs", rl.RecoveryPeriodSecs)
+	v.positive("rate_limit.max_concurrent_api_calls", rl.MaxConcurrentAPICalls)
+
+	r := c.Retry
+	v.nonNegative("retry.backoff_base_secs", r.BackoffBaseSecs)
+	switch f := r.BackoffFactor; {
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		v.fail("retry.backoff_factor", "must be a finite number")
+	case f < 1:
+		v.fail("retry.backoff_factor", "must be >= 1")
+	case f > 1000:
+		v.fail("retry.backoff_factor", "must be <= 1000")
+	}
+	v.nonNegative("retry.backoff_max_secs", r.BackoffMaxSecs)
+	v.atLeast("retry.backoff_max_secs", r.BackoffMaxSecs, "retry.backoff_base_secs", r.BackoffBaseSecs)
+
+	a := c.Agent
+	if len(a.Command) == 0 {
+		v.fail("agent.command", "must not be empty")
+	}
+	v.argv("agent.command", a.Command)
+	v.positive("agent.timeout_secs", a.TimeoutSecs)
+	if code := a.RateLimitExitCode; code < 1 || code > 255 {
+		v.fail("agent.rate_limit_exit_code", "must be between 1 and 255")
+	}
+	if re, err := a.RateLimitRegexp(); err != nil {
+		v.fail("agent.rate_limit_pattern", "must be a valid Go regexp: %s", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+	} else if re != nil && re.MatchString("") {
+		v.fail("agent.rate_limit_pattern", "matches empty output, so every run would count as rate limited")
+	}
+
+	for _, t := range loop.BuiltinTypes {
+		v.loop("loops."+t, c.Loops[t])
+	}
+	for _, t := range slices.Sorted(maps.Keys(c.Loops)) {
+		if !builtin(t) {
+			v.fail(joinKey("loops", t), "not a built-in type (plan, spec, phase, ralph); user types go under types")
+		}
+	}
+
+	if q := c.Storage.DiskQuotaMinGB; math.IsNaN(q) || math.IsInf(q, 0) {
+		v.fail("storage.disk_quota_min_gb", "must be a finite number")
+	} else if q < 0 {
+		v.fail("storage.disk_quota_min_gb", "must be >= 0")
+	}
+
+	for _, t := range slices.Sorted(maps.Keys(c.UserTypes)) {
+		key := joinKey("types", t)
+		switch {
+		case builtin(t):
+			v.fail(key, "%s is a built-in type: set it with scheduler.priority.%[1]s, concurrency.per_type.%[1]s and loops.%[1]s", t)
+		case !loop.ValidTypeName(t):
+			v.fail(key, "invalid type name: use up to 32 lowercase letters, digits, '-' and '_', starting with a letter")
+		}
+		u := c.UserTypes[t]
+		v.nonNegative(key+".base", u.Base)
+		v.nonNegative(key+".max_running", u.MaxRunning)
+		v.loop(key, u.loopSettings())
+	}
+	if v.err != nil {
+		return v.err
+	}
+	return nil
+}
+
+// checker keeps the first failed check.
+type checker struct {
+	file string
+	pos  map[string]int // line of each key present in the file; nil for code
+	err  *Error
+}
+
+func (v *checker) fail(key, format string, args ...any) {
+	if v.err == nil {
+		v.err = &Error{File: v.file, Line: v.line(key), Key: key, Msg: fmt.Sprintf(format, args...)}
+	}
+}
+
+// line returns the line of key, or of its nearest ancestor in the file.
+func (v *checker) line(key string) int {
+	for key != "" {
+		if l, ok := v.pos[key]; ok {
+			return l
+		}
+		key = key[:max(strings.LastIndexAny(key, ".["), 0)]
+	}
+	return 0
+}
+
+func (v *checker) set(key string) bool {
+	_, ok := v.pos[key]
+	return ok
+}
+
+func (v *checker) positive(key string, n int) {
+	if n <= 0 {
+		v.fail(key, "must be > 0")
+	}
+	v.bounded(key, n)
+}
+
+func (v *checker) nonNegative(key string, n int) {
+	if n < 0 {
+		v.fail(key, "must be >= 0")
+	}
+	v.bounded(key, n)
+}
+
+func (v *checker) bounded(key string, n int) {
+	if n > maxValue {
+		v.fail(key, "must be <= %d", maxValue)
+	}
+}
+
+// atLeast checks n (at key) >= m (at minKey). When the file set only minKey,
+// the error names minKey: that is the line the user wrote.
+func (v *checker) atLeast(key string, n int, minKey string, m int) {
+	if n >= m {
+		return
+	}
+	if v.set(minKey) && !v.set(key) {
+		v.fail(minKey, "must be <= %s (%d)", key, n)
+		return
+	}
+	v.fail(key, "must be >= %s (%d)", minKey, m)
+}
+
+// argv checks a command line: the program must be named.
+func (v *checker) argv(key string, argv []string) {
+	if len(argv) > 0 && strings.TrimSpace(argv[0]) == "" {
+		v.fail(key+"[0]", "must not be empty")
+	}
+}
+
+func (v *checker) loop(key string, s LoopSettings) {
+	v.positive(key+".max_iterations", s.MaxIterations)
+	for i, cmd := range s.Validate {
+		if strings.TrimSpace(cmd) == "" {
+			v.fail(fmt.Sprintf("%s.validate[%d]", key, i), "must not be empty")
+		}
+	}
+	v.argv(key+".agent", s.Agent)
+	v.nonNegative(key+".timeout_secs", s.TimeoutSecs)
+}
