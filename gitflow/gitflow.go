@@ -37,7 +37,7 @@ var (
 	ErrNoCommits = errors.New("repository has no commits yet")
 	// ErrInvalidID means an id or branch name is not safe to use as a path
 	// element or ref.
-	ErrInvalidID = errors.New("invalid id")
+	ErrInvalidID = errors.New("invalid name")
 )
 
 // ConflictError reports a merge that stopped on conflicts. The merge has been

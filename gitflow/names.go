@@ -16,15 +16,15 @@ const integrationPrefix = "_merge-"
 func checkID(id string) error {
 	switch {
 	case id == "" || len(id) > 64:
-		return fmt.Errorf("%w %q: must be 1-64 characters", ErrInvalidID, id)
+		return fmt.Errorf("%w: id %q: must be 1-64 characters", ErrInvalidID, id)
 	case id[0] == '-':
-		return fmt.Errorf("%w %q: must not start with '-'", ErrInvalidID, id)
+		return fmt.Errorf("%w: id %q: must not start with '-'", ErrInvalidID, id)
 	case strings.HasPrefix(id, integrationPrefix):
-		return fmt.Errorf("%w %q: prefix %q is reserved for loopr", ErrInvalidID, id, integrationPrefix)
+		return fmt.Errorf("%w: id %q: prefix %q is reserved for loopr", ErrInvalidID, id, integrationPrefix)
 	}
 	for i := 0; i < len(id); i++ {
 		if !idByte(id[i]) {
-			return fmt.Errorf("%w %q: only letters, digits, '-' and '_' are allowed", ErrInvalidID, id)
+			return fmt.Errorf("%w: id %q: only letters, digits, '-' and '_' are allowed", ErrInvalidID, id)
 		}
 	}
 	return nil

@@ -142,10 +142,8 @@ func (r *Repo) sweepOne(ctx context.Context, dir string, integration bool) error
 
 // worktree is one record of `git worktree list --porcelain`.
 type worktree struct {
-	path     string
-	branch   string // short name; "" when detached
-	detached bool
-	prunable bool
+	path   string
+	branch string // short name; "" when detached
 }
 
 func (r *Repo) worktrees(ctx context.Context) ([]worktree, error) {
@@ -163,10 +161,6 @@ func (r *Repo) worktrees(ctx context.Context) ([]worktree, error) {
 				wt.path = filepath.FromSlash(val)
 			case "branch":
 				wt.branch = strings.TrimPrefix(val, "refs/heads/")
-			case "detached":
-				wt.detached = true
-			case "prunable":
-				wt.prunable = true
 			}
 		}
 		if wt.path != "" {
