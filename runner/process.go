@@ -1,0 +1,224 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// pollInterval is how often a stopping process group is checked for members
+// left alive between SIGTERM and SIGKILL.
+const pollInterval = 20 * time.Millisecond
+
+// drainTimeout bounds the wait for the output pipe to reach EOF after the
+// process group is gone. Only a process that left the group (setsid) and
+// kept the pipe open makes it matter.
+const drainTimeout = 2 * time.Second
+
+// procSpec describes one child process: the agent, or a validate command.
+type procSpec struct {
+	argv    []string
+	dir     string
+	env     []string
+	stdin   *os.File  // nil: /dev/null
+	out     io.Writer // stdout and stderr, interleaved
+	timeout time.Duration
+	grace   time.Duration
+	started func(pid int) // called once the process runs; must not block
+}
+
+// procResult is how a child process ended.
+type procResult struct {
+	startErr  error // the process never ran
+	exitCode  int   // -1 unless it exited on its own
+	signal    syscall.Signal
+	timedOut  bool
+	cancelled bool
+}
+
+// runProcess runs s in its own process group and returns when the whole
+// group is gone. On timeout or cancellation the group gets SIGTERM, then
+// SIGKILL after the grace period. Processes the leader leaves behind when it
+// exits on its own are stopped the same way: an iteration owns everything it
+// started.
+//
+// It deliberately does not use exec.CommandContext: that kills only the
+// leader, and exec's own pipe copying makes Wait block for as long as any
+// grandchild holds stdout. Here the output goes through a pipe this function
+// owns, and stdin is a real file, so Wait waits for the process alone.
+func runProcess(ctx context.Context, s procSpec) procResult {
+	res := procResult{exitCode: -1}
+	if len(s.argv) == 0 || s.argv[0] == "" {
+		res.startErr = errors.New("empty command")
+		return res
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		res.startErr = err
+		return res
+	}
+	defer pr.Close()
+
+	cmd := exec.Command(s.argv[0], s.argv[1:]...)
+	cmd.Dir = s.dir
+	cmd.Env = s.env
+	if s.stdin != nil {
+		cmd.Stdin = s.stdin
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	pw.Close() // the child holds its own copy; EOF comes when the group is gone
+	if err != nil {
+		res.startErr = err
+		return res
+	}
+	pgid := cmd.Process.Pid // Setpgid: the leader's pid names the group
+
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(s.out, pr)
+	}()
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	if s.started != nil {
+		s.started(pgid)
+	}
+
+	var timeout <-chan time.Time
+	if s.timeout > 0 {
+		t := time.NewTimer(s.timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	exited := false
+	select {
+	case <-waited:
+		exited = true
+	case <-ctx.Done():
+		res.cancelled = true
+	case <-timeout:
+		res.timedOut = true
+	}
+
+	if exited {
+		stopGroup(pgid, s.grace, false)
+	} else {
+		deadline := time.Now().Add(s.grace)
+		signalGroup(pgid, syscall.SIGTERM)
+		g := time.NewTimer(s.grace)
+		select {
+		case <-waited:
+		case <-g.C:
+			signalGroup(pgid, syscall.SIGKILL)
+			<-waited
+		}
+		g.Stop()
+		stopGroup(pgid, time.Until(deadline), true)
+	}
+
+	select {
+	case <-copied:
+	case <-time.After(drainTimeout):
+		pr.Close() // unblocks the copy; os.Pipe files are pollable
+		<-copied
+	}
+
+	if ps := cmd.ProcessState; ps != nil {
+		res.exitCode = ps.ExitCode()
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.signal = ws.Signal()
+		}
+	}
+	return res
+}
+
+// killWait bounds the wait for a SIGKILLed group to disappear. SIGKILL is
+// delivered asynchronously; waiting means the caller sees the group gone.
+const killWait = time.Second
+
+// stopGroup ends what is left of process group pgid after its leader was
+// reaped: SIGTERM (unless already sent), up to grace for the members to go,
+// then SIGKILL, and a short wait until the kill took effect.
+func stopGroup(pgid int, grace time.Duration, termSent bool) {
+	if !groupAlive(pgid) {
+		return
+	}
+	if !termSent {
+		signalGroup(pgid, syscall.SIGTERM)
+	}
+	if waitGone(pgid, grace) {
+		return
+	}
+	signalGroup(pgid, syscall.SIGKILL)
+	waitGone(pgid, killWait)
+}
+
+// waitGone polls until group pgid has no live members or d has passed, and
+// reports whether it is gone.
+func waitGone(pgid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if !groupAlive(pgid) {
+			return true
+		}
+		if !time.Now().Before(deadline) {
+			return false
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+func signalGroup(pgid int, sig syscall.Signal) {
+	_ = syscall.Kill(-pgid, sig) // ESRCH: the group is already gone
+}
+
+// groupAlive reports whether process group pgid has a live member. kill(2)
+// also counts zombies (members that exited but were not yet reaped by their
+// new parent, which in a container may be an init that never reaps), so
+// where /proc exists a group of only zombies counts as gone.
+func groupAlive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) == syscall.ESRCH {
+		return false
+	}
+	live, ok := procGroupLive(pgid)
+	return !ok || live
+}
+
+// procGroupLive scans /proc for a member of group pgid that is not a zombie.
+// ok is false when /proc cannot be read (not Linux).
+func procGroupLive(pgid int) (live, ok bool) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return false, false
+	}
+	want := strconv.Itoa(pgid)
+	for _, e := range entries {
+		name := e.Name()
+		if name == "" || name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + name + "/stat")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) >= 3 && f[2] == want && f[0] != "Z" && f[0] != "X" {
+			return true, true
+		}
+	}
+	return false, true
+}

@@ -1,0 +1,138 @@
+package runner
+
+import (
+	"embed"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"text/template"
+
+	"github.com/loopr-dev/loopr/artifact"
+)
+
+//go:embed prompts/*.md
+var promptFS embed.FS
+
+// PromptData is what a prompt template sees. The embedded defaults and a
+// PromptFile override are text/template files over this struct, with the
+// functions of PromptFuncs.
+type PromptData struct {
+	LoopID        string
+	Type          string
+	Title         string
+	Task          string // the user's request (plan) or the child's section of its parent artifact
+	Feedback      string // why recent iterations failed; "" on a first try
+	Iteration     int
+	MaxIterations int
+	Artifact      string // where the agent writes its artifact ($LOOPR_ARTIFACT)
+	Workdir       string
+	Home          string
+
+	ParentArtifact     string // path of the parent's artifact, "" for roots
+	ParentArtifactText string // its content
+
+	Validate []string // the commands loopr runs after the agent exits 0
+
+	// Format names the artifact headings for plan, spec and phase loops
+	// ({{.Format.Heading}}, {{.Format.Section}}, {{.Format.Child}}); it is
+	// zero for types that write no artifact.
+	Format    artifact.Format
+	ChildType string // the type of loop each section becomes: "spec" for a plan
+}
+
+// PromptFuncs are the functions prompt templates may call:
+//
+//	fenced TEXT   TEXT in a fenced code block whose fence no line of TEXT can close
+var PromptFuncs = template.FuncMap{
+	"fenced": fenced,
+}
+
+// embedded holds the parsed default templates by type; "default" serves user types.
+var embedded = sync.OnceValue(func() map[string]*template.Template {
+	m := make(map[string]*template.Template)
+	for _, name := range []string{"plan", "spec", "phase", "ralph", "default"} {
+		b, err := promptFS.ReadFile("prompts/" + name + ".md")
+		if err != nil {
+			panic(err) // the embed pattern guarantees the files
+		}
+		m[name] = template.Must(template.New(name + ".md").Funcs(PromptFuncs).Option("missingkey=error").Parse(string(b)))
+	}
+	return m
+})
+
+// PromptFor renders the prompt for j: the PromptFile override when set, else
+// the embedded default for the loop's type. When ParentArtifactText is empty
+// and ParentArtifact names a file, the file is read.
+func PromptFor(j Job) (string, error) {
+	data, err := promptData(j)
+	if err != nil {
+		return "", err
+	}
+	tmpl := embedded()[j.Loop.Type]
+	if tmpl == nil {
+		tmpl = embedded()["default"]
+	}
+	if p := j.Settings.PromptFile; p != "" {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return "", fmt.Errorf("prompt template: %w", err)
+		}
+		tmpl, err = template.New(p).Funcs(PromptFuncs).Option("missingkey=error").Parse(string(b))
+		if err != nil {
+			return "", fmt.Errorf("prompt template: %w", err)
+		}
+	}
+	var b strings.Builder
+	if err := tmpl.Execute(&b, data); err != nil {
+		return "", fmt.Errorf("prompt template: %w", err)
+	}
+	return b.String(), nil
+}
+
+func promptData(j Job) (PromptData, error) {
+	l := j.Loop
+	d := PromptData{
+		LoopID:             l.ID,
+		Type:               l.Type,
+		Title:              l.Title,
+		Task:               l.Task,
+		Feedback:           l.Feedback,
+		Iteration:          l.Iteration,
+		MaxIterations:      l.MaxIterations,
+		Artifact:           ArtifactPath(j.Home, l),
+		Workdir:            j.Workdir,
+		Home:               j.Home,
+		ParentArtifact:     j.ParentArtifact,
+		ParentArtifactText: j.ParentArtifactText,
+		Validate:           j.Settings.Validate,
+	}
+	if f, ok := artifact.FormatOf(l.Type); ok {
+		d.Format = f
+		d.ChildType = strings.ToLower(f.Child)
+	}
+	if d.ParentArtifactText == "" && d.ParentArtifact != "" {
+		b, err := readLimited(d.ParentArtifact, artifact.MaxSize)
+		if err != nil {
+			return d, fmt.Errorf("parent artifact: %w", err)
+		}
+		d.ParentArtifactText = string(b)
+	}
+	return d, nil
+}
+
+// fenced wraps text in a code fence longer than any run of backticks in it,
+// so untrusted text cannot end the block early.
+func fenced(text string) string {
+	longest, run := 0, 0
+	for _, r := range text {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", max(3, longest+1))
+	return fence + "\n" + strings.TrimRight(text, "\n") + "\n" + fence
+}

@@ -1,0 +1,569 @@
+// Package runner runs one iteration of a loop (SPEC §6): it renders the
+// prompt, runs the agent in its own process group with the prompt on stdin,
+// classifies the result (passed, failed, rate limited, cancelled), checks the
+// artifact of plan, spec and phase loops, runs the validate commands, and
+// writes everything to the iteration's directory:
+//
+//	<home>/loops/<id>/iterations/<NNN>/
+//	    prompt.md        the rendered prompt (the agent's stdin)
+//	    agent.log        the agent's stdout and stderr, bounded (head and tail)
+//	    validation.log   the artifact check and every validate command, bounded
+//	    <type>.md        the artifact, written by the agent ($LOOPR_ARTIFACT)
+//	    attempt-<k>/     the files of an earlier run of the same iteration
+//	                     (a rate-limited or interrupted attempt)
+//
+// A Runner holds no loop state; the caller turns a Result into a store
+// transition. Run never panics on bad input or a misbehaving agent: every
+// problem becomes a failed Result with a one-line Reason.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/loopr-dev/loopr/artifact"
+	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/ratelimit"
+)
+
+// Defaults for zero Settings fields.
+const (
+	DefaultValidateTimeout = 10 * time.Minute
+	DefaultMaxLogBytes     = 4 << 20
+	DefaultFeedbackBytes   = 4096
+	DefaultGrace           = 5 * time.Second
+)
+
+// rateLimitWindow is how much of the end of the agent's output is searched
+// for a rate-limit message and a retry hint. Agent CLIs print the limit
+// message last; looking only at the end keeps a long session that merely
+// mentions "rate limit" in passing from being mistaken for one.
+const rateLimitWindow = 16 << 10
+
+// Settings configure how an iteration runs (loopr.yml agent.* and
+// loops.<type>.*, resolved for one loop type).
+type Settings struct {
+	Agent             []string      // argv of the agent; never a shell string
+	Validate          []string      // each run as `sh -c` in the workdir after the agent exits 0
+	PromptFile        string        // optional template overriding the embedded prompt; the caller resolves relative paths
+	Timeout           time.Duration // agent wall-clock limit; 0: none
+	ValidateTimeout   time.Duration // per validate command; default 10m
+	RateLimitExitCode int           // agent exit status meaning "rate limited"; 0: none
+	RateLimitPattern  *regexp.Regexp
+	MaxLogBytes       int64 // per log file, default 4 MiB; the head and tail are kept
+	FeedbackBytes     int   // bound of Result.Feedback, default 4096
+	Grace             time.Duration
+	// Env holds extra KEY=value pairs for the agent and validate commands,
+	// after os.Environ(). Values are never logged.
+	Env []string
+}
+
+func (s Settings) withDefaults() Settings {
+	if s.ValidateTimeout <= 0 {
+		s.ValidateTimeout = DefaultValidateTimeout
+	}
+	if s.MaxLogBytes <= 0 {
+		s.MaxLogBytes = DefaultMaxLogBytes
+	}
+	if s.FeedbackBytes <= 0 {
+		s.FeedbackBytes = DefaultFeedbackBytes
+	}
+	if s.Grace <= 0 {
+		s.Grace = DefaultGrace
+	}
+	return s
+}
+
+// Job is one iteration to run.
+type Job struct {
+	Loop               loop.Loop // ID, Type, Title, Task, Iteration, MaxIterations and Feedback are used
+	Home               string
+	Workdir            string
+	ParentArtifact     string // path of the parent's artifact, or ""
+	ParentArtifactText string // its content; read from ParentArtifact when empty
+	Settings           Settings
+}
+
+// Outcome classifies how an iteration ended.
+type Outcome string
+
+// The outcomes. RateLimited does not spend an iteration; Cancelled means the
+// context ended (daemon shutdown or `loopr cancel`).
+const (
+	Passed      Outcome = "passed"
+	Failed      Outcome = "failed"
+	RateLimited Outcome = "rate_limited"
+	Cancelled   Outcome = "cancelled"
+)
+
+// Result is what one iteration did.
+type Result struct {
+	Outcome   Outcome
+	Iteration int
+	Dir       string // <home>/loops/<id>/iterations/<NNN>, absolute
+	// Artifact and Doc are set when a plan, spec or phase loop wrote an
+	// artifact that parsed; the Outcome says whether validation then passed.
+	Artifact string
+	Doc      *artifact.Doc
+	ExitCode int    // the agent's exit status; -1 when it did not exit on its own or never ran
+	Feedback string // for a failed iteration: what failed and the tail of the relevant log, at most FeedbackBytes
+	Reason   string // one line: why the iteration did not pass; "" when it passed
+	// RateLimitUntil is when the provider said the limit ends, and
+	// RateLimitAfter the same as a wait from the end of the run; both are
+	// zero when the output announced nothing.
+	RateLimitUntil       time.Time
+	RateLimitAfter       time.Duration
+	AgentStart, AgentEnd time.Time
+}
+
+// Runner runs iterations. The zero value is ready to use; several Runs may
+// proceed at once.
+type Runner struct {
+	Now func() time.Time // default time.Now
+	Log *slog.Logger     // default: discard
+	// OnAgentStart, when set, is called with the agent's pid (which is also
+	// its process group id) once it runs, so the caller can record it in the
+	// loop's lease. It must not block.
+	OnAgentStart func(loopID string, pid int)
+	// AgentSlots, when set, limits how many agents run at once across all
+	// Runs (max_api_calls): a buffered channel whose capacity is the limit.
+	// Run sends to it before starting the agent and receives once the
+	// agent's process group is gone; validation does not hold a slot.
+	AgentSlots chan struct{}
+}
+
+// IterationDir returns <home>/loops/<id>/iterations/<NNN>.
+func IterationDir(home, id string, iteration int) string {
+	return filepath.Join(home, "loops", id, "iterations", fmt.Sprintf("%03d", iteration))
+}
+
+// ArtifactPath returns where loop l writes its artifact in its current
+// iteration: <iteration dir>/<type>.md.
+func ArtifactPath(home string, l loop.Loop) string {
+	return filepath.Join(IterationDir(home, l.ID, l.Iteration), l.Type+".md")
+}
+
+func (r *Runner) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Runner) logger() *slog.Logger {
+	if r.Log != nil {
+		return r.Log
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Run runs iteration j.Loop.Iteration of j.Loop and reports how it went. It
+// returns when the agent's process group and every validate command are
+// gone. Cancelling ctx stops the agent (SIGTERM, then SIGKILL after the
+// grace period) and yields Cancelled.
+func (r *Runner) Run(ctx context.Context, j Job) Result {
+	j.Settings = j.Settings.withDefaults()
+	it := &iteration{r: r, j: j, s: j.Settings, res: Result{Iteration: j.Loop.Iteration, ExitCode: -1}}
+	it.log = r.logger().With("loop", j.Loop.ID, "type", j.Loop.Type, "iteration", j.Loop.Iteration)
+	res := it.run(ctx)
+	if res.Outcome == Passed {
+		it.log.Info("iteration passed")
+	} else {
+		it.log.Info("iteration ended", "outcome", res.Outcome, "reason", res.Reason)
+	}
+	return res
+}
+
+// iteration is the state of one Run.
+type iteration struct {
+	r   *Runner
+	j   Job
+	s   Settings
+	log *slog.Logger
+	res Result
+
+	env        []string
+	promptPath string
+	agentLog   string
+	validLog   string
+	artifact   string
+}
+
+func (it *iteration) run(ctx context.Context) Result {
+	j := &it.j
+	if err := it.prepare(); err != nil {
+		return it.fail(err.Error(), "", "")
+	}
+	if ctx.Err() != nil {
+		return it.cancelled("cancelled before the agent started")
+	}
+
+	// 1. The prompt.
+	prompt, err := PromptFor(*j)
+	if err != nil {
+		return it.fail(err.Error(), "", "")
+	}
+	if err := os.WriteFile(it.promptPath, []byte(prompt), 0o644); err != nil {
+		return it.fail(fmt.Sprintf("write prompt: %v", err), "", "")
+	}
+
+	// 2. The agent.
+	p, err := it.runAgent(ctx)
+	if err != nil {
+		return it.fail(err.Error(), "", "")
+	}
+	it.res.ExitCode = p.exitCode
+	tail := readTail(it.agentLog, rateLimitWindow)
+
+	// 3. Classify.
+	switch {
+	case p.cancelled:
+		return it.cancelled("cancelled while the agent ran")
+	case p.startErr != nil:
+		if !dirExists(j.Workdir) {
+			return it.fail("workdir vanished", "", "")
+		}
+		return it.fail(startReason(j.Settings.Agent, p.startErr), "", "")
+	case p.timedOut:
+		return it.fail(fmt.Sprintf("agent timed out after %s", it.s.Timeout), "agent.log", it.agentLog)
+	case !dirExists(j.Workdir):
+		return it.fail("workdir vanished", "agent.log", it.agentLog)
+	}
+	if reason, limited := it.rateLimited(p, tail); limited {
+		it.res.Outcome = RateLimited
+		it.res.Reason = reason
+		now := it.r.now()
+		if until, ok := ratelimit.ParseHint(tail, now); ok {
+			it.res.RateLimitUntil = until
+			it.res.RateLimitAfter = max(until.Sub(now), 0)
+		}
+		return it.res
+	}
+	if p.exitCode != 0 {
+		reason := fmt.Sprintf("agent exited %d", p.exitCode)
+		if p.signal != 0 {
+			reason = fmt.Sprintf("agent killed by signal %d (%v)", int(p.signal), p.signal)
+		}
+		return it.fail(reason, "agent.log", it.agentLog)
+	}
+
+	// 4. Validate.
+	vlog, err := createLog(it.validLog, it.s.MaxLogBytes)
+	if err != nil {
+		return it.fail(fmt.Sprintf("validation log: %v", err), "", "")
+	}
+	res := it.validate(ctx, vlog)
+	if err := vlog.Close(); err != nil {
+		it.log.Warn("validation log", "err", err)
+	}
+	return res
+}
+
+// prepare checks the job, makes paths absolute, and creates the iteration
+// directory, moving files of an earlier attempt at the same iteration aside.
+func (it *iteration) prepare() error {
+	j := &it.j
+	l := j.Loop
+	switch {
+	case !loop.ValidID(l.ID):
+		return fmt.Errorf("invalid loop id %q", l.ID)
+	case !loop.ValidTypeName(l.Type):
+		return fmt.Errorf("loop %s: invalid type %q", l.ID, l.Type)
+	case l.Iteration < 1:
+		return fmt.Errorf("loop %s: iteration %d: must be >= 1", l.ID, l.Iteration)
+	case j.Home == "":
+		return errors.New("no home directory")
+	case j.Workdir == "":
+		return errors.New("no workdir")
+	case len(j.Settings.Agent) == 0 || j.Settings.Agent[0] == "":
+		return errors.New("agent command is empty")
+	}
+	var err error
+	for _, p := range []*string{&j.Home, &j.Workdir, &j.ParentArtifact} {
+		if *p == "" {
+			continue
+		}
+		if *p, err = filepath.Abs(*p); err != nil {
+			return err
+		}
+	}
+	if fi, err := os.Stat(j.Workdir); err != nil {
+		return fmt.Errorf("workdir %s: %w", j.Workdir, err)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("workdir %s: not a directory", j.Workdir)
+	}
+
+	it.res.Dir = IterationDir(j.Home, l.ID, l.Iteration)
+	if err := prepareDir(it.res.Dir); err != nil {
+		return fmt.Errorf("iteration directory: %w", err)
+	}
+	it.promptPath = filepath.Join(it.res.Dir, "prompt.md")
+	it.agentLog = filepath.Join(it.res.Dir, "agent.log")
+	it.validLog = filepath.Join(it.res.Dir, "validation.log")
+	it.artifact = ArtifactPath(j.Home, l)
+
+	it.env = append(os.Environ(), j.Settings.Env...)
+	it.env = append(it.env,
+		"LOOPR_LOOP_ID="+l.ID,
+		"LOOPR_LOOP_TYPE="+l.Type,
+		"LOOPR_ITERATION="+strconv.Itoa(l.Iteration),
+		"LOOPR_MAX_ITERATIONS="+strconv.Itoa(l.MaxIterations),
+		"LOOPR_WORKDIR="+j.Workdir,
+		"LOOPR_ARTIFACT="+it.artifact,
+		"LOOPR_PARENT_ARTIFACT="+j.ParentArtifact,
+		"LOOPR_PROMPT_FILE="+it.promptPath,
+		"LOOPR_HOME="+j.Home,
+	)
+	return nil
+}
+
+// prepareDir creates dir. Files from an earlier attempt at the same
+// iteration (it was rate limited, or the daemon stopped) move into the next
+// free attempt-<k> subdirectory, so a stale artifact is never mistaken for
+// this attempt's and the earlier logs stay readable.
+func prepareDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var old []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "attempt-") {
+			old = append(old, e.Name())
+		}
+	}
+	if len(old) == 0 {
+		return nil
+	}
+	var attempt string
+	for k := 1; ; k++ {
+		attempt = filepath.Join(dir, fmt.Sprintf("attempt-%d", k))
+		err := os.Mkdir(attempt, 0o755)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	for _, name := range old {
+		if err := os.Rename(filepath.Join(dir, name), filepath.Join(attempt, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runAgent waits for an agent slot and runs the agent with the prompt on
+// stdin. The error is for failures of loopr itself (the log could not be
+// created); what the agent did is in the procResult.
+func (it *iteration) runAgent(ctx context.Context) (procResult, error) {
+	stdin, err := os.Open(it.promptPath)
+	if err != nil {
+		return procResult{}, fmt.Errorf("open prompt: %w", err)
+	}
+	defer stdin.Close()
+	out, err := createLog(it.agentLog, it.s.MaxLogBytes)
+	if err != nil {
+		return procResult{}, fmt.Errorf("agent log: %w", err)
+	}
+	defer func() {
+		if err := out.Close(); err != nil {
+			it.log.Warn("agent log", "err", err)
+		}
+	}()
+
+	if slots := it.r.AgentSlots; slots != nil {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+		case <-ctx.Done():
+			return procResult{exitCode: -1, cancelled: true}, nil
+		}
+	}
+
+	it.res.AgentStart = it.r.now()
+	p := runProcess(ctx, procSpec{
+		argv:    it.s.Agent,
+		dir:     it.j.Workdir,
+		env:     it.env,
+		stdin:   stdin,
+		out:     out,
+		timeout: it.s.Timeout,
+		grace:   it.s.Grace,
+		started: func(pid int) {
+			it.log.Info("agent started", "pid", pid, "agent", it.s.Agent[0])
+			if it.r.OnAgentStart != nil {
+				it.r.OnAgentStart(it.j.Loop.ID, pid)
+			}
+		},
+	})
+	it.res.AgentEnd = it.r.now()
+	return p, nil
+}
+
+// rateLimited reports whether the agent hit a rate limit: the configured
+// exit status, or the pattern in the end of its output whatever the status.
+func (it *iteration) rateLimited(p procResult, tail string) (string, bool) {
+	if c := it.s.RateLimitExitCode; c != 0 && p.exitCode == c {
+		return fmt.Sprintf("rate limited: agent exited %d", c), true
+	}
+	if re := it.s.RateLimitPattern; re != nil {
+		if m := re.FindString(tail); m != "" {
+			return fmt.Sprintf("rate limited: agent output matched %q", clip(strings.TrimSpace(m), 60)), true
+		}
+	}
+	return "", false
+}
+
+// validate checks the artifact of plan, spec and phase loops, then runs each
+// validate command until one fails.
+func (it *iteration) validate(ctx context.Context, vlog io.Writer) Result {
+	typ := it.j.Loop.Type
+	if f, ok := artifact.FormatOf(typ); ok {
+		doc, err := readArtifact(typ, it.artifact)
+		if err != nil {
+			fmt.Fprintf(vlog, "artifact %s: %v\n", it.artifact, err)
+			hint := fmt.Sprintf("The artifact must be written to $LOOPR_ARTIFACT (%s) and start with `# %s: <title>`, then free text, then `## %s` with one `### %s <n>: <name>` heading per %s, numbered from 1.",
+				it.artifact, f.Heading, f.Section, f.Child, strings.ToLower(f.Child))
+			return it.failHint("artifact: "+err.Error(), hint, "agent.log", it.agentLog)
+		}
+		fmt.Fprintf(vlog, "artifact %s: ok, %d %s sections\n", it.artifact, len(doc.Sections), strings.ToLower(f.Child))
+		it.res.Artifact, it.res.Doc = it.artifact, &doc
+	}
+	for _, c := range it.s.Validate {
+		fmt.Fprintf(vlog, "$ %s\n", c)
+		start := time.Now()
+		p := runProcess(ctx, procSpec{
+			argv:    []string{"sh", "-c", c},
+			dir:     it.j.Workdir,
+			env:     it.env,
+			out:     vlog,
+			timeout: it.s.ValidateTimeout,
+			grace:   it.s.Grace,
+		})
+		took := time.Since(start).Round(time.Millisecond)
+		name := "validate `" + clip(c, 80) + "`"
+		switch {
+		case p.cancelled:
+			fmt.Fprintf(vlog, "[loopr: cancelled after %s]\n", took)
+			return it.cancelled("cancelled during validation")
+		case p.startErr != nil:
+			fmt.Fprintf(vlog, "[loopr: could not start: %v]\n", p.startErr)
+			return it.fail(fmt.Sprintf("%s: could not start: %v", name, p.startErr), "validation.log", it.validLog)
+		case p.timedOut:
+			fmt.Fprintf(vlog, "\n[loopr: timed out after %s]\n", it.s.ValidateTimeout)
+			return it.fail(fmt.Sprintf("%s timed out after %s", name, it.s.ValidateTimeout), "validation.log", it.validLog)
+		case p.exitCode != 0:
+			fmt.Fprintf(vlog, "\n[loopr: exit %d after %s]\n", p.exitCode, took)
+			reason := fmt.Sprintf("%s exited %d", name, p.exitCode)
+			if p.signal != 0 {
+				reason = fmt.Sprintf("%s killed by signal %d (%v)", name, int(p.signal), p.signal)
+			}
+			return it.fail(reason, "validation.log", it.validLog)
+		}
+		fmt.Fprintf(vlog, "[loopr: ok after %s]\n", took)
+	}
+	it.res.Outcome = Passed
+	return it.res
+}
+
+// readArtifact reads and parses the artifact at path.
+func readArtifact(typ, path string) (artifact.Doc, error) {
+	b, err := readLimited(path, artifact.MaxSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return artifact.Doc{}, errors.New("not written (the agent must write it to $LOOPR_ARTIFACT)")
+	}
+	if err != nil {
+		return artifact.Doc{}, err
+	}
+	return artifact.Parse(typ, b)
+}
+
+// readLimited reads the file at path, or fails when it is larger than limit.
+func readLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s: larger than %d bytes", filepath.Base(path), limit)
+	}
+	return b, nil
+}
+
+func (it *iteration) cancelled(reason string) Result {
+	it.res.Outcome = Cancelled
+	it.res.Reason = reason
+	return it.res
+}
+
+func (it *iteration) fail(reason, logName, logPath string) Result {
+	return it.failHint(reason, "", logName, logPath)
+}
+
+// failHint ends the iteration as failed. The feedback names what failed,
+// adds hint, and fills the rest of FeedbackBytes with the tail of the log.
+func (it *iteration) failHint(reason, hint, logName, logPath string) Result {
+	it.res.Outcome = Failed
+	it.res.Reason = reason
+	l := it.j.Loop
+	var b strings.Builder
+	fmt.Fprintf(&b, "Iteration %d", l.Iteration)
+	if l.MaxIterations > 0 {
+		fmt.Fprintf(&b, " of %d", l.MaxIterations)
+	}
+	fmt.Fprintf(&b, " failed: %s.\n", reason)
+	if hint != "" {
+		b.WriteString(hint + "\n")
+	}
+	head := b.String()
+	limit := it.s.FeedbackBytes
+	if logPath != "" {
+		label := fmt.Sprintf("\nEnd of %s:\n", logName)
+		if room := limit - len(head) - len(label); room > 64 {
+			if tail := strings.TrimSpace(readTail(logPath, room)); tail != "" {
+				head += label + tail + "\n"
+			}
+		}
+	}
+	it.res.Feedback = clip(head, limit)
+	return it.res
+}
+
+// startReason explains why the agent could not start.
+func startReason(argv []string, err error) string {
+	name := argv[0]
+	switch {
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		return "agent binary not found: " + name
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EACCES):
+		return "agent binary not executable: " + name
+	}
+	return fmt.Sprintf("agent could not start: %v", err)
+}
+
+func dirExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
