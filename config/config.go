@@ -16,6 +16,23 @@
 // agent.command, timeout_secs 0 uses agent.timeout_secs, an empty prompt uses
 // the workspace's .loopr/prompts/<type>.md or the built-in template. Loop
 // resolves them.
+//
+// Choices where SPEC §5 is silent:
+//   - An empty file, or an empty section (`scheduler:` with nothing under
+//     it), keeps the defaults; an empty scalar (`max_loops:`) is an error.
+//   - Integers must be YAML integers ("5" in quotes is a string); booleans
+//     are true/false only (YAML 1.1's yes/no are rejected); string settings
+//     take any scalar, so `validate: [make, 2]` means what it says.
+//   - Anchors and aliases work; merge keys (<<) and multiple documents do not.
+//   - A user type starts from DefaultTypeSettings (base 50, 10 iterations).
+//     `types:` cannot name a built-in type, and `loops:` names only built-in
+//     types.
+//   - Every integer is at most 1,000,000,000, so seconds convert to a
+//     time.Duration without overflow. Caps of 0 (per_type, max_running) mean
+//     "no per-type cap"; global caps must be > 0.
+//   - agent.rate_limit_pattern may not match empty output (it would mark
+//     every run rate limited); '[^\s\S]' matches nothing and turns it off.
+//   - Errors name the file by its base name, as loopr.yml appears in messages.
 package config
 
 import (
@@ -121,8 +138,10 @@ type Agent struct {
 	TimeoutSecs       int      `yaml:"timeout_secs"`
 	RateLimitExitCode int      `yaml:"rate_limit_exit_code"`
 	// RateLimitPattern is a Go regexp; agent output matching it means the
-	// provider rate-limited the run, even when the agent exits 0. "" disables
-	// the check.
+	// provider rate-limited the run, even when the agent exits 0. Validate
+	// rejects patterns that match empty output, "" included (a consumer
+	// compiling "" would see every run as rate limited); '[^\s\S]' never
+	// matches and so turns the check off.
 	RateLimitPattern string `yaml:"rate_limit_pattern"`
 }
 
@@ -130,8 +149,8 @@ type Agent struct {
 // provider limits them.
 const DefaultRateLimitPattern = `(?i)\b429\b|rate.?limit|usage limit|hit your limit|quota exceeded`
 
-// RateLimitRegexp compiles RateLimitPattern. It returns nil, nil when the
-// pattern is empty (the check is off).
+// RateLimitRegexp compiles RateLimitPattern. It returns nil, nil for an
+// empty pattern (only possible in a configuration that fails Validate).
 func (a Agent) RateLimitRegexp() (*regexp.Regexp, error) {
 	if a.RateLimitPattern == "" {
 		return nil, nil
@@ -142,7 +161,9 @@ func (a Agent) RateLimitRegexp() (*regexp.Regexp, error) {
 // LoopSettings is one entry of `loops:`, and what Loop returns with the
 // inherited values filled in.
 type LoopSettings struct {
-	MaxIterations   int  `yaml:"max_iterations"`
+	MaxIterations int `yaml:"max_iterations"`
+	// RequireApproval makes a validated loop wait for `loopr approve`.
+	// SPEC §3 defines it for plans; other types may ignore it.
 	RequireApproval bool `yaml:"require_approval"`
 	// Validate lists shell commands (sh -c, in the workdir) that must all
 	// exit 0 for an iteration to pass.

@@ -131,7 +131,7 @@ concurrency:
 retry: {backoff_factor: 1.5, backoff_base_secs: 0}
 git: {worktrees: false}
 storage: {disk_quota_min_gb: 0.5}
-agent: {rate_limit_pattern: ""}
+agent: {rate_limit_pattern: '[^\s\S]'}
 `, func(c *config.Config) {
 			c.Scheduler.PollIntervalSecs = 3
 			c.Scheduler.Priority.Plan = 0
@@ -142,7 +142,7 @@ agent: {rate_limit_pattern: ""}
 			c.Retry.BackoffBaseSecs = 0
 			c.Git.Worktrees = false
 			c.Storage.DiskQuotaMinGB = 0.5
-			c.Agent.RateLimitPattern = ""
+			c.Agent.RateLimitPattern = `[^\s\S]`
 		}},
 		{"yaml integer forms", "concurrency: {max_loops: 0x10, max_api_calls: +7}\n", func(c *config.Config) {
 			c.Concurrency.MaxLoops = 16
@@ -278,6 +278,7 @@ func TestParseErrors(t *testing.T) {
 		{"blank validate command", "loops:\n  ralph:\n    validate:\n      - make\n      - \"\"\n", "loopr.yml:5: loops.ralph.validate[1]: must not be empty"},
 		{"exit code 0", "agent: {rate_limit_exit_code: 0}\n", "loopr.yml:1: agent.rate_limit_exit_code: must be between 1 and 255"},
 		{"bad pattern", "agent:\n  rate_limit_pattern: '(429'\n", "loopr.yml:2: agent.rate_limit_pattern: must be a valid Go regexp: missing closing ): `(429`"},
+		{"empty pattern", "agent:\n  rate_limit_pattern: ''\n", `loopr.yml:2: agent.rate_limit_pattern: must not be empty (to turn the check off, use a pattern that never matches: '[^\s\S]')`},
 		{"pattern matching everything", "agent:\n  rate_limit_pattern: '.*'\n", "loopr.yml:2: agent.rate_limit_pattern: matches empty output, so every run would count as rate limited"},
 		{"negative disk quota", "storage:\n  disk_quota_min_gb: -1\n", "loopr.yml:2: storage.disk_quota_min_gb: must be >= 0"},
 		{"nan disk quota", "storage:\n  disk_quota_min_gb: .nan\n", "loopr.yml:2: storage.disk_quota_min_gb: must be a finite number"},

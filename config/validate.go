@@ -124,6 +124,9 @@ func (c *Config) validate(pos map[string]int) error {
 	if code := a.RateLimitExitCode; code < 1 || code > 255 {
 		v.fail("agent.rate_limit_exit_code", "must be between 1 and 255")
 	}
+	if a.RateLimitPattern == "" {
+		v.fail("agent.rate_limit_pattern", `must not be empty (to turn the check off, use a pattern that never matches: '[^\s\S]')`)
+	}
 	if re, err := a.RateLimitRegexp(); err != nil {
 		v.fail("agent.rate_limit_pattern", "must be a valid Go regexp: %s", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 	} else if re != nil && re.MatchString("") {
