@@ -29,7 +29,9 @@ func (e *LineError) Unwrap() error { return e.Err }
 
 // Export writes every loop record to w as JSON Lines — one encoding/json
 // object of loop.Loop per line, in id order, all fields, times in UTC — and
-// returns how many it wrote. It reads one consistent snapshot.
+// returns how many it wrote. It reads one consistent snapshot: the read
+// transaction stays open while w is written, and a writer that needs to grow
+// the file waits for it, so give Export a fast w (a file, a buffer).
 func (s *Store) Export(w io.Writer) (int, error) {
 	bw := bufio.NewWriter(w)
 	n := 0
@@ -65,9 +67,16 @@ func (s *Store) Export(w io.Writer) (int, error) {
 // wrong type, trailing data, a record that fails Validate, or an id seen on
 // an earlier line is an error, returned as a *LineError naming the line.
 // Blank lines are skipped. Lines may be up to MaxLineSize bytes.
-func ReadJSONL(r io.Reader) ([]loop.Loop, error) {
+func ReadJSONL(r io.Reader) ([]loop.Loop, error) { return readJSONL(r, MaxLineSize) }
+
+// readJSONL is ReadJSONL with lines of up to maxLine bytes.
+func readJSONL(r io.Reader, maxLine int) ([]loop.Loop, error) {
+	tooLong := fmt.Errorf("longer than %d MiB", maxLine>>20)
+	if maxLine%(1<<20) != 0 {
+		tooLong = fmt.Errorf("longer than %d bytes", maxLine)
+	}
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxLineSize+2) // room for "\r\n"
+	sc.Buffer(make([]byte, 0, min(64<<10, maxLine+2)), maxLine+2) // room for "\r\n"
 	var out []loop.Loop
 	seen := make(map[string]int)
 	n := 0
@@ -77,8 +86,8 @@ func ReadJSONL(r io.Reader) ([]loop.Loop, error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		if len(line) > MaxLineSize {
-			return nil, &LineError{n, errors.New("longer than 16 MiB")}
+		if len(line) > maxLine {
+			return nil, &LineError{n, tooLong}
 		}
 		l, err := parseLoop(line)
 		if err != nil {
@@ -92,7 +101,7 @@ func ReadJSONL(r io.Reader) ([]loop.Loop, error) {
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, &LineError{n + 1, errors.New("longer than 16 MiB")}
+			return nil, &LineError{n + 1, tooLong}
 		}
 		return nil, fmt.Errorf("line %d: %w", n+1, err)
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -35,6 +36,11 @@ func (s *Store) Get(id string) (l loop.Loop, err error) {
 // List returns the loops f selects, in id order. It reads through the
 // parent or status index when f names a parent or statuses.
 func (s *Store) List(f Filter) ([]loop.Loop, error) {
+	for _, st := range f.Statuses {
+		if !st.Valid() {
+			return nil, fmt.Errorf("status %q: unknown status", st)
+		}
+	}
 	var out []loop.Loop
 	err := s.View(func(tx *Tx) error {
 		keep := func(l loop.Loop) bool {

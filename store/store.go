@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -101,6 +102,9 @@ func Open(path string, opt Options) (*Store, error) {
 	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, &LockedError{Path: path, PID: readPID(pidPath(path))}
+	}
+	if errors.As(err, new(*fs.PathError)) {
+		return nil, fmt.Errorf("open store: %w", err) // already names the file
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)

@@ -808,3 +808,38 @@ func TestDeleteUndecodableRecord(t *testing.T) {
 	mustUpdate(t, s, func(tx *Tx) error { return tx.Delete("p-1") })
 	mustCheck(t, s)
 }
+
+func TestOpenErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	notDB := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notDB, bytes.Repeat([]byte("not a database\n"), 1000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		path string
+		opt  Options
+		want string
+	}{
+		{"missing, read-only", filepath.Join(dir, "missing.db"), Options{ReadOnly: true},
+			"open store: open " + filepath.Join(dir, "missing.db") + ": no such file or directory"},
+		{"not a bbolt file", notDB, Options{}, "open store " + notDB + ": invalid database"},
+		{"directory is a file", filepath.Join(notDB, "loopr.db"), Options{},
+			"open store: mkdir " + notDB + ": not a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := Open(tc.path, tc.opt)
+			if err == nil {
+				s.Close()
+			}
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("Open() error = %v, want %s", err, tc.want)
+			}
+			if _, err := os.Stat(tc.path + ".pid"); err == nil {
+				t.Error("Open() failed but left a pid file")
+			}
+		})
+	}
+}
