@@ -542,3 +542,19 @@ echo second attempt`))
 		t.Errorf("agent.log = %q, want the second attempt's output", got)
 	}
 }
+
+func TestRunCancelDuringValidation(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	j := newJob(t, "review", agent(t, `true`)) // a user type: no artifact check
+	j.Settings.Validate = []string{"sleep 1000"}
+	start := time.Now()
+	res := (&Runner{}).Run(ctx, j)
+	if res.Outcome != Cancelled {
+		t.Fatalf("Run() = %v %q, want cancelled", res.Outcome, res.Reason)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Run() took %v after cancellation", took)
+	}
+}
