@@ -64,6 +64,11 @@ type ActionResult struct {
 	Affected []string  `json:"affected"`
 }
 
+// ImportResult reports how many loops an import stored (POST /v1/import).
+type ImportResult struct {
+	Imported int `json:"imported"`
+}
+
 // SchedRow is one row of `loopr debug scheduler --json` (SPEC §4). The field
 // set is stable.
 type SchedRow struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/client"
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/loop"
@@ -53,6 +54,10 @@ func ExitCode(err error) int {
 	case err == nil:
 		return 0
 	case errors.As(err, &ue), control.IsUsage(err):
+		return 2
+	}
+	var ae *client.APIError
+	if errors.As(err, &ae) && ae.Usage() {
 		return 2
 	}
 	var se *store.SchemaError
@@ -109,7 +114,7 @@ func (e *env) rootCmd() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{err} })
 	root.AddCommand(
 		e.initCmd(), e.configCmd(), e.planCmd(), e.addCmd(), e.listCmd(), e.showCmd(), e.whyCmd(),
-		e.statusCmd(), e.debugCmd(), e.exportCmd(), e.importCmd(),
+		e.statusCmd(), e.debugCmd(), e.exportCmd(), e.importCmd(), e.daemonCmd(),
 	)
 	root.AddCommand(e.actionCmds()...)
 	for _, c := range root.Commands() {
@@ -160,9 +165,25 @@ func (e *env) resolve() error {
 	return nil
 }
 
-// backend connects to the daemon when one runs, else opens the store.
+// dialTimeout bounds how long a command waits for the daemon to answer
+// before deciding how to reach the store.
+const dialTimeout = time.Second
+
+// backend connects to the daemon when one runs, else opens the store. A
+// missing socket or a refused connection means no daemon; a daemon that
+// answers with another protocol version, or does not answer in time, is an
+// error: opening the store behind its back would fail on the lock anyway.
 func (e *env) backend() (Backend, error) {
 	if err := e.resolve(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	defer cancel()
+	c, err := client.Dial(ctx, e.paths.Socket())
+	if err == nil {
+		return c, nil
+	}
+	if !errors.Is(err, client.ErrNoDaemon) {
 		return nil, err
 	}
 	return e.openLocal()

@@ -1,0 +1,217 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/loopr-dev/loopr/client"
+	"github.com/loopr-dev/loopr/daemon"
+)
+
+// readyFDEnv names the file descriptor on which a daemon started by
+// `loopr daemon --detach` reports that it serves. Internal to loopr.
+const readyFDEnv = "LOOPR_READY_FD"
+
+// detachWait is how long `loopr daemon --detach` waits for the daemon.
+const detachWait = 10 * time.Second
+
+// selfCommand returns a command that runs this loopr with args. Tests
+// replace it to run the test binary as loopr.
+var selfCommand = func(args ...string) (*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find loopr executable: %w", err)
+	}
+	return exec.Command(exe, args...), nil
+}
+
+func (e *env) daemonCmd() *cobra.Command {
+	var (
+		detach   bool
+		logLevel string
+	)
+	c := &cobra.Command{
+		Use:   "daemon [--detach]",
+		Short: "Run the scheduler and serve the API on <home>/loopr.sock",
+		Long: `Run loopr's daemon in the foreground until SIGINT or SIGTERM: it schedules
+and runs loops and serves the API on <home>/loopr.sock. With --detach it
+starts itself in the background, logging to <home>/logs/daemon.log, and
+returns once the daemon answers.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return &UsageError{fmt.Errorf("--log-level: %q: want debug, info, warn or error", logLevel)}
+			}
+			if err := e.resolve(); err != nil {
+				return err
+			}
+			if detach {
+				return e.detachDaemon(cmd.Context(), logLevel)
+			}
+			return e.runDaemon(cmd.Context(), level)
+		},
+	}
+	c.Flags().BoolVar(&detach, "detach", false, "run in the background (log: <home>/logs/daemon.log)")
+	c.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	return c
+}
+
+// runDaemon runs the daemon in this process until ctx ends.
+func (e *env) runDaemon(ctx context.Context, level slog.Level) error {
+	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	ready := readyFile()
+	err := daemon.Run(ctx, daemon.Options{
+		Paths: e.paths, Config: e.cfg, Log: log, Version: Version,
+		Ready: func(pid int) {
+			if ready != nil {
+				fmt.Fprintf(ready, "ready %d\n", pid)
+				ready.Close()
+				ready = nil
+			}
+		},
+	})
+	if ready != nil {
+		ready.Close()
+	}
+	return err
+}
+
+// readyFile returns the pipe a detaching parent waits on, if any, and
+// keeps it from leaking into agents.
+func readyFile() *os.File {
+	s := os.Getenv(readyFDEnv)
+	if s == "" {
+		return nil
+	}
+	os.Unsetenv(readyFDEnv)
+	fd, err := strconv.Atoi(s)
+	if err != nil || fd < 3 {
+		return nil
+	}
+	syscall.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), "ready")
+}
+
+// detachDaemon starts `loopr daemon` in a new session with its output
+// appended to <home>/logs/daemon.log, and waits until it serves.
+func (e *env) detachDaemon(ctx context.Context, logLevel string) error {
+	dctx, cancel := context.WithTimeout(ctx, time.Second)
+	c, err := client.Dial(dctx, e.paths.Socket())
+	cancel()
+	if err == nil {
+		pid := c.DaemonPID()
+		c.Close()
+		return fmt.Errorf("daemon already running (pid %d)", pid)
+	}
+	if !errors.Is(err, client.ErrNoDaemon) {
+		return err
+	}
+	if err := os.MkdirAll(e.paths.Logs(), 0o700); err != nil {
+		return fmt.Errorf("log directory: %w", err)
+	}
+	logPath := filepath.Join(e.paths.Logs(), "daemon.log")
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("daemon log: %w", err)
+	}
+	defer logf.Close()
+	logStart, _ := logf.Seek(0, io.SeekEnd)
+
+	args := []string{"--home", e.paths.Home}
+	if e.paths.ConfigSet {
+		args = append(args, "--config", e.paths.Config)
+	}
+	args = append(args, "daemon", "--log-level", logLevel)
+	cmd, err := selfCommand(args...)
+	if err != nil {
+		return err
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer pr.Close()
+	cmd.Dir = e.cwd
+	cmd.Stdin = nil
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{pw} // fd 3 in the child
+	cmd.Env = append(os.Environ(), readyFDEnv+"=3")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		return fmt.Errorf("start daemon: %w", err)
+	}
+	pw.Close() // the child holds the only write end: EOF means it is gone
+	pid := cmd.Process.Pid
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	line, rerr := readReady(pr, detachWait)
+	if rerr == nil && strings.HasPrefix(line, "ready ") {
+		fmt.Fprintf(e.stdout, "daemon started, pid %d, log %s\n", pid, logPath)
+		return nil
+	}
+	why := "exited before it was ready"
+	select {
+	case werr := <-exited:
+		if werr != nil {
+			why = "exited before it was ready (" + werr.Error() + ")"
+		}
+	case <-time.After(time.Second):
+		if errors.Is(rerr, os.ErrDeadlineExceeded) {
+			why = fmt.Sprintf("did not answer within %s", detachWait)
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+	}
+	if t := logTail(logPath, logStart, 4<<10); t != "" {
+		fmt.Fprintf(e.stderr, "%s\n", t)
+	}
+	return fmt.Errorf("daemon (pid %d) %s; log %s", pid, why, logPath)
+}
+
+// readReady reads one line from r within d.
+func readReady(r *os.File, d time.Duration) (string, error) {
+	if err := r.SetReadDeadline(time.Now().Add(d)); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(line), nil
+}
+
+// logTail returns what was written to path after offset from, at most
+// limit bytes from its end.
+func logTail(path string, from int64, limit int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() <= from {
+		return ""
+	}
+	from = max(from, fi.Size()-int64(limit))
+	b, err := io.ReadAll(io.NewSectionReader(f, from, fi.Size()-from))
+	if err != nil {
+		return ""
+	}
+	return string(bytes.TrimRight(b, "\n"))
+}

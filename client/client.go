@@ -1,0 +1,414 @@
+// Package client is the typed client of loopr's daemon API (SPEC §9): HTTP/1.1
+// and JSON over the unix socket <home>/loopr.sock. The CLI uses it as its
+// backend when a daemon runs, and the TUI through a small interface of its
+// own (Events, Output and the actions).
+//
+// Dial checks that the daemon speaks this loopr's protocol version. Errors
+// the daemon reports come back as *APIError; a daemon that is not there at
+// all is ErrNoDaemon, so a caller can fall back to opening the store.
+//
+// The package imports only the wire types (api, loop): the TUI depends on
+// it and must never pull in the store.
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/loop"
+)
+
+// DefaultTimeout bounds each request that has no deadline of its own,
+// except the streams (Events, Export, Import), whose length depends on the
+// data.
+const DefaultTimeout = 30 * time.Second
+
+// ErrNoDaemon means nothing listens on the socket: it does not exist, or
+// it is stale (connection refused).
+var ErrNoDaemon = errors.New("no daemon running")
+
+// VersionError reports a daemon that speaks another protocol version.
+type VersionError struct {
+	Daemon, Client int
+	DaemonVersion  string // the daemon's loopr version, if it said
+}
+
+func (e *VersionError) Error() string {
+	v := ""
+	if e.DaemonVersion != "" {
+		v = " (loopr " + e.DaemonVersion + ")"
+	}
+	return fmt.Sprintf("daemon speaks API protocol %d%s but this loopr speaks protocol %d: restart the daemon with this loopr, or use the loopr that started it",
+		e.Daemon, v, e.Client)
+}
+
+// APIError is an error the daemon reported: its HTTP status and the
+// api.Error body.
+type APIError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *APIError) Error() string {
+	if e.Message != "" {
+		return e.Message
+	}
+	return fmt.Sprintf("daemon: %d %s", e.Status, http.StatusText(e.Status))
+}
+
+// Usage reports whether the error is the caller's (a 4xx: bad input, an
+// unknown id, an illegal transition) rather than the daemon's.
+func (e *APIError) Usage() bool { return e.Status >= 400 && e.Status < 500 }
+
+// Client talks to one daemon. Its methods are safe for concurrent use.
+type Client struct {
+	socket  string
+	tr      *http.Transport
+	hc      *http.Client
+	timeout time.Duration
+	status  api.Status // as of Dial
+}
+
+// Dial connects to the daemon listening on socketPath and checks its
+// protocol version. It returns an error wrapping ErrNoDaemon when no daemon
+// listens there, and a *VersionError when one speaks another protocol.
+func Dial(ctx context.Context, socketPath string) (*Client, error) {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socketPath)
+		},
+		MaxIdleConnsPerHost: 4,
+		IdleConnTimeout:     30 * time.Second,
+		DisableCompression:  true,
+	}
+	c := &Client{socket: socketPath, tr: tr, hc: &http.Client{Transport: tr}, timeout: DefaultTimeout}
+	resp, err := c.do(ctx, http.MethodGet, "/v1/status", nil, "")
+	if err != nil {
+		tr.CloseIdleConnections()
+		if noDaemon(err) {
+			return nil, fmt.Errorf("%w at %s: %w", ErrNoDaemon, socketPath, err)
+		}
+		return nil, fmt.Errorf("daemon at %s: %w", socketPath, err)
+	}
+	var st api.Status
+	err = decodeResponse(resp, &st)
+	if err == nil && st.Protocol != api.ProtocolVersion {
+		err = &VersionError{Daemon: st.Protocol, Client: api.ProtocolVersion, DaemonVersion: st.Version}
+	}
+	if err != nil {
+		tr.CloseIdleConnections()
+		return nil, err
+	}
+	c.status = st
+	return c, nil
+}
+
+// noDaemon reports whether a dial error means nothing listens.
+func noDaemon(err error) bool {
+	return errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOTSOCK)
+}
+
+// Socket returns the socket path the client talks to.
+func (c *Client) Socket() string { return c.socket }
+
+// DaemonPID returns the daemon's pid as it reported it at Dial.
+func (c *Client) DaemonPID() int { return c.status.PID }
+
+// Close releases idle connections. Streams opened by Events end with their
+// contexts.
+func (c *Client) Close() error {
+	c.tr.CloseIdleConnections()
+	return nil
+}
+
+// do sends one request. body, when not nil, is sent with contentType.
+func (c *Client) do(ctx context.Context, method, path string, body io.Reader, contentType string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://loopr"+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", contentType)
+	}
+	req.Header.Set("Accept", "application/json")
+	return c.hc.Do(req)
+}
+
+// call sends a JSON request (in may be nil) and decodes a JSON response
+// into out, within the default timeout unless ctx has a deadline.
+func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
+	if _, ok := ctx.Deadline(); !ok && c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("encode request: %w", err)
+		}
+		body = bytes.NewReader(b)
+	}
+	resp, err := c.do(ctx, method, path, body, "application/json")
+	if err != nil {
+		return c.transportError(err)
+	}
+	return decodeResponse(resp, out)
+}
+
+// transportError explains a request that never got an answer.
+func (c *Client) transportError(err error) error {
+	if noDaemon(err) {
+		return fmt.Errorf("daemon at %s went away: %w", c.socket, err)
+	}
+	return fmt.Errorf("daemon at %s: %w", c.socket, err)
+}
+
+// decodeResponse closes resp's body after decoding it into out, or returns
+// the *APIError it carries.
+func decodeResponse(resp *http.Response, out any) error {
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return readAPIError(resp)
+	}
+	if out == nil {
+		_, err := io.Copy(io.Discard, resp.Body)
+		return err
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("decode %s response: %w", resp.Request.URL.Path, err)
+	}
+	return nil
+}
+
+// readAPIError builds an *APIError from a non-2xx response.
+func readAPIError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	e := &APIError{Status: resp.StatusCode}
+	var body api.Error
+	if json.Unmarshal(b, &body) == nil && body.Err.Message != "" {
+		e.Code, e.Message = body.Err.Code, body.Err.Message
+	} else {
+		e.Message = fmt.Sprintf("daemon: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	return e
+}
+
+// loopPath is /v1/loops/{id}[/rest].
+func loopPath(id string, rest ...string) string {
+	p := "/v1/loops/" + url.PathEscape(id)
+	for _, r := range rest {
+		p += "/" + url.PathEscape(r)
+	}
+	return p
+}
+
+// Create asks for a new loop.
+func (c *Client) Create(ctx context.Context, req api.CreateRequest) (loop.Loop, error) {
+	var l loop.Loop
+	err := c.call(ctx, http.MethodPost, "/v1/loops", req, &l)
+	return l, err
+}
+
+// List returns loops matching req in creation order.
+func (c *Client) List(ctx context.Context, req api.ListRequest) ([]loop.Loop, error) {
+	q := url.Values{}
+	if len(req.Status) > 0 {
+		parts := make([]string, len(req.Status))
+		for i, s := range req.Status {
+			parts[i] = string(s)
+		}
+		q.Set("status", strings.Join(parts, ","))
+	}
+	if req.Type != "" {
+		q.Set("type", req.Type)
+	}
+	if req.Parent != "" {
+		q.Set("parent", req.Parent)
+	}
+	path := "/v1/loops"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var loops []loop.Loop
+	err := c.call(ctx, http.MethodGet, path, nil, &loops)
+	return loops, err
+}
+
+// Get returns one loop.
+func (c *Client) Get(ctx context.Context, id string) (loop.Loop, error) {
+	var l loop.Loop
+	err := c.call(ctx, http.MethodGet, loopPath(id), nil, &l)
+	return l, err
+}
+
+// Act applies a user action (api.ActionCancel …) to a loop.
+func (c *Client) Act(ctx context.Context, id, action string, req api.ActionRequest) (api.ActionResult, error) {
+	var res api.ActionResult
+	err := c.call(ctx, http.MethodPost, loopPath(id, action), req, &res)
+	return res, err
+}
+
+// nowQuery is "?now=…" for a non-zero now.
+func nowQuery(now time.Time) string {
+	if now.IsZero() {
+		return ""
+	}
+	return "?now=" + url.QueryEscape(now.UTC().Format(time.RFC3339Nano))
+}
+
+// Why explains a loop's priority and gates at now (zero: the daemon's now).
+func (c *Client) Why(ctx context.Context, id string, now time.Time) (api.Why, error) {
+	var w api.Why
+	err := c.call(ctx, http.MethodGet, loopPath(id, "why")+nowQuery(now), nil, &w)
+	return w, err
+}
+
+// Scheduler returns the debug plan at now (zero: the daemon's now).
+func (c *Client) Scheduler(ctx context.Context, now time.Time) (api.SchedulerView, error) {
+	var v api.SchedulerView
+	err := c.call(ctx, http.MethodGet, "/v1/scheduler"+nowQuery(now), nil, &v)
+	return v, err
+}
+
+// Status returns the daemon's status.
+func (c *Client) Status(ctx context.Context) (api.Status, error) {
+	var st api.Status
+	err := c.call(ctx, http.MethodGet, "/v1/status", nil, &st)
+	return st, err
+}
+
+// Export writes every loop record to w as JSON Lines and returns how many.
+func (c *Client) Export(ctx context.Context, w io.Writer) (int, error) {
+	resp, err := c.do(ctx, http.MethodGet, "/v1/export", nil, "")
+	if err != nil {
+		return 0, c.transportError(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, readAPIError(resp)
+	}
+	lc := &lineCounter{w: w}
+	if _, err := io.Copy(lc, resp.Body); err != nil {
+		return lc.lines, fmt.Errorf("export: %w", err)
+	}
+	return lc.lines, nil
+}
+
+// lineCounter counts the newlines written through it.
+type lineCounter struct {
+	w     io.Writer
+	lines int
+}
+
+func (l *lineCounter) Write(p []byte) (int, error) {
+	n, err := l.w.Write(p)
+	l.lines += bytes.Count(p[:n], []byte{'\n'})
+	return n, err
+}
+
+// Import stores loops (keeping ids and times), all or nothing, and returns
+// how many it stored.
+func (c *Client) Import(ctx context.Context, loops []loop.Loop) (int, error) {
+	pr, pw := io.Pipe()
+	go func() {
+		bw := bufio.NewWriterSize(pw, 64<<10)
+		enc := json.NewEncoder(bw)
+		for i := range loops {
+			if err := enc.Encode(&loops[i]); err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+		pw.CloseWithError(bw.Flush())
+	}()
+	resp, err := c.do(ctx, http.MethodPost, "/v1/import", pr, "application/jsonl")
+	pr.Close()
+	if err != nil {
+		return 0, c.transportError(err)
+	}
+	var res api.ImportResult
+	if err := decodeResponse(resp, &res); err != nil {
+		return 0, err
+	}
+	return res.Imported, nil
+}
+
+// Output returns the tail of the agent output of a loop's current (or
+// latest) iteration: at most maxBytes (<= 0: the daemon's default).
+func (c *Client) Output(ctx context.Context, id string, maxBytes int) (string, error) {
+	if _, ok := ctx.Deadline(); !ok && c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	path := loopPath(id, "output")
+	if maxBytes > 0 {
+		path += "?bytes=" + strconv.Itoa(maxBytes)
+	}
+	resp, err := c.do(ctx, http.MethodGet, path, nil, "")
+	if err != nil {
+		return "", c.transportError(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", readAPIError(resp)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", fmt.Errorf("output: %w", err)
+	}
+	return string(b), nil
+}
+
+// Events opens the daemon's event stream: first an api.StreamSnapshot, then
+// events, status updates and heartbeats as they come. The channel closes
+// when ctx is cancelled or the connection drops (the daemon stopped).
+func (c *Client) Events(ctx context.Context) (<-chan api.StreamMsg, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	resp, err := c.do(ctx, http.MethodGet, "/v1/events", nil, "")
+	if err != nil {
+		cancel()
+		return nil, c.transportError(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer cancel()
+		defer resp.Body.Close()
+		return nil, readAPIError(resp)
+	}
+	ch := make(chan api.StreamMsg, 64)
+	go func() {
+		defer close(ch)
+		defer cancel()
+		defer resp.Body.Close()
+		dec := json.NewDecoder(bufio.NewReaderSize(resp.Body, 64<<10))
+		for {
+			var m api.StreamMsg
+			if err := dec.Decode(&m); err != nil {
+				return
+			}
+			select {
+			case ch <- m:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return ch, nil
+}

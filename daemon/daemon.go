@@ -1,0 +1,320 @@
+// Package daemon is loopr's composition root. Run opens the store, builds
+// the control service, the runner, the git flow and the loop manager, and
+// serves the HTTP/1.1 + JSON API of SPEC §9 on the unix socket
+// <home>/loopr.sock until its context is cancelled.
+//
+// One daemon runs per home: the store's file lock guarantees it, and a
+// second daemon is told which pid holds the home. The socket is created
+// mode 0600 inside a 0700 home, and every connection is checked with
+// SO_PEERCRED: peers of another uid are dropped before a byte is read.
+//
+// Shutdown, on context cancellation: writes are refused (503), in-flight
+// writes finish, the manager stops its agents and requeues their loops at
+// the same iteration, the event streams drain what the journal holds and
+// end, the HTTP server shuts down, the store closes, and the socket and pid
+// file are removed.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/loopr-dev/loopr/config"
+	"github.com/loopr-dev/loopr/control"
+	"github.com/loopr-dev/loopr/gitflow"
+	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/loopmgr"
+	"github.com/loopr-dev/loopr/runner"
+	"github.com/loopr-dev/loopr/store"
+	"github.com/loopr-dev/loopr/workspace"
+)
+
+// Options configure Run.
+type Options struct {
+	Paths   workspace.Paths
+	Config  *config.Config // nil: config.Default()
+	Log     *slog.Logger   // nil: discard
+	Version string
+	// Ready, if set, is called once the socket accepts connections.
+	Ready func(pid int)
+}
+
+// ShutdownTimeout bounds how long Run waits for HTTP requests in flight
+// when it stops.
+const ShutdownTimeout = 5 * time.Second
+
+// maxSocketPath is the longest unix socket path Linux accepts (sun_path
+// holds 108 bytes including the terminating NUL).
+const maxSocketPath = 107
+
+// Run runs the daemon until ctx is cancelled, then shuts down cleanly and
+// returns nil. It returns an error when the daemon cannot start (the home is
+// in use, the socket cannot be bound) or when the manager or the server fail.
+func Run(ctx context.Context, o Options) error {
+	if o.Config == nil {
+		o.Config = config.Default()
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	log := o.Log
+	paths := o.Paths
+	if paths.Home == "" {
+		return errors.New("daemon: no home directory")
+	}
+	if err := os.MkdirAll(paths.Home, 0o700); err != nil {
+		return fmt.Errorf("home: %w", err)
+	}
+	if err := os.Chmod(paths.Home, 0o700); err != nil {
+		return fmt.Errorf("home: %w", err)
+	}
+	sock := paths.Socket()
+	if len(sock) > maxSocketPath {
+		return fmt.Errorf("socket path %s is too long (%d bytes, max %d): use a shorter --home", sock, len(sock), maxSocketPath)
+	}
+	// A daemon that answers on the socket is the clearest message; the
+	// store lock below is what actually guarantees one daemon per home.
+	if pid, ok := probe(sock); ok {
+		return alreadyRunning(pid)
+	}
+
+	st, err := store.Open(paths.DB(), store.Options{Timeout: time.Second})
+	if err != nil {
+		var le *store.LockedError
+		if errors.As(err, &le) {
+			return err // "store is in use by pid N; is the daemon running?"
+		}
+		return fmt.Errorf("open store: %w", err)
+	}
+	pid := os.Getpid()
+	d := &daemon{
+		o: o, log: log, paths: paths, pid: pid, store: st,
+		started: time.Now().UTC().Truncate(time.Second), accepting: true,
+		mgrStopped: make(chan struct{}),
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			log.Error("close store", "err", err)
+		}
+	}()
+	if err := writePIDFile(paths.PIDFile(), pid); err != nil {
+		return fmt.Errorf("pid file: %w", err)
+	}
+	defer removePIDFile(paths.PIDFile(), pid)
+
+	cfg := o.Config
+	d.svc = control.New(st, paths, func() *config.Config { return cfg }, time.Now)
+	d.hub = newHub()
+
+	var mgr *loopmgr.Manager
+	run := &runner.Runner{
+		Now:          time.Now,
+		Log:          log,
+		OnAgentStart: func(id string, pid int) { mgr.RecordPID(id, pid) },
+		AgentSlots:   make(chan struct{}, max(1, cfg.APICallCap())),
+	}
+	var git *gitflow.Repo
+	if cfg.Git.Worktrees {
+		git, err = gitflow.Open(paths.Workspace, paths.Home, log)
+		switch {
+		case errors.Is(err, gitflow.ErrNotRepo), errors.Is(err, gitflow.ErrNoGit):
+			d.warning = fmt.Sprintf("git worktrees off (%v): loops run in the workspace directly", err)
+			log.Warn("git worktrees off: loops run in the workspace directly", "err", err)
+			git = nil
+		case err != nil:
+			return fmt.Errorf("git: %w", err)
+		}
+	}
+	mgr = loopmgr.New(loopmgr.Options{
+		Service: d.svc, Runner: run, Git: git, Log: log,
+		Owner: "pid " + strconv.Itoa(pid), Notify: d.hub.poke,
+	})
+	d.mgr = mgr
+
+	ln, err := listen(sock)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(sock)
+	srv := &http.Server{
+		Handler:           d.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	d.event("daemon started (pid " + strconv.Itoa(pid) + ", version " + o.Version + ")")
+	log.Info("daemon started", "pid", pid, "version", o.Version, "socket", sock, "home", paths.Home, "workspace", paths.Workspace)
+
+	mgrCtx, stopMgr := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopMgr()
+	mgrDone := make(chan error, 1)
+	go func() {
+		err := mgr.Run(mgrCtx)
+		close(d.mgrStopped)
+		mgrDone <- err
+	}()
+	srvDone := make(chan error, 1)
+	go func() { srvDone <- srv.Serve(&peerListener{Listener: ln, uid: os.Getuid(), log: log}) }()
+	if o.Ready != nil {
+		o.Ready(pid)
+	}
+
+	var runErr error
+	mgrExited := false
+	select {
+	case <-ctx.Done():
+	case err := <-mgrDone:
+		mgrExited = true
+		runErr = fmt.Errorf("loop manager: %w", err)
+		if err == nil {
+			runErr = errors.New("loop manager stopped unexpectedly")
+		}
+	case err := <-srvDone:
+		runErr = fmt.Errorf("serve %s: %w", sock, err)
+	}
+
+	log.Info("daemon stopping")
+	d.stopAccepting()
+	d.event("daemon stopping")
+	stopMgr()
+	if !mgrExited {
+		if err := <-mgrDone; err != nil && runErr == nil {
+			runErr = fmt.Errorf("loop manager: %w", err)
+		}
+	}
+	d.hub.close() // streams send what the journal holds, then end
+	sctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("http shutdown", "err", err)
+		srv.Close()
+	}
+	d.streams.Wait()
+	log.Info("daemon stopped")
+	return runErr
+}
+
+// daemon is the state the HTTP handlers share.
+type daemon struct {
+	o       Options
+	log     *slog.Logger
+	paths   workspace.Paths
+	pid     int
+	started time.Time
+	warning string
+	store   *store.Store
+	svc     *control.Service
+	mgr     *loopmgr.Manager
+	hub     *hub
+
+	mgrStopped chan struct{} // closed when the manager's Run returns
+
+	mu        sync.RWMutex // guards accepting against writes.Add
+	accepting bool
+	writes    sync.WaitGroup // API writes in flight
+	streams   sync.WaitGroup // /v1/events handlers
+}
+
+// errStopping refuses writes once shutdown has begun.
+var errStopping = errors.New("daemon is shutting down")
+
+// beginWrite admits one API write, or refuses it once shutdown has begun.
+// The caller must call the returned func when done.
+func (d *daemon) beginWrite() (func(), error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if !d.accepting {
+		return nil, errStopping
+	}
+	d.writes.Add(1)
+	return d.writes.Done, nil
+}
+
+// stopAccepting refuses new writes and waits for those in flight, so that
+// none calls into the manager after it stops.
+func (d *daemon) stopAccepting() {
+	d.mu.Lock()
+	d.accepting = false
+	d.mu.Unlock()
+	d.writes.Wait()
+}
+
+func (d *daemon) isAccepting() bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.accepting
+}
+
+// event appends a daemon event to the journal and wakes the streams.
+func (d *daemon) event(msg string) {
+	err := d.store.Update(func(tx *store.Tx) error {
+		_, err := tx.AppendEvent(loop.Event{Time: d.svc.Now(), Kind: loop.EventDaemon, Message: msg})
+		return err
+	})
+	if err != nil {
+		d.log.Warn("journal daemon event", "msg", msg, "err", err)
+	}
+	d.hub.poke()
+}
+
+// alreadyRunning is the error for a home whose daemon answers.
+func alreadyRunning(pid int) error {
+	if pid > 0 {
+		return fmt.Errorf("daemon already running (pid %d)", pid)
+	}
+	return errors.New("daemon already running (its socket answers)")
+}
+
+// listen binds the socket, removing a stale one only when nothing answers
+// on it, and makes it mode 0600.
+func listen(sock string) (net.Listener, error) {
+	ln, err := net.Listen("unix", sock)
+	if err != nil && errors.Is(err, syscall.EADDRINUSE) {
+		if pid, ok := probe(sock); ok {
+			return nil, alreadyRunning(pid)
+		}
+		if rerr := os.Remove(sock); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			return nil, fmt.Errorf("remove stale socket: %w", rerr)
+		}
+		ln, err = net.Listen("unix", sock)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", sock, err)
+	}
+	// We remove the file ourselves after the server stops.
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	if err := os.Chmod(sock, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("socket mode: %w", err)
+	}
+	return ln, nil
+}
+
+// writePIDFile writes pid to path atomically.
+func writePIDFile(path string, pid int) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(pid)+"\n"), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// removePIDFile removes path if it still names pid.
+func removePIDFile(path string, pid int) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	if strings.TrimSpace(string(b)) == strconv.Itoa(pid) {
+		os.Remove(path)
+	}
+}

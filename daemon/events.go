@@ -1,0 +1,266 @@
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/store"
+)
+
+// Stream timing (GET /v1/events).
+const (
+	heartbeatEvery = 15 * time.Second
+	statusEvery    = 250 * time.Millisecond // at most one status per subscriber this often
+	writeTimeout   = 30 * time.Second       // a peer that takes longer to read one line is dropped
+	eventBatch     = 512                    // journal events read per transaction
+	recentTerminal = 24 * time.Hour         // terminal loops in the snapshot
+)
+
+// hub wakes the event streams when the journal grows. It carries no data:
+// each stream reads the journal itself from the last sequence number it
+// sent, so nothing is lost and a slow stream only falls behind. poke never
+// blocks, so neither the manager nor an API write ever waits for a reader.
+type hub struct {
+	mu   sync.Mutex
+	subs map[chan struct{}]struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+func newHub() *hub {
+	return &hub{subs: map[chan struct{}]struct{}{}, done: make(chan struct{})}
+}
+
+// poke tells every stream the journal may have grown.
+func (h *hub) poke() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.subs {
+		select {
+		case c <- struct{}{}:
+		default: // already poked; the stream will read everything
+		}
+	}
+}
+
+// subscribe returns a channel poked on changes; cancel with unsubscribe.
+func (h *hub) subscribe() chan struct{} {
+	c := make(chan struct{}, 1)
+	h.mu.Lock()
+	h.subs[c] = struct{}{}
+	h.mu.Unlock()
+	return c
+}
+
+func (h *hub) unsubscribe(c chan struct{}) {
+	h.mu.Lock()
+	delete(h.subs, c)
+	h.mu.Unlock()
+}
+
+func (h *hub) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}
+
+// close ends the streams (after each sends what the journal holds).
+func (h *hub) close() { h.once.Do(func() { close(h.done) }) }
+
+// stream writes StreamMsg lines to one subscriber.
+type stream struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	enc *json.Encoder
+}
+
+func (s *stream) send(m api.StreamMsg) error {
+	if err := s.rc.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	if err := s.enc.Encode(m); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+// events serves GET /v1/events: a snapshot, then every journal event after
+// it with the loop as it is now, status updates after changes (coalesced)
+// and heartbeats.
+func (d *daemon) events(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	d.streams.Add(1)
+	defer d.streams.Done()
+	poke := d.hub.subscribe()
+	defer d.hub.unsubscribe(poke)
+
+	seq, loops, err := d.snapshot()
+	if err != nil {
+		return err
+	}
+	st, err := d.status()
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/jsonl")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	s := &stream{w: w, rc: http.NewResponseController(w), enc: json.NewEncoder(w)}
+	if err := s.send(api.StreamMsg{Type: api.StreamSnapshot, Seq: seq, Loops: loops, Status: &st}); err != nil {
+		return nil // the peer left
+	}
+	lastStatus := time.Now()
+
+	heartbeat := time.NewTicker(heartbeatEvery)
+	defer heartbeat.Stop()
+	statusTimer := time.NewTimer(0)
+	<-statusTimer.C
+	defer statusTimer.Stop()
+	statusPending := false
+
+	for {
+		closing := false
+		select {
+		case <-r.Context().Done():
+			return nil
+		case <-d.hub.done:
+			closing = true
+		case <-poke:
+		case <-heartbeat.C:
+			if s.send(api.StreamMsg{Type: api.StreamHeartbeat, Seq: seq}) != nil {
+				return nil
+			}
+			continue
+		case <-statusTimer.C:
+			statusPending = false
+			if d.sendStatus(s, seq) != nil {
+				return nil
+			}
+			lastStatus = time.Now()
+			continue
+		}
+		n, err := d.sendEvents(s, &seq)
+		if err != nil {
+			d.log.Debug("event stream ended", "err", err)
+			return nil
+		}
+		if closing {
+			if n > 0 {
+				d.sendStatus(s, seq)
+			}
+			return nil
+		}
+		if n > 0 && !statusPending {
+			if wait := statusEvery - time.Since(lastStatus); wait > 0 {
+				statusPending = true
+				statusTimer.Reset(wait)
+			} else {
+				if d.sendStatus(s, seq) != nil {
+					return nil
+				}
+				lastStatus = time.Now()
+			}
+		}
+	}
+}
+
+// sendStatus sends a fresh status line.
+func (d *daemon) sendStatus(s *stream, seq uint64) error {
+	st, err := d.status()
+	if err != nil {
+		d.log.Warn("event stream status", "err", err)
+		return nil
+	}
+	return s.send(api.StreamMsg{Type: api.StreamStatus, Seq: seq, Status: &st})
+}
+
+// sendEvents sends every journal event after *seq, advancing it, and
+// returns how many it sent.
+func (d *daemon) sendEvents(s *stream, seq *uint64) (int, error) {
+	total := 0
+	for {
+		var msgs []api.StreamMsg
+		err := d.store.View(func(tx *store.Tx) error {
+			evs, err := tx.EventsSince(*seq, eventBatch)
+			if err != nil {
+				return err
+			}
+			for i := range evs {
+				m := api.StreamMsg{Type: api.StreamEvent, Seq: evs[i].Seq, Event: &evs[i]}
+				if evs[i].Loop != "" {
+					l, err := tx.Get(evs[i].Loop)
+					switch {
+					case err == nil:
+						m.Loop = &l
+					case !errors.Is(err, store.ErrNotFound):
+						return err
+					}
+				}
+				msgs = append(msgs, m)
+			}
+			return nil
+		})
+		if err != nil {
+			return total, fmt.Errorf("read journal: %w", err)
+		}
+		for _, m := range msgs {
+			if err := s.send(m); err != nil {
+				return total, err
+			}
+			*seq = m.Seq
+			total++
+		}
+		if len(msgs) < eventBatch {
+			return total, nil
+		}
+	}
+}
+
+// snapshot reads, in one transaction, the journal's last sequence number
+// and every loop that is not terminal or finished within recentTerminal.
+func (d *daemon) snapshot() (uint64, []loop.Loop, error) {
+	var seq uint64
+	loops := []loop.Loop{}
+	since := d.svc.Now().Add(-recentTerminal)
+	err := d.store.View(func(tx *store.Tx) error {
+		seq = tx.LastSeq()
+		for _, st := range loop.Statuses {
+			err := tx.ByStatus(st, func(l loop.Loop) bool {
+				if st.Terminal() {
+					end := l.FinishedAt
+					if end.IsZero() {
+						end = l.UpdatedAt
+					}
+					if end.Before(since) {
+						return true
+					}
+				}
+				loops = append(loops, l)
+				return true
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	slices.SortFunc(loops, func(a, b loop.Loop) int {
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return 0
+	})
+	return seq, loops, err
+}

@@ -1,0 +1,607 @@
+package daemon
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/control"
+	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/store"
+)
+
+// Request body limits.
+const (
+	MaxBodyBytes   = 1 << 20   // JSON requests
+	MaxImportBytes = 256 << 20 // POST /v1/import
+)
+
+// apiHandler serves one route; a returned error becomes an api.Error body
+// (unless the handler already wrote a response).
+type apiHandler func(w http.ResponseWriter, r *http.Request) error
+
+// routes builds the API (SPEC §9). Every response, errors and unknown
+// routes included, is JSON except the agent output (text) and the JSON
+// Lines of export and events.
+func (d *daemon) routes() http.Handler {
+	mux := http.NewServeMux()
+	handle := func(pattern string, h apiHandler) { mux.Handle(pattern, d.wrap(h)) }
+	handle("GET /v1/status", d.getStatus)
+	handle("GET /v1/loops", d.listLoops)
+	handle("POST /v1/loops", d.createLoop)
+	handle("GET /v1/loops/{id}", d.getLoop)
+	handle("POST /v1/loops/{id}/{action}", d.act)
+	handle("GET /v1/loops/{id}/why", d.why)
+	handle("GET /v1/loops/{id}/output", d.output)
+	handle("GET /v1/scheduler", d.scheduler)
+	handle("GET /v1/export", d.export)
+	handle("POST /v1/import", d.importLoops)
+	handle("GET /v1/events", d.events)
+	handle("GET /metrics", d.metrics)
+	return jsonFallback(mux)
+}
+
+// jsonFallback answers what the mux cannot route (404, 405) with an
+// api.Error body instead of net/http's plain text.
+func jsonFallback(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		rec := &recorder{header: http.Header{}}
+		h.ServeHTTP(rec, r)
+		if rec.code < 400 { // a redirect to the clean path
+			mux.ServeHTTP(w, r)
+			return
+		}
+		if allow := rec.header.Get("Allow"); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		switch rec.code {
+		case http.StatusMethodNotAllowed:
+			writeError(w, rec.code, api.CodeInvalid, fmt.Sprintf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, rec.header.Get("Allow")))
+		case http.StatusNotFound:
+			writeError(w, rec.code, api.CodeNotFound, "no route "+r.Method+" "+r.URL.Path)
+		default:
+			writeError(w, rec.code, api.CodeInvalid, http.StatusText(rec.code))
+		}
+	})
+}
+
+// recorder captures the status a fallback handler would write.
+type recorder struct {
+	header http.Header
+	code   int
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return len(b), nil
+}
+func (r *recorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+}
+
+// trackWriter records whether a response has begun.
+type trackWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (t *trackWriter) WriteHeader(code int) { t.wrote = true; t.ResponseWriter.WriteHeader(code) }
+func (t *trackWriter) Write(b []byte) (int, error) {
+	t.wrote = true
+	return t.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush and deadlines.
+func (t *trackWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+
+// wrap turns a handler's error, or its panic, into an api.Error response.
+func (d *daemon) wrap(h apiHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tw := &trackWriter{ResponseWriter: w}
+		defer func() {
+			p := recover()
+			if p == nil {
+				return
+			}
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			d.log.Error("handler panic", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+			if tw.wrote {
+				panic(http.ErrAbortHandler) // the client must not take a cut-off body for a whole one
+			}
+			writeError(tw, http.StatusInternalServerError, api.CodeInternal, fmt.Sprintf("internal error: %v", p))
+		}()
+		err := h(tw, r)
+		if err == nil {
+			return
+		}
+		status, code := errorStatus(err)
+		if status >= 500 {
+			d.log.Error("api", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+		} else {
+			d.log.Debug("api", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+		}
+		if tw.wrote {
+			panic(http.ErrAbortHandler)
+		}
+		writeError(tw, status, code, err.Error())
+	})
+}
+
+// errorStatus maps an error to its HTTP status and api error code.
+func errorStatus(err error) (int, string) {
+	var mbe *http.MaxBytesError
+	var te *loop.TransitionError
+	switch {
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge, api.CodeTooLarge
+	case errors.Is(err, errStopping), errors.Is(err, syscall.ENOSPC):
+		return http.StatusServiceUnavailable, api.CodeUnavailable
+	case errors.Is(err, store.ErrNotFound):
+		return http.StatusNotFound, api.CodeNotFound
+	case errors.As(err, &te), errors.Is(err, store.ErrExists):
+		return http.StatusConflict, api.CodeConflict
+	case control.IsUsage(err):
+		return http.StatusBadRequest, api.CodeInvalid
+	}
+	return http.StatusInternalServerError, api.CodeInternal
+}
+
+// writeJSON writes v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode response: %w", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// writeError writes an api.Error body.
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, api.Error{Err: api.ErrorBody{Code: code, Message: msg}})
+}
+
+// decodeBody decodes the request body, at most limit bytes, strictly into v:
+// unknown fields, wrong types and trailing data are errors that name the
+// field. An empty body is accepted only when allowEmpty.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool) error {
+	body := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			if allowEmpty {
+				return nil
+			}
+			return control.Invalid("body", "empty: want a JSON object")
+		}
+		return decodeError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return control.Invalid("body", "unexpected data after the JSON object")
+	}
+	return nil
+}
+
+// decodeError turns a JSON decoding error into an input error naming the
+// field at fault.
+func decodeError(err error) error {
+	var mbe *http.MaxBytesError
+	var se *json.SyntaxError
+	var ute *json.UnmarshalTypeError
+	var pe *time.ParseError
+	switch {
+	case errors.As(err, &mbe):
+		return err
+	case errors.As(err, &se):
+		return control.Invalid("body", "malformed JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
+	case errors.As(err, &ute):
+		field := ute.Field
+		if field == "" {
+			field = "body"
+		}
+		return control.Invalid(field, "want %s, got JSON %s", jsonKind(ute.Type.String()), ute.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return control.Invalid("body", "malformed JSON: unexpected end of input")
+	case errors.As(err, &pe):
+		return control.Invalid("body", "bad time %s: want RFC 3339, e.g. 2025-01-02T15:04:05Z", pe.Value)
+	}
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return control.Invalid(strings.Trim(f, `"`), "unknown field")
+	}
+	return control.Invalid("body", "%s", strings.TrimPrefix(msg, "json: "))
+}
+
+// jsonKind names a Go type the way a JSON client thinks of it.
+func jsonKind(goType string) string {
+	switch goType {
+	case "string", "loop.Status", "api.Status":
+		return "a string"
+	case "int", "int64", "uint64":
+		return "an integer"
+	case "float64":
+		return "a number"
+	case "bool":
+		return "a boolean"
+	case "time.Time":
+		return "an RFC 3339 time string"
+	}
+	if strings.HasPrefix(goType, "[]") {
+		return "an array"
+	}
+	if strings.HasPrefix(goType, "api.") || strings.HasPrefix(goType, "loop.") {
+		return "a JSON object"
+	}
+	return goType
+}
+
+// checkQuery refuses query parameters the route does not know.
+func checkQuery(q url.Values, known ...string) error {
+	for k := range q {
+		if !slices.Contains(known, k) {
+			if len(known) == 0 {
+				return control.Invalid(k, "unknown query parameter (this route takes none)")
+			}
+			return control.Invalid(k, "unknown query parameter (known: %s)", strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
+// nowParam reads ?now=RFC3339, defaulting to the service clock.
+func (d *daemon) nowParam(q url.Values) (time.Time, error) {
+	s := q.Get("now")
+	if s == "" {
+		return d.svc.Now(), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, control.Invalid("now", "bad time %q: want RFC 3339, e.g. 2025-01-02T15:04:05Z", s)
+	}
+	return t.UTC(), nil
+}
+
+// status is the store's status plus the daemon's own.
+func (d *daemon) status() (api.Status, error) {
+	now := d.svc.Now()
+	st, err := d.svc.Status(now)
+	if err != nil {
+		return api.Status{}, err
+	}
+	st.Daemon = true
+	st.PID = d.pid
+	st.Version = d.o.Version
+	st.Protocol = api.ProtocolVersion
+	st.StartedAt = d.started
+	st.UptimeSecs = max(0, int64(now.Sub(d.started)/time.Second))
+	st.Accepting = d.isAccepting()
+	if d.warning != "" {
+		st.Warning = d.warning
+	}
+	return st, nil
+}
+
+func (d *daemon) getStatus(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	st, err := d.status()
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, st)
+}
+
+func (d *daemon) listLoops(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	if err := checkQuery(q, "status", "type", "parent"); err != nil {
+		return err
+	}
+	var req api.ListRequest
+	for _, v := range q["status"] {
+		for part := range strings.SplitSeq(v, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				req.Status = append(req.Status, loop.Status(part))
+			}
+		}
+	}
+	req.Type = q.Get("type")
+	req.Parent = q.Get("parent")
+	loops, err := d.svc.List(req)
+	if err != nil {
+		return err
+	}
+	if loops == nil {
+		loops = []loop.Loop{}
+	}
+	return writeJSON(w, http.StatusOK, loops)
+}
+
+func (d *daemon) createLoop(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	var req api.CreateRequest
+	if err := decodeBody(w, r, &req, false); err != nil {
+		return err
+	}
+	done, err := d.beginWrite()
+	if err != nil {
+		return err
+	}
+	defer done()
+	l, err := d.svc.Create(req)
+	d.hub.poke()
+	if err != nil {
+		return err
+	}
+	d.mgr.Wake()
+	w.Header().Set("Location", "/v1/loops/"+url.PathEscape(l.ID))
+	return writeJSON(w, http.StatusCreated, l)
+}
+
+// loopID returns the {id} path value, refusing what cannot be a loop id.
+func loopID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if !loop.ValidID(id) {
+		return "", control.Invalid("id", "%q is not a loop id (1-64 characters of A-Z a-z 0-9 _ -)", id)
+	}
+	return id, nil
+}
+
+func (d *daemon) getLoop(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	id, err := loopID(r)
+	if err != nil {
+		return err
+	}
+	l, err := d.svc.Get(id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, l)
+}
+
+func (d *daemon) act(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	action := r.PathValue("action")
+	if !slices.Contains(api.Actions, action) {
+		return control.Invalid("action", "unknown action %q (known: %s)", action, strings.Join(api.Actions, ", "))
+	}
+	id, err := loopID(r)
+	if err != nil {
+		return err
+	}
+	var req api.ActionRequest
+	if err := decodeBody(w, r, &req, true); err != nil {
+		return err
+	}
+	done, err := d.beginWrite()
+	if err != nil {
+		return err
+	}
+	defer done()
+	res, err := d.svc.Act(id, action, req)
+	d.hub.poke()
+	if err != nil {
+		return err
+	}
+	if res.Affected == nil {
+		res.Affected = []string{}
+	}
+	ids := res.Affected
+	if !slices.Contains(ids, id) {
+		ids = append(slices.Clip(ids), id)
+	}
+	d.stopLoops(ids)
+	return writeJSON(w, http.StatusOK, res)
+}
+
+// stopLoops asks the manager to kill the agents of ids (cancelled or
+// invalidated loops) and to reschedule.
+func (d *daemon) stopLoops(ids []string) {
+	select {
+	case <-d.mgrStopped:
+		return // nothing runs any more
+	default:
+	}
+	d.mgr.Stop(ids)
+}
+
+func (d *daemon) why(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	if err := checkQuery(q, "now"); err != nil {
+		return err
+	}
+	id, err := loopID(r)
+	if err != nil {
+		return err
+	}
+	now, err := d.nowParam(q)
+	if err != nil {
+		return err
+	}
+	why, err := d.svc.Why(id, now)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, why)
+}
+
+func (d *daemon) scheduler(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	if err := checkQuery(q, "now"); err != nil {
+		return err
+	}
+	now, err := d.nowParam(q)
+	if err != nil {
+		return err
+	}
+	v, err := d.svc.Scheduler(now)
+	if err != nil {
+		return err
+	}
+	if v.Rows == nil {
+		v.Rows = []api.SchedRow{}
+	}
+	return writeJSON(w, http.StatusOK, v)
+}
+
+// countingWriter counts the bytes that reached w.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (d *daemon) export(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	// Export holds a read transaction while it writes; buffer generously
+	// so a slow reader delays writers as little as possible.
+	cw := &countingWriter{w: w}
+	bw := bufio.NewWriterSize(cw, 256<<10)
+	w.Header().Set("Content-Type", "application/jsonl")
+	_, err := d.store.Export(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil && cw.n > 0 {
+		d.log.Error("export", "err", err)
+		panic(http.ErrAbortHandler) // a cut-off export must not look complete
+	}
+	return err
+}
+
+func (d *daemon) importLoops(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	loops, err := store.ReadJSONL(http.MaxBytesReader(w, r.Body, MaxImportBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return control.Invalid("import", "%v", err)
+	}
+	done, err := d.beginWrite()
+	if err != nil {
+		return err
+	}
+	defer done()
+	n, err := d.svc.Import(loops)
+	d.hub.poke()
+	if err != nil {
+		return importError(err)
+	}
+	d.mgr.Wake()
+	return writeJSON(w, http.StatusOK, api.ImportResult{Imported: n})
+}
+
+// importError classifies an import failure: the records came from the
+// user, so anything but a system error (disk, I/O) is invalid input.
+func importError(err error) error {
+	var errno syscall.Errno
+	var pe *os.PathError
+	if errors.As(err, &errno) || errors.As(err, &pe) {
+		return err
+	}
+	if s, _ := errorStatus(err); s != http.StatusInternalServerError {
+		return err
+	}
+	return control.Invalid("import", "%v", err)
+}
+
+func (d *daemon) metrics(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	st, err := d.status()
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	metric := func(name, help, typ string) {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+	}
+	metric("loopr_loops", "Loops by status.", "gauge")
+	for _, s := range loop.Statuses {
+		fmt.Fprintf(&b, "loopr_loops{status=%q} %d\n", s, st.Counts[s])
+	}
+	metric("loopr_running", "Loops running by type, and the type's cap (0: none).", "gauge")
+	for _, t := range st.Types {
+		fmt.Fprintf(&b, "loopr_running{type=%q} %d\n", t.Type, t.Running)
+	}
+	metric("loopr_type_cap", "Most loops of a type that may run at once (0: no cap).", "gauge")
+	for _, t := range st.Types {
+		fmt.Fprintf(&b, "loopr_type_cap{type=%q} %d\n", t.Type, t.Cap)
+	}
+	metric("loopr_max_loops", "Most loops that may run at once.", "gauge")
+	fmt.Fprintf(&b, "loopr_max_loops %d\n", st.MaxLoops)
+	metric("loopr_rate_limited", "1 while the shared 429 backoff blocks new agents.", "gauge")
+	fmt.Fprintf(&b, "loopr_rate_limited %d\n", b2i(st.RateLimited))
+	metric("loopr_rate_limit_hits", "Consecutive rate-limit signals.", "gauge")
+	fmt.Fprintf(&b, "loopr_rate_limit_hits %d\n", st.RateLimit.Hits)
+	metric("loopr_disk_free_gb", "Free space on the home's file system, GB.", "gauge")
+	fmt.Fprintf(&b, "loopr_disk_free_gb %g\n", st.DiskFreeGB)
+	metric("loopr_uptime_seconds", "Seconds since the daemon started.", "counter")
+	fmt.Fprintf(&b, "loopr_uptime_seconds %d\n", st.UptimeSecs)
+	tick := d.mgr.LastTick()
+	metric("loopr_scheduler_tick_seconds", "Duration of the last scheduling tick.", "gauge")
+	fmt.Fprintf(&b, "loopr_scheduler_tick_seconds %g\n", tick.Duration.Seconds())
+	metric("loopr_event_subscribers", "Open /v1/events streams.", "gauge")
+	fmt.Fprintf(&b, "loopr_event_subscribers %d\n", d.hub.count())
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	_, err = io.WriteString(w, b.String())
+	return err
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
