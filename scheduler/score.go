@@ -1,0 +1,94 @@
+package scheduler
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/loopr-dev/loopr/loop"
+)
+
+// Weights tune the priority formula (loopr.yml scheduler.priority.*).
+type Weights struct {
+	AgeBoostPerMinute        int // added per whole minute since created_at
+	AgeBoostMax              int // cap of the age boost
+	DepthBoostPerLevel       int // added per ancestor
+	RetryPenaltyPerIteration int // subtracted per iteration after the first
+	RetryPenaltyMax          int // cap of the retry penalty
+}
+
+// Policy is everything the scheduler is told by configuration.
+type Policy struct {
+	Base     map[string]int // base priority per loop type (user types too); unknown type → 0
+	Weights  Weights
+	MaxLoops int            // global cap on running loops, counting those already running; <= 0 starts nothing
+	TypeCap  map[string]int // per-type cap on running loops; missing or 0 = none
+}
+
+// DefaultPolicy returns seed 004's policy: base plan 40, spec 60, phase 80,
+// ralph 100; age +1/min up to +50; depth +10/level; retry −5/iteration up to
+// −30; at most 50 loops, of which plan 2, spec 5, phase 20, ralph 50.
+func DefaultPolicy() Policy {
+	return Policy{
+		Base: map[string]int{loop.Plan: 40, loop.Spec: 60, loop.Phase: 80, loop.Ralph: 100},
+		Weights: Weights{
+			AgeBoostPerMinute:        1,
+			AgeBoostMax:              50,
+			DepthBoostPerLevel:       10,
+			RetryPenaltyPerIteration: 5,
+			RetryPenaltyMax:          30,
+		},
+		MaxLoops: 50,
+		TypeCap:  map[string]int{loop.Plan: 2, loop.Spec: 5, loop.Phase: 20, loop.Ralph: 50},
+	}
+}
+
+// Score is a loop's priority and the terms it is made of, so that every
+// number a user sees can be traced (the TUI's why pane, `loopr debug scheduler`).
+//
+//	Priority = Base + AgeBoost + DepthBoost − RetryPenalty
+type Score struct {
+	Priority     int `json:"priority"`
+	Base         int `json:"base"`
+	AgeMinutes   int `json:"age_minutes"`
+	AgeBoost     int `json:"age_boost"`
+	Depth        int `json:"depth"`
+	DepthBoost   int `json:"depth_boost"`
+	Iteration    int `json:"iteration"`
+	RetryPenalty int `json:"retry_penalty"` // subtracted; 0 or positive
+}
+
+// ScoreOf computes l's priority at now (SPEC §4, seed 004):
+//
+//	priority = base(type) + min(age_minutes × age_boost_per_minute, age_boost_max)
+//	         + depth × depth_boost_per_level
+//	         − min(max(iteration−1, 0) × retry_penalty_per_iteration, retry_penalty_max)
+//
+// age_minutes is whole minutes since created_at, rounded down, and 0 for a
+// created_at in the future. depth is l.Depth, cached on the record when the
+// loop was created: the scheduler never walks parents.
+func ScoreOf(l *loop.Loop, now time.Time, p Policy) Score {
+	return score(l, now, p.Base[l.Type], p.Weights)
+}
+
+func score(l *loop.Loop, now time.Time, base int, w Weights) Score {
+	s := Score{Base: base, Depth: l.Depth, Iteration: l.Iteration}
+	if age := now.Sub(l.CreatedAt); age > 0 {
+		s.AgeMinutes = int(age / time.Minute)
+	}
+	s.AgeBoost = min(s.AgeMinutes*w.AgeBoostPerMinute, w.AgeBoostMax)
+	s.DepthBoost = s.Depth * w.DepthBoostPerLevel
+	s.RetryPenalty = min(max(s.Iteration-1, 0)*w.RetryPenaltyPerIteration, w.RetryPenaltyMax)
+	s.Priority = s.Base + s.AgeBoost + s.DepthBoost - s.RetryPenalty
+	return s
+}
+
+// Explain spells the score out the way the TUI's why pane shows it:
+//
+//	priority 111 = base 100 + age 1 (1 min × 1, max 50) + depth 30 (3 × 10) − retry 20 ((5−1) × 5, max 30)
+func (s Score) Explain(w Weights) string {
+	return fmt.Sprintf("priority %d = base %d + age %d (%d min × %d, max %d) + depth %d (%d × %d) − retry %d ((%d−1) × %d, max %d)",
+		s.Priority, s.Base,
+		s.AgeBoost, s.AgeMinutes, w.AgeBoostPerMinute, w.AgeBoostMax,
+		s.DepthBoost, s.Depth, w.DepthBoostPerLevel,
+		s.RetryPenalty, s.Iteration, w.RetryPenaltyPerIteration, w.RetryPenaltyMax)
+}
