@@ -15,7 +15,7 @@ import (
 // about the parent and the artifact come in here.
 type Candidate struct {
 	Loop            *loop.Loop
-	ParentStatus    loop.Status // the parent's status; "" for a root
+	ParentStatus    loop.Status // the parent's status; "" for a root (a child with "" counts as incomplete)
 	ParentMissing   bool        // Loop.Parent names a record that does not exist
 	ArtifactMissing bool        // the artifact at Loop.TriggeredBy does not exist
 }

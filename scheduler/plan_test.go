@@ -387,6 +387,9 @@ func TestRowEligible(t *testing.T) {
 			if got := tt.row.Eligible(); got != tt.want {
 				t.Errorf("Eligible() = %v, want %v", got, tt.want)
 			}
+			if got, want := tt.row.Has(scheduler.GlobalCap), len(tt.row.Reasons) > 1; got != want {
+				t.Errorf("Has(global_cap) = %v, want %v", got, want)
+			}
 		})
 	}
 }
