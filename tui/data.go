@@ -1,0 +1,321 @@
+package tui
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/loop"
+)
+
+// row is one visible line of the loop list.
+type row struct {
+	id      string
+	depth   int  // tree indent (0 in the flat view)
+	hasKids bool // has children in the tree
+	open    bool // children shown
+	context bool // shown only as the ancestor of a filter match
+}
+
+// applySnapshot replaces the model's state with a stream snapshot.
+func (m *Model) applySnapshot(sm api.StreamMsg) {
+	m.loops = make(map[string]*loop.Loop, len(sm.Loops))
+	for i := range sm.Loops {
+		l := sm.Loops[i]
+		m.loops[l.ID] = &l
+	}
+	if sm.Status != nil {
+		m.setStatus(*sm.Status)
+	}
+	m.synced = true
+	m.rebuildChildren()
+	m.defaultFolds()
+	m.dirty = true
+}
+
+// setStatus takes a fresh daemon status; its counts replace the ones kept
+// up to date from events since the last status.
+func (m *Model) setStatus(st api.Status) {
+	m.status = st
+	m.haveStatus = true
+	m.counts = make(map[loop.Status]int, len(st.Counts))
+	for k, v := range st.Counts {
+		m.counts[k] = v
+	}
+}
+
+// applyEvent folds one stream event into the model: the loop as it is after
+// the event replaces the old record, and the status counts move with it.
+func (m *Model) applyEvent(sm api.StreamMsg) {
+	var old *loop.Loop
+	if sm.Loop != nil {
+		old = m.loops[sm.Loop.ID]
+		if old != nil && sm.Loop.UpdatedAt.Before(old.UpdatedAt) {
+			return // an action's result already gave us a newer record
+		}
+		l := *sm.Loop
+		m.loops[l.ID] = &l
+		if old == nil || old.Parent != l.Parent {
+			m.structDirty = true
+			m.dirty = true
+		}
+		if m.flat || m.filter != "" {
+			m.dirty = true // the rows depend on statuses
+		}
+	}
+	if m.counts != nil && sm.Loop != nil {
+		to := sm.Loop.Status
+		switch {
+		case old != nil:
+			if old.Status != to {
+				m.counts[old.Status]--
+				m.counts[to]++
+			}
+		case sm.Event != nil && sm.Event.From != "":
+			m.counts[sm.Event.From]--
+			m.counts[to]++
+		default:
+			m.counts[to]++
+		}
+	}
+}
+
+// applyLoop takes the record an action returned, ahead of its event.
+func (m *Model) applyLoop(l loop.Loop) {
+	if l.ID == "" {
+		return
+	}
+	m.applyEvent(api.StreamMsg{Type: api.StreamEvent, Loop: &l})
+}
+
+// rebuildChildren indexes the tree: children by parent, sorted by id. A loop
+// whose parent the model does not hold (finished long ago) is shown as a root.
+func (m *Model) rebuildChildren() {
+	ch := make(map[string][]string, len(m.loops)/4+1)
+	for id, l := range m.loops {
+		p := l.Parent
+		if _, ok := m.loops[p]; !ok {
+			p = ""
+		}
+		ch[p] = append(ch[p], id)
+	}
+	for _, ids := range ch {
+		slices.Sort(ids)
+	}
+	m.children = ch
+	m.structDirty = false
+}
+
+// defaultFolds opens the subtrees that hold unfinished work and folds the
+// finished ones, so a long-lived workspace opens calm. It runs on each
+// snapshot; the user's own folds win over it.
+func (m *Model) defaultFolds() {
+	m.defaultOpen = make(map[string]bool)
+	var walk func(id string) bool
+	walk = func(id string) bool {
+		active := !m.loops[id].Status.Terminal()
+		kids := m.children[id]
+		for _, c := range kids {
+			if walk(c) {
+				active = true
+			}
+		}
+		if len(kids) > 0 {
+			m.defaultOpen[id] = active
+		}
+		return active
+	}
+	for _, r := range m.children[""] {
+		walk(r)
+	}
+}
+
+// isOpen reports whether id's children are shown.
+func (m *Model) isOpen(id string) bool {
+	if v, ok := m.userFold[id]; ok {
+		return v
+	}
+	if v, ok := m.defaultOpen[id]; ok {
+		return v
+	}
+	return true
+}
+
+// rebuild recomputes what depends on the loops, the clock and the view
+// settings: the local schedule and the visible rows. The selection stays on
+// the same loop when it is still visible.
+func (m *Model) rebuild() {
+	if m.structDirty {
+		m.rebuildChildren()
+	}
+	m.computeSchedule()
+	if m.dirty || m.flat {
+		m.buildRows()
+	}
+}
+
+// buildRows lays out the visible rows: the tree (folds applied) or, in the
+// flat view, the waiting loops in scheduling order; both under the filter.
+func (m *Model) buildRows() {
+	f := parseFilter(m.filter)
+	rows := m.rows[:0:0]
+	if m.flat {
+		for _, id := range m.sched.order {
+			if f.match(m.loops[id]) {
+				rows = append(rows, row{id: id})
+			}
+		}
+	} else if f.empty() {
+		var walk func(id string, depth int)
+		walk = func(id string, depth int) {
+			kids := m.children[id]
+			open := len(kids) > 0 && m.isOpen(id)
+			rows = append(rows, row{id: id, depth: depth, hasKids: len(kids) > 0, open: open})
+			if open {
+				for _, c := range kids {
+					walk(c, depth+1)
+				}
+			}
+		}
+		for _, r := range m.children[""] {
+			walk(r, 0)
+		}
+	} else {
+		// Under a filter the tree shows every match with its ancestors for
+		// context, whatever the folds.
+		keep := map[string]bool{}
+		var mark func(id string) bool
+		mark = func(id string) bool {
+			k := f.match(m.loops[id])
+			for _, c := range m.children[id] {
+				if mark(c) {
+					k = true
+				}
+			}
+			if k {
+				keep[id] = true
+			}
+			return k
+		}
+		for _, r := range m.children[""] {
+			mark(r)
+		}
+		var walk func(id string, depth int)
+		walk = func(id string, depth int) {
+			kids := m.children[id]
+			rows = append(rows, row{id: id, depth: depth, hasKids: len(kids) > 0, open: true, context: !f.match(m.loops[id])})
+			for _, c := range kids {
+				if keep[c] {
+					walk(c, depth+1)
+				}
+			}
+		}
+		for _, r := range m.children[""] {
+			if keep[r] {
+				walk(r, 0)
+			}
+		}
+	}
+	m.rows = rows
+	m.dirty = false
+	m.cursor = m.indexOf(m.sel, m.cursor)
+	m.syncSelection()
+}
+
+// indexOf finds id in the rows, or clamps fallback into range.
+func (m *Model) indexOf(id string, fallback int) int {
+	if id != "" {
+		for i := range m.rows {
+			if m.rows[i].id == id {
+				return i
+			}
+		}
+	}
+	return max(0, min(fallback, len(m.rows)-1))
+}
+
+// syncSelection records the selected loop's id and keeps the cursor inside
+// the viewport.
+func (m *Model) syncSelection() {
+	if len(m.rows) == 0 {
+		m.cursor, m.offset = 0, 0
+		m.sel = ""
+		return
+	}
+	m.cursor = max(0, min(m.cursor, len(m.rows)-1))
+	m.sel = m.rows[m.cursor].id
+	h := max(1, m.layout().body)
+	if m.cursor < m.offset {
+		m.offset = m.cursor
+	}
+	if m.cursor >= m.offset+h {
+		m.offset = m.cursor - h + 1
+	}
+	m.offset = max(0, min(m.offset, len(m.rows)-h))
+}
+
+// selected returns the selected loop, or nil.
+func (m *Model) selected() *loop.Loop {
+	if m.sel == "" {
+		return nil
+	}
+	return m.loops[m.sel]
+}
+
+// descendants counts the unfinished loops below id (a cancel takes them too).
+func (m *Model) descendants(id string) int {
+	n := 0
+	for _, c := range m.children[id] {
+		if !m.loops[c].Status.Terminal() {
+			n++
+		}
+		n += m.descendants(c)
+	}
+	return n
+}
+
+// filter is a parsed `/` query: free words match the title or id
+// (case-insensitive, all must match); type:T and status:S narrow by type and
+// status (prefixes work: status:await). Several values of one key are ORed.
+type filter struct {
+	words, types, statuses []string
+}
+
+func parseFilter(q string) filter {
+	var f filter
+	for _, tok := range strings.Fields(strings.ToLower(q)) {
+		switch {
+		case strings.HasPrefix(tok, "type:") && len(tok) > 5:
+			f.types = append(f.types, tok[5:])
+		case strings.HasPrefix(tok, "status:") && len(tok) > 7:
+			f.statuses = append(f.statuses, tok[7:])
+		default:
+			f.words = append(f.words, tok)
+		}
+	}
+	return f
+}
+
+func (f filter) empty() bool { return len(f.words)+len(f.types)+len(f.statuses) == 0 }
+
+func (f filter) match(l *loop.Loop) bool {
+	if l == nil {
+		return false
+	}
+	if len(f.types) > 0 && !slices.ContainsFunc(f.types, func(t string) bool { return strings.HasPrefix(l.Type, t) }) {
+		return false
+	}
+	if len(f.statuses) > 0 && !slices.ContainsFunc(f.statuses, func(s string) bool { return strings.HasPrefix(string(l.Status), s) }) {
+		return false
+	}
+	if len(f.words) == 0 {
+		return true
+	}
+	title, id := strings.ToLower(l.Title), strings.ToLower(l.ID)
+	for _, w := range f.words {
+		if !strings.Contains(title, w) && !strings.Contains(id, w) {
+			return false
+		}
+	}
+	return true
+}

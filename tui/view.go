@@ -1,0 +1,935 @@
+package tui
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/loop"
+)
+
+const gap = "  "
+
+// screen is how the terminal's lines are shared out.
+type screen struct {
+	body int // loop rows
+	pane int // lines of the open pane, its title included (0: none)
+}
+
+// fixedLines are the header, the rule (or banner), the column titles, the
+// rule above the status line, the status line and the footer.
+const fixedLines = 6
+
+func (m *Model) layout() screen {
+	avail := max(m.height-fixedLines, 1)
+	if m.pane == paneNone {
+		return screen{body: avail}
+	}
+	pane := min(max(avail*2/5, 5), 16)
+	body := avail - pane - 1 // a rule separates the body from the pane
+	if body < 3 {
+		body = min(3, avail)
+		pane = max(avail-body-1, 0)
+	}
+	return screen{body: body, pane: pane}
+}
+
+// View renders the screen. It formats only the visible rows, so its cost
+// does not grow with the number of loops.
+func (m Model) View() string {
+	w := max(m.width, 20)
+	lines := make([]string, 0, m.height)
+	lines = append(lines, m.headerLine(w), m.bannerOrRule(w))
+	lay := m.layout()
+	if m.showHelp {
+		lines = append(lines, m.helpLines(w, max(m.height-fixedLines, 1)+1)...)
+	} else {
+		lines = append(lines, m.columnTitles(w))
+		lines = append(lines, m.bodyLines(w, lay.body)...)
+		if lay.pane > 0 {
+			lines = append(lines, m.st.Rule.Render(strings.Repeat("─", w)))
+			lines = append(lines, m.paneLines(w, lay.pane)...)
+		}
+	}
+	lines = append(lines, m.st.Rule.Render(strings.Repeat("─", w)), m.statusLine(w), m.footer(w))
+	return strings.Join(lines, "\n")
+}
+
+// fit pads or truncates plain text s to exactly n cells.
+func fit(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	sw := ansi.StringWidth(s)
+	if sw > n {
+		s = ansi.Truncate(s, n, "…")
+		sw = ansi.StringWidth(s)
+	}
+	if sw < n {
+		s += strings.Repeat(" ", n-sw)
+	}
+	return s
+}
+
+// fitRight right-aligns plain text s in n cells.
+func fitRight(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	sw := ansi.StringWidth(s)
+	if sw >= n {
+		return fit(s, n)
+	}
+	return strings.Repeat(" ", n-sw) + s
+}
+
+// clip cuts a styled line to w cells.
+func clip(s string, w int) string {
+	if ansi.StringWidth(s) <= w {
+		return s
+	}
+	return ansi.Truncate(s, w, "…")
+}
+
+// ---- header ----------------------------------------------------------------
+
+type segment struct {
+	text string // styled
+	drop int    // 0: always kept; higher numbers go first when narrow
+	alt  string // a shorter form tried before dropping; "" drops at once
+}
+
+func (m *Model) headerLine(w int) string {
+	st := m.st
+	var segs []segment
+	switch m.conn {
+	case connConnected:
+		segs = append(segs, segment{text: st.Connected.Render("●") + " " + st.Brand.Render("loopr")})
+	case connConnecting:
+		segs = append(segs, segment{text: st.Warn.Render("◌") + " " + st.Brand.Render("loopr") + " " + st.Warn.Render("connecting")})
+	default:
+		segs = append(segs, segment{text: st.Error.Render("✗") + " " + st.Brand.Render("loopr") + " " + st.Error.Render("offline")})
+	}
+	if m.workspace != "" {
+		segs = append(segs, segment{text: st.HeaderDim.Render(m.workspace), drop: 4})
+	}
+	if m.haveStatus {
+		up := time.Duration(m.status.UptimeSecs) * time.Second
+		if !m.status.StartedAt.IsZero() {
+			up = m.now.Sub(m.status.StartedAt)
+		}
+		segs = append(segs, segment{text: st.HeaderDim.Render("up ") + age(up), drop: 3})
+	}
+	cv := m.caps()
+	run := fmt.Sprintf("run %d/%d", cv.total, cv.maxLoops)
+	if cv.maxLoops <= 0 {
+		run = fmt.Sprintf("run %d", cv.total)
+	}
+	if cv.maxLoops > 0 && cv.total >= cv.maxLoops {
+		run = st.Warn.Render(run)
+	}
+	segs = append(segs, segment{text: run})
+	var types, busy []string
+	for _, t := range cv.types {
+		u := fmt.Sprintf("%s %d/%d", t, cv.running[t], cv.cap[t])
+		if cv.cap[t] <= 0 {
+			u = fmt.Sprintf("%s %d", t, cv.running[t])
+		}
+		if cv.cap[t] > 0 && cv.running[t] >= cv.cap[t] {
+			u = st.Warn.Render(u)
+		}
+		types = append(types, u)
+		if cv.running[t] > 0 {
+			busy = append(busy, u)
+		}
+	}
+	if len(types) > 0 {
+		segs = append(segs, segment{text: strings.Join(types, " "), drop: 2, alt: strings.Join(busy, " ")})
+	}
+	if m.haveStatus {
+		rl := m.status.RateLimit
+		switch {
+		case rl.Blocked(m.now):
+			segs = append(segs, segment{text: st.Warn.Render("429 backoff "+countdown(rl.Remaining(m.now))) +
+				st.HeaderDim.Render(" then ramp "+countdown(rl.RecoveryUntil.Sub(rl.BackoffUntil)))})
+		case rl.Recovering(m.now):
+			segs = append(segs, segment{text: st.Info.Render("429 recovery " + countdown(rl.RecoveryUntil.Sub(m.now)) + ": one start at a time")})
+		}
+		if m.status.DiskLow {
+			segs = append(segs, segment{text: st.Warn.Render(fmt.Sprintf("disk low %.1f GB", m.status.DiskFreeGB)), drop: 1})
+		}
+	}
+	segs = append(segs, segment{text: m.countsText()})
+
+	// Tighten the spacing, then drop optional segments, the least useful
+	// first, until the line fits.
+	sep := "   "
+	for level := 4; level >= 1; level-- {
+		if segWidth(segs, 3) <= w {
+			break
+		}
+		if segWidth(segs, 2) <= w {
+			sep = "  "
+			break
+		}
+		kept := segs[:0:0]
+		for _, s := range segs {
+			switch {
+			case s.drop != level:
+				kept = append(kept, s)
+			case s.alt != "":
+				kept = append(kept, segment{text: s.alt, drop: s.drop})
+			}
+		}
+		segs = kept
+		if segWidth(segs, 2) <= w {
+			sep = "  "
+			break
+		}
+	}
+	parts := make([]string, len(segs))
+	for i, s := range segs {
+		parts[i] = s.text
+	}
+	return clip(" "+strings.Join(parts, sep), w)
+}
+
+// segWidth is the width of the header made of segs, sep cells apart.
+func segWidth(segs []segment, sep int) int {
+	n := 1
+	for i, s := range segs {
+		if i > 0 {
+			n += sep
+		}
+		n += ansi.StringWidth(s.text)
+	}
+	return n
+}
+
+// countGroups is the order of the header's counts; the ⊘ group sums the
+// three ways a loop ends without completing.
+var countGroups = []struct {
+	icon     string
+	statuses []loop.Status
+}{
+	{"○", []loop.Status{loop.Pending}},
+	{"⏸", []loop.Status{loop.Paused}},
+	{"●", []loop.Status{loop.Running}},
+	{"◆", []loop.Status{loop.AwaitingApproval}},
+	{"✗", []loop.Status{loop.Failed}},
+	{"✓", []loop.Status{loop.Complete}},
+	{"⊘", []loop.Status{loop.Cancelled, loop.Invalidated, loop.Expired}},
+}
+
+func (m *Model) countsText() string {
+	counts := m.counts
+	if counts == nil {
+		counts = map[loop.Status]int{}
+		for _, l := range m.loops {
+			counts[l.Status]++
+		}
+	}
+	var parts []string
+	for _, g := range countGroups {
+		n := 0
+		for _, s := range g.statuses {
+			n += counts[s]
+		}
+		if n > 0 || g.statuses[0] == loop.Pending || g.statuses[0] == loop.Running {
+			parts = append(parts, m.st.statusStyle(g.statuses[0]).Render(g.icon)+strconv.Itoa(n))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func (m *Model) bannerOrRule(w int) string {
+	st := m.st
+	switch {
+	case m.conn == connDown && m.connErr != nil && m.dial == nil && m.client == nil:
+		return st.Banner.Render(fit(" no daemon client: "+m.connErr.Error(), w))
+	case m.conn == connDown:
+		text := " daemon disconnected — reconnecting in " + countdown(m.retryAt.Sub(m.now))
+		if m.connErr != nil {
+			text += "   (" + firstLine(m.connErr.Error()) + ")"
+		}
+		return st.Banner.Render(fit(text, w))
+	case m.conn == connConnecting && m.attempt > 0:
+		return st.Banner.Render(fit(" daemon disconnected — reconnecting…", w))
+	case m.haveStatus && m.status.Protocol != 0 && m.status.Protocol != api.ProtocolVersion:
+		return st.Banner.Render(fit(fmt.Sprintf(" daemon speaks protocol %d, this loopr %d: restart the daemon (loopr daemon)", m.status.Protocol, api.ProtocolVersion), w))
+	}
+	return st.Rule.Render(strings.Repeat("─", w))
+}
+
+// ---- the loop list ---------------------------------------------------------
+
+// treeCols are the widths of the tree's columns; 0 hides a column.
+type treeCols struct {
+	loop, status, prio, iter, age, why int
+	short                              bool // short status words
+}
+
+const (
+	gutterW  = 2 // selection mark and a space
+	minLoopW = 28
+	minWhyW  = 20
+)
+
+// treeColumns shares width w out. Narrow terminals first shorten the status
+// words, then drop AGE, ITER, PRIO and STATUS (from the right, NEXT / WHY
+// last: it says what the user most wants to know).
+func treeColumns(w int) treeCols {
+	c := treeCols{status: 17, prio: 4, iter: 7, age: 5, why: minWhyW}
+	used := func() int {
+		n := gutterW
+		for _, x := range []int{c.status, c.prio, c.iter, c.age, c.why} {
+			if x > 0 {
+				n += len(gap) + x
+			}
+		}
+		return n
+	}
+	if w-used() < minLoopW+12 {
+		c.status, c.short = 11, true
+	}
+	for _, col := range []*int{&c.age, &c.iter, &c.prio, &c.status} {
+		if w-used() >= minLoopW {
+			break
+		}
+		*col = 0
+	}
+	rest := w - used()
+	if rest < minLoopW { // very narrow: NEXT / WHY gives way to the tree
+		c.why = max(0, c.why-(minLoopW-rest))
+		rest = w - used()
+		if c.why == 0 {
+			rest = w - gutterW
+		}
+	}
+	c.loop = max(rest, 1)
+	if rest > 40 {
+		c.loop = min(40+(rest-40)/3, 64)
+		c.why += rest - c.loop
+	}
+	return c
+}
+
+// flatCols are the widths of the flat view's columns (debug scheduler).
+type flatCols struct {
+	pos, id, typ, prio, age, depth, iter, title, why int
+}
+
+func (m *Model) flatColumns(w int) flatCols {
+	c := flatCols{pos: 4, id: 26, typ: m.typeWidth(), prio: 4, age: 5, depth: 5, iter: 7, why: 24}
+	used := func() int {
+		n := gutterW + 2 // the icon and its space
+		for _, x := range []int{c.pos, c.id, c.typ, c.prio, c.age, c.depth, c.iter, c.why} {
+			if x > 0 {
+				n += x + len(gap)
+			}
+		}
+		return n
+	}
+	const minTitle = 20
+	for _, step := range []func(){
+		func() { c.id = 12 },
+		func() { c.depth = 0 },
+		func() { c.age = 0 },
+		func() { c.id = 0 },
+		func() { c.iter = 0 },
+	} {
+		if w-used() >= minTitle {
+			break
+		}
+		step()
+	}
+	if short := minTitle - (w - used()); short > 0 {
+		c.why = max(8, c.why-short)
+	}
+	rest := max(w-used(), 1)
+	c.title = rest
+	if rest > 40 {
+		c.title = 40 + (rest-40)/2
+		c.why += rest - c.title
+	}
+	return c
+}
+
+// typeWidth is the widest type name held, at least "phase" and at most 10.
+func (m *Model) typeWidth() int {
+	n := 5
+	for _, t := range m.caps().types {
+		n = max(n, min(len(t), 10))
+	}
+	return n
+}
+
+func (m *Model) columnTitles(w int) string {
+	var b strings.Builder
+	b.WriteString(strings.Repeat(" ", gutterW))
+	if m.flat {
+		c := m.flatColumns(w)
+		b.WriteString(fitRight("#", c.pos) + gap + "  ")
+		if c.id > 0 {
+			b.WriteString(fit("ID", c.id) + gap)
+		}
+		b.WriteString(fit("TYPE", c.typ) + gap + fitRight("PRIO", c.prio) + gap)
+		if c.age > 0 {
+			b.WriteString(fitRight("AGE", c.age) + gap)
+		}
+		if c.depth > 0 {
+			b.WriteString(fitRight("DEPTH", c.depth) + gap)
+		}
+		if c.iter > 0 {
+			b.WriteString(fit("ITER", c.iter) + gap)
+		}
+		b.WriteString(fit("TITLE", c.title) + gap + fit("RUNNABLE / WHY", c.why))
+	} else {
+		c := treeColumns(w)
+		b.WriteString(fit("  LOOP", c.loop))
+		if c.status > 0 {
+			b.WriteString(gap + fit("STATUS", c.status))
+		}
+		if c.prio > 0 {
+			b.WriteString(gap + fitRight("PRIO", c.prio))
+		}
+		if c.iter > 0 {
+			b.WriteString(gap + fit("ITER", c.iter))
+		}
+		if c.age > 0 {
+			b.WriteString(gap + fit("AGE", c.age))
+		}
+		if c.why > 0 {
+			b.WriteString(gap + fit("NEXT / WHY", c.why))
+		}
+	}
+	return m.st.ColHeader.Render(clip(b.String(), w))
+}
+
+func (m *Model) bodyLines(w, h int) []string {
+	lines := make([]string, 0, h)
+	switch {
+	case !m.synced && m.conn != connDown:
+		lines = append(lines, m.st.Dim.Render(fit("   connecting to the daemon…", w)))
+	case !m.synced:
+		lines = append(lines, m.st.Dim.Render(fit("   waiting for the daemon", w)))
+	case len(m.rows) == 0 && m.filter != "":
+		lines = append(lines, m.st.Dim.Render(fit("   nothing matches /"+m.filter+"   (esc clears the filter)", w)))
+	case len(m.rows) == 0 && m.flat:
+		lines = append(lines, m.st.Dim.Render(fit("   no loop is waiting: nothing to schedule", w)))
+	case len(m.rows) == 0:
+		lines = append(lines, m.st.Dim.Render(fit(`   no loops yet: start one with  loopr plan "what to build"`, w)))
+	}
+	off := max(0, min(m.offset, len(m.rows)-h))
+	if m.cursor < off {
+		off = m.cursor
+	} else if m.cursor >= off+h {
+		off = m.cursor - h + 1
+	}
+	var tc treeCols
+	var fc flatCols
+	if m.flat {
+		fc = m.flatColumns(w)
+	} else {
+		tc = treeColumns(w)
+	}
+	typeW := m.typeWidth()
+	for i := off; i < len(m.rows) && len(lines) < h; i++ {
+		l := m.loops[m.rows[i].id]
+		if l == nil {
+			continue
+		}
+		if m.flat {
+			lines = append(lines, m.flatRow(i, l, fc, typeW, w, i == m.cursor))
+		} else {
+			lines = append(lines, m.treeRow(m.rows[i], l, tc, typeW, w, i == m.cursor))
+		}
+	}
+	for len(lines) < h {
+		lines = append(lines, "")
+	}
+	return lines
+}
+
+// rowCell is one cell of a row: its text and whether it takes the status colour.
+type rowCell struct {
+	text  string
+	style int // cellPlain, cellStatus, cellWhy
+}
+
+const (
+	cellPlain = iota
+	cellStatus
+	cellWhy
+	cellDim
+)
+
+// renderRow joins cells into one line of width w: the selected line in one
+// reverse style, other lines with the status colour on icon and status.
+func (m *Model) renderRow(cells []rowCell, l *loop.Loop, whyCode string, dim, selected bool, w int) string {
+	if selected {
+		var b strings.Builder
+		b.WriteString("› ")
+		for _, c := range cells {
+			b.WriteString(c.text)
+		}
+		return m.st.Selected.Render(fit(b.String(), w))
+	}
+	st := m.st
+	sts := st.statusStyle(l.Status)
+	base := st.Header
+	if dim {
+		base = st.Dim
+	}
+	var b strings.Builder
+	b.WriteString("  ")
+	for _, c := range cells {
+		if c.text == "" {
+			continue
+		}
+		switch c.style {
+		case cellStatus:
+			b.WriteString(sts.Render(c.text))
+		case cellWhy:
+			b.WriteString(m.whyStyle(l, whyCode).Render(c.text))
+		case cellDim:
+			b.WriteString(st.Dim.Render(c.text))
+		default:
+			b.WriteString(base.Render(c.text))
+		}
+	}
+	return clip(b.String(), w)
+}
+
+func (m *Model) whyStyle(l *loop.Loop, code string) lipgloss.Style {
+	switch {
+	case code == codeNext:
+		return m.st.GateOK
+	case l.Status == loop.Failed:
+		return m.st.Error
+	case code != "":
+		return m.st.Warn
+	case l.Status == loop.AwaitingApproval:
+		return m.st.statusStyle(l.Status)
+	case l.Status.Terminal():
+		return m.st.Dim
+	}
+	return m.st.Header
+}
+
+// nextWhy is the NEXT / WHY text of l and its reason code.
+func (m *Model) nextWhy(l *loop.Loop) (string, string) {
+	switch l.Status {
+	case loop.Pending, loop.Paused:
+		r := m.sched.reason[l.ID]
+		return r.text(m.now), r.Code
+	case loop.Running:
+		if l.StartedAt.IsZero() {
+			return "agent", ""
+		}
+		return "agent " + elapsed(m.now.Sub(l.StartedAt)), ""
+	case loop.AwaitingApproval:
+		return "your call: a / x / i", ""
+	case loop.Failed:
+		if l.Reason != "" {
+			return firstLine(l.Reason), ""
+		}
+		return "r resets it", ""
+	}
+	return firstLine(l.Reason), ""
+}
+
+func (m *Model) prioText(l *loop.Loop) string {
+	switch {
+	case l.Status.Waiting():
+		return strconv.Itoa(m.policy.score(l, m.now).Priority)
+	case l.Status == loop.Running:
+		return "—"
+	}
+	return ""
+}
+
+func iterText(l *loop.Loop) string {
+	return strconv.Itoa(l.Iteration) + "/" + strconv.Itoa(l.MaxIterations)
+}
+
+func (m *Model) treeRow(r row, l *loop.Loop, c treeCols, typeW, w int, selected bool) string {
+	// LOOP: indent, fold mark, icon, type, title.
+	indent := strings.Repeat("  ", r.depth)
+	fold := " "
+	if r.hasKids {
+		fold = "▶"
+		if r.open {
+			fold = "▼"
+		}
+	}
+	head := indent + fold + " "
+	typ := fit(l.Type, typeW) + " "
+	titleW := c.loop - ansi.StringWidth(head) - 2 - len(typ)
+	var loopCells []rowCell
+	if titleW < 1 { // deeper than the column: keep the icon at least
+		loopCells = []rowCell{{fit(head+icon(l.Status)+" "+typ, c.loop), cellPlain}}
+	} else {
+		loopCells = []rowCell{{head, cellDim}, {icon(l.Status), cellStatus}, {" " + typ, cellPlain}, {fit(title(l), titleW), cellPlain}}
+	}
+	cells := loopCells
+	if c.status > 0 {
+		cells = append(cells, rowCell{gap, cellPlain}, rowCell{fit(statusText(l.Status, c.short), c.status), cellStatus})
+	}
+	if c.prio > 0 {
+		cells = append(cells, rowCell{gap + fitRight(m.prioText(l), c.prio), cellPlain})
+	}
+	if c.iter > 0 {
+		cells = append(cells, rowCell{gap + fit(iterText(l), c.iter), cellPlain})
+	}
+	if c.age > 0 {
+		cells = append(cells, rowCell{gap + fit(age(m.now.Sub(l.CreatedAt)), c.age), cellPlain})
+	}
+	why, code := "", ""
+	if c.why > 0 {
+		why, code = m.nextWhy(l)
+		cells = append(cells, rowCell{gap, cellPlain}, rowCell{fit(why, c.why), cellWhy})
+	}
+	dim := r.context || (l.Status.Terminal() && l.Status != loop.Failed)
+	return m.renderRow(cells, l, code, dim, selected, w)
+}
+
+func (m *Model) flatRow(i int, l *loop.Loop, c flatCols, typeW, w int, selected bool) string {
+	cells := []rowCell{{fitRight(strconv.Itoa(i+1), c.pos) + gap, cellDim}, {icon(l.Status), cellStatus}, {" ", cellPlain}}
+	if c.id > 0 {
+		cells = append(cells, rowCell{fit(l.ID, c.id) + gap, cellDim})
+	}
+	cells = append(cells, rowCell{fit(l.Type, c.typ) + gap + fitRight(m.prioText(l), c.prio) + gap, cellPlain})
+	if c.age > 0 {
+		cells = append(cells, rowCell{fitRight(age(m.now.Sub(l.CreatedAt)), c.age) + gap, cellPlain})
+	}
+	if c.depth > 0 {
+		cells = append(cells, rowCell{fitRight(strconv.Itoa(l.Depth), c.depth) + gap, cellPlain})
+	}
+	if c.iter > 0 {
+		cells = append(cells, rowCell{fit(iterText(l), c.iter) + gap, cellPlain})
+	}
+	cells = append(cells, rowCell{fit(title(l), c.title) + gap, cellPlain})
+	why, code := m.nextWhy(l)
+	if code == codeNext {
+		why = "yes: next to start"
+	} else if why != "" {
+		why = "no: " + why
+	}
+	cells = append(cells, rowCell{fit(why, c.why), cellWhy})
+	return m.renderRow(cells, l, code, false, selected, w)
+}
+
+// ---- panes -----------------------------------------------------------------
+
+func (m *Model) paneTitle(kind string, l *loop.Loop, extra string, w int) string {
+	t := " " + m.st.PaneTitle.Render(kind)
+	if l != nil {
+		t += "  " + fmt.Sprintf("%s %q", l.Type, title(l)) + "  " + m.st.Dim.Render(l.ID)
+	}
+	if extra != "" {
+		t += "  " + m.st.Dim.Render(extra)
+	}
+	return clip(t, w)
+}
+
+func (m *Model) paneLines(w, h int) []string {
+	var lines []string
+	switch m.pane {
+	case paneDetails:
+		lines = m.detailsLines(w, h)
+	case paneWhy:
+		lines = m.whyLines(w, h)
+	case paneOutput:
+		lines = m.outputLines(w, h)
+	}
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	for len(lines) < h {
+		lines = append(lines, "")
+	}
+	return lines
+}
+
+func (m *Model) detailsLines(w, h int) []string {
+	l := m.selected()
+	if l == nil {
+		return []string{m.paneTitle("DETAILS", nil, "no loop selected", w)}
+	}
+	lines := []string{m.paneTitle("DETAILS", l, "", w)}
+	type kv struct{ k, v string }
+	ts := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		rel := m.now.Sub(t)
+		when := age(rel) + " ago"
+		if rel < 0 {
+			when = "in " + countdown(-rel)
+		}
+		return m.clockTime(t) + " (" + when + ")"
+	}
+	parent := l.Parent
+	if p := m.loops[l.Parent]; p != nil {
+		parent += fmt.Sprintf("  %s %q %s", p.Type, title(p), statusText(p.Status, false))
+	}
+	lease := ""
+	if l.Lease != nil {
+		lease = l.Lease.Owner + ", expires " + ts(l.Lease.ExpiresAt)
+	}
+	pairs := []kv{
+		{"status", icon(l.Status) + " " + statusText(l.Status, false) + "   iteration " + iterText(l) + "   depth " + strconv.Itoa(l.Depth)},
+		{"parent", parent},
+		{"created", ts(l.CreatedAt)},
+		{"started", ts(l.StartedAt)},
+		{"finished", ts(l.FinishedAt)},
+		{"runnable at", ts(l.RunnableAt)},
+		{"deadline", ts(l.Deadline)},
+		{"artifact", l.Artifact},
+		{"workdir", l.Workdir},
+		{"triggered by", l.TriggeredBy},
+		{"lease", lease},
+		{"reason", firstLine(l.Reason)},
+		{"task", firstLine(l.Task)},
+	}
+	const labelW = 13
+	for _, p := range pairs {
+		if p.v == "" {
+			continue
+		}
+		lines = append(lines, clip(" "+m.st.PaneLabel.Render(fit(p.k, labelW))+p.v, w))
+	}
+	if fb := strings.TrimSpace(l.Feedback); fb != "" {
+		room := h - len(lines) - 1
+		if room >= 1 {
+			lines = append(lines, " "+m.st.PaneLabel.Render("last feedback"))
+			fl := strings.Split(ansi.Strip(fb), "\n")
+			if len(fl) > room {
+				fl = fl[len(fl)-room:]
+			}
+			for _, s := range fl {
+				lines = append(lines, clip("   "+expandTabs(s), w))
+			}
+		} else if len(lines) < h {
+			lines = append(lines, clip(" "+m.st.PaneLabel.Render(fit("feedback", labelW))+firstLine(fb), w))
+		}
+	}
+	return lines
+}
+
+func (m *Model) clockTime(t time.Time) string {
+	t = t.In(m.now.Location())
+	y1, m1, d1 := t.Date()
+	y2, m2, d2 := m.now.Date()
+	if y1 == y2 && m1 == m2 && d1 == d2 {
+		return t.Format("15:04:05")
+	}
+	return t.Format("2006-01-02 15:04")
+}
+
+func (m *Model) whyLines(w, h int) []string {
+	l := m.loops[m.why.id]
+	if l == nil {
+		l = m.selected()
+	}
+	wy := m.why
+	switch {
+	case wy.loading:
+		return []string{m.paneTitle("WHY", l, "", w), m.st.Dim.Render(" asking the daemon…")}
+	case wy.err != nil:
+		return []string{m.paneTitle("WHY", l, "", w), m.st.Error.Render(clip(" ✗ why: "+wy.err.Error(), w))}
+	}
+	extra := ""
+	if !wy.why.Now.IsZero() {
+		extra = "as of " + m.clockTime(wy.why.Now)
+	}
+	lines := []string{m.paneTitle("WHY", l, extra, w)}
+	if wy.why.Formula != "" {
+		for _, fl := range strings.Split(ansi.Wordwrap(wy.why.Formula, w-2, ""), "\n") {
+			lines = append(lines, clip(" "+fl, w))
+		}
+	}
+	// Gates flow across lines, three spaces apart; a gate never splits.
+	cur, curW := " ", 1
+	for _, g := range wy.why.Gates {
+		mark, sty := "✓", m.st.GateOK
+		if !g.OK {
+			mark, sty = "✗", m.st.GateBad
+		}
+		text := g.Text
+		if text == "" {
+			text = strings.ReplaceAll(g.Code, "_", " ")
+		}
+		gw := ansi.StringWidth(mark + " " + text)
+		if curW > 1 && curW+3+gw > w {
+			lines = append(lines, cur)
+			cur, curW = " ", 1
+		}
+		if curW > 1 {
+			cur += "   "
+			curW += 3
+		}
+		cur += sty.Render(mark) + " " + clip(text, w-curW-2)
+		curW += gw
+	}
+	if curW > 1 {
+		lines = append(lines, cur)
+	}
+	if wy.why.Scheduled {
+		if wy.why.Row.Runnable {
+			lines = append(lines, m.st.GateOK.Render(" runnable: it starts when a slot frees, in priority order"))
+		}
+	}
+	return lines
+}
+
+func (m *Model) outputLines(w, h int) []string {
+	l := m.loops[m.out.id]
+	extra := "live, every 1s"
+	if l != nil {
+		extra = "iteration " + strconv.Itoa(l.Iteration) + " · " + extra
+	}
+	lines := []string{m.paneTitle("OUTPUT", l, extra, w)}
+	switch {
+	case m.out.err != nil:
+		return append(lines, m.st.Error.Render(clip(" ✗ output: "+m.out.err.Error(), w)))
+	case m.out.loading && m.out.text == "":
+		return append(lines, m.st.Dim.Render(" reading agent.log…"))
+	case strings.TrimSpace(m.out.text) == "":
+		return append(lines, m.st.Dim.Render(" no output yet"))
+	}
+	text := strings.TrimRight(ansi.Strip(m.out.text), "\n")
+	all := strings.Split(text, "\n")
+	room := h - 1
+	if len(all) > room {
+		all = all[len(all)-room:]
+	}
+	for _, s := range all {
+		lines = append(lines, clip(" "+expandTabs(strings.TrimRight(s, "\r")), w))
+	}
+	return lines
+}
+
+func expandTabs(s string) string { return strings.ReplaceAll(s, "\t", "    ") }
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
+// ---- help, status line, footer ---------------------------------------------
+
+func (m *Model) helpLines(w, h int) []string {
+	title := " " + m.st.HelpTitle.Render("loopr tui")
+	if m.version != "" {
+		title += " " + m.st.Dim.Render(m.version)
+	}
+	title += m.st.Dim.Render("   keys   (? or esc closes)")
+	lines := []string{title, ""}
+	hm := m.help
+	hm.Width = w - 2
+	for _, s := range strings.Split(hm.FullHelpView(m.keys.FullHelp()), "\n") {
+		lines = append(lines, clip(" "+s, w))
+	}
+	lines = append(lines, "", " "+m.st.HelpTitle.Render("status"))
+	var legend []string
+	for _, s := range []loop.Status{loop.Pending, loop.Running, loop.AwaitingApproval, loop.Failed, loop.Complete, loop.Cancelled, loop.Paused} {
+		name := statusText(s, false)
+		if s == loop.Cancelled {
+			name = "cancelled/invalidated/expired"
+		}
+		legend = append(legend, m.st.statusStyle(s).Render(icon(s))+" "+name)
+	}
+	lines = append(lines, clip(" "+strings.Join(legend, "   "), w))
+	lines = append(lines, "",
+		" "+m.st.HelpTitle.Render("filter")+m.st.HelpDesc.Render("  words match title or id · type:ralph · status:pending (prefixes work) · esc clears"),
+		" "+m.st.HelpTitle.Render("prio")+m.st.HelpDesc.Render("    base + age (per minute, capped) + depth − retry penalty; w shows the daemon's breakdown"))
+	for i := range lines {
+		lines[i] = clip(lines[i], w)
+	}
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	for len(lines) < h {
+		lines = append(lines, "")
+	}
+	return lines
+}
+
+func (m *Model) statusLine(w int) string {
+	st := m.st
+	switch m.mode {
+	case modeConfirm:
+		return clip(" "+st.Prompt.Render(m.confirm.prompt)+" "+st.HelpKey.Render("y")+st.HelpDesc.Render("/")+st.HelpKey.Render("n"), w)
+	case modeFilter:
+		return clip(" "+m.input.View()+st.Dim.Render(fmt.Sprintf("   %d shown", len(m.rows))), w)
+	case modeFeedback:
+		line := " " + m.input.View()
+		if m.flash.text != "" {
+			line += "  " + st.Error.Render(m.flash.text)
+		}
+		return clip(line, w)
+	}
+	if m.flash.text != "" {
+		if m.flash.err {
+			return clip(" "+st.Error.Render("✗ "+m.flash.text), w)
+		}
+		return clip(" "+st.Info.Render(m.flash.text), w)
+	}
+	if m.haveStatus && m.status.Warning != "" {
+		return clip(" "+st.Warn.Render("! "+m.status.Warning), w)
+	}
+	left := " tree"
+	if m.flat {
+		left = " flat: waiting loops in scheduling order"
+	}
+	if m.filter != "" {
+		left += "   filter /" + m.filter
+	}
+	right := ""
+	if len(m.rows) > 0 {
+		right = fmt.Sprintf("%d/%d ", m.cursor+1, len(m.rows))
+	}
+	pad := w - ansi.StringWidth(left) - ansi.StringWidth(right)
+	if pad < 1 {
+		return st.Dim.Render(clip(left, w))
+	}
+	return st.Dim.Render(left + strings.Repeat(" ", pad) + right)
+}
+
+func (m *Model) footer(w int) string {
+	hm := m.help
+	hm.Width = w - 1
+	switch m.mode {
+	case modeConfirm:
+		return " " + hm.View(promptKeys{m.keys.Yes, m.keys.No})
+	case modeFilter:
+		return " " + hm.View(promptKeys{shortly(m.keys.Accept, "keep filter"), shortly(m.keys.Close, "restore")})
+	case modeFeedback:
+		return " " + hm.View(promptKeys{shortly(m.keys.Accept, "send"), shortly(m.keys.Close, "cancel")})
+	}
+	if m.showHelp {
+		return " " + hm.View(promptKeys{shortly(m.keys.Close, "close help"), m.keys.Quit})
+	}
+	// Drop the hints a user needs least until the rest fits; ? help and q
+	// quit always stay.
+	hm.Width = 0 // measure untruncated
+	items := m.keys.ShortHelp()
+	for _, drop := range []string{"t", "h/l", "r", "o", "p", "enter", "a/x/i", "/", "c", "w", "j/k"} {
+		if ansi.StringWidth(hm.ShortHelpView(items)) <= w-1 {
+			break
+		}
+		items = slices.DeleteFunc(items, func(b key.Binding) bool { return b.Help().Key == drop })
+	}
+	return clip(" "+hm.ShortHelpView(items), w)
+}
