@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"reflect"
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -147,8 +150,51 @@ func (d *daemon) wrap(h apiHandler) http.Handler {
 		if tw.wrote {
 			panic(http.ErrAbortHandler)
 		}
-		writeError(tw, status, code, err.Error())
+		writeError(tw, status, code, apiMessage(err))
 	})
+}
+
+// apiMessage is err's message with the CLI's flag names (--max-iterations)
+// that control uses for input errors replaced by the JSON field names
+// (max_iterations) an API caller sent.
+func apiMessage(err error) string {
+	msg := err.Error()
+	var ie *control.InputError
+	if errors.As(err, &ie) && strings.HasPrefix(ie.Field, "--") {
+		msg = strings.Replace(msg, ie.Error(), (&control.InputError{Field: jsonField(ie.Field), Msg: ie.Msg}).Error(), 1)
+	}
+	if m := flagPrefix.FindStringSubmatch(msg); m != nil { // "--parent: loop x: not found"
+		msg = jsonField(m[1]) + msg[len(m[1]):]
+	}
+	return msg
+}
+
+// flagPrefix matches a message that starts with a flag name.
+var flagPrefix = regexp.MustCompile(`^(--[a-z][a-z-]*):`)
+
+// jsonField turns a flag name into its JSON field name.
+func jsonField(flag string) string {
+	return strings.ReplaceAll(strings.TrimPrefix(flag, "--"), "-", "_")
+}
+
+// bodyTooLarge reports a request body over its limit (413).
+type bodyTooLarge struct {
+	limit int64
+	err   *http.MaxBytesError
+}
+
+func (e *bodyTooLarge) Error() string {
+	return fmt.Sprintf("request body too large (limit %d MiB)", e.limit>>20)
+}
+func (e *bodyTooLarge) Unwrap() error { return e.err }
+
+// tooLarge returns a *bodyTooLarge when err is a body limit error, else err.
+func tooLarge(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return &bodyTooLarge{limit: mbe.Limit, err: mbe}
+	}
+	return err
 }
 
 // errorStatus maps an error to its HTTP status and api error code.
@@ -188,42 +234,41 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, api.Error{Err: api.ErrorBody{Code: code, Message: msg}})
 }
 
-// decodeBody decodes the request body, at most limit bytes, strictly into v:
-// unknown fields, wrong types and trailing data are errors that name the
+// decodeBody decodes the request body, at most MaxBodyBytes, strictly into
+// v: unknown fields, wrong types and trailing data are errors that name the
 // field. An empty body is accepted only when allowEmpty.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool) error {
-	body := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	dec := json.NewDecoder(body)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		if tl := tooLarge(err); tl != err {
+			return tl
+		}
+		return fmt.Errorf("read request body: %w", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if allowEmpty {
+			return nil
+		}
+		return control.Invalid("body", "empty: want a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		if errors.Is(err, io.EOF) {
-			if allowEmpty {
-				return nil
-			}
-			return control.Invalid("body", "empty: want a JSON object")
-		}
-		return decodeError(err)
+		return decodeError(err, body, v)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
 		return control.Invalid("body", "unexpected data after the JSON object")
 	}
 	return nil
 }
 
-// decodeError turns a JSON decoding error into an input error naming the
-// field at fault.
-func decodeError(err error) error {
-	var mbe *http.MaxBytesError
+// decodeError turns a JSON decoding error of body into v into an input
+// error naming the field at fault.
+func decodeError(err error, body []byte, v any) error {
 	var se *json.SyntaxError
 	var ute *json.UnmarshalTypeError
 	var pe *time.ParseError
 	switch {
-	case errors.As(err, &mbe):
-		return err
 	case errors.As(err, &se):
 		return control.Invalid("body", "malformed JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
 	case errors.As(err, &ute):
@@ -235,13 +280,45 @@ func decodeError(err error) error {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return control.Invalid("body", "malformed JSON: unexpected end of input")
 	case errors.As(err, &pe):
-		return control.Invalid("body", "bad time %s: want RFC 3339, e.g. 2025-01-02T15:04:05Z", pe.Value)
+		return control.Invalid(badTimeField(body, v), "bad time %s: want RFC 3339, e.g. \"2025-01-02T15:04:05Z\"", pe.Value)
 	}
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
 		return control.Invalid(strings.Trim(f, `"`), "unknown field")
 	}
 	return control.Invalid("body", "%s", strings.TrimPrefix(msg, "json: "))
+}
+
+// badTimeField finds the top-level field of body that does not parse as
+// the time.Time field of v it names (encoding/json does not say which).
+func badTimeField(body []byte, v any) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil {
+		return "body"
+	}
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return "body"
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Type != reflect.TypeFor[time.Time]() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		raw, ok := fields[name]
+		if !ok {
+			continue
+		}
+		var tm time.Time
+		if json.Unmarshal(raw, &tm) != nil {
+			return name
+		}
+	}
+	return "body"
 }
 
 // jsonKind names a Go type the way a JSON client thinks of it.
@@ -521,9 +598,8 @@ func (d *daemon) importLoops(w http.ResponseWriter, r *http.Request) error {
 	}
 	loops, err := store.ReadJSONL(http.MaxBytesReader(w, r.Body, MaxImportBytes))
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
+		if tl := tooLarge(err); tl != err {
+			return tl
 		}
 		return control.Invalid("import", "%v", err)
 	}
@@ -552,7 +628,7 @@ func importError(err error) error {
 	if s, _ := errorStatus(err); s != http.StatusInternalServerError {
 		return err
 	}
-	return control.Invalid("import", "%v", err)
+	return control.Invalid("", "%v", err)
 }
 
 func (d *daemon) metrics(w http.ResponseWriter, r *http.Request) error {
