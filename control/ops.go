@@ -36,7 +36,7 @@ func (s *Service) NewLoop(req api.CreateRequest, parent *loop.Loop, now time.Tim
 		return loop.Loop{}, Invalid("cost_hint", "must be >= 0")
 	}
 	l := loop.Loop{
-		ID: loop.NewID(now), Type: req.Type, Status: loop.Pending,
+		ID: NewID(now), Type: req.Type, Status: loop.Pending,
 		Task: strings.TrimSpace(req.Task), Title: strings.TrimSpace(req.Title),
 		Iteration: 1, MaxIterations: req.MaxIterations,
 		CreatedAt: now, UpdatedAt: now,

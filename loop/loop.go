@@ -5,16 +5,13 @@
 package loop
 
 import (
-	"crypto/rand"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
-
-	"github.com/oklog/ulid/v2"
 )
 
-// ID identifies a loop. New IDs are ULIDs, so they sort by creation time.
+// ID identifies a loop. New IDs are ULIDs (see control.NewID), so they sort
+// by creation time.
 type ID = string
 
 // Type is a loop type: one of the four built-in types or a user type from loopr.yml.
@@ -86,19 +83,6 @@ type Loop struct {
 
 // Root reports whether l has no parent.
 func (l *Loop) Root() bool { return l.Parent == "" }
-
-var (
-	idMu      sync.Mutex
-	idEntropy = ulid.Monotonic(rand.Reader, 0)
-)
-
-// NewID returns a new ULID string for a loop created at t. IDs made in the
-// same millisecond still increase.
-func NewID(t time.Time) ID {
-	idMu.Lock()
-	defer idMu.Unlock()
-	return ulid.MustNew(ulid.Timestamp(t), idEntropy).String()
-}
 
 // ValidID reports whether s is safe to use as a loop id, including as a path
 // element under the home directory: 1–64 characters of [A-Za-z0-9_-], not

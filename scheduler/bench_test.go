@@ -26,7 +26,7 @@ func benchSnapshot(n int) scheduler.Snapshot {
 			typ = loop.Plan
 		}
 		l := &loop.Loop{
-			ID:            loop.NewID(now.Add(-time.Duration(n-i) * time.Second)),
+			ID:            fmt.Sprintf("%012d", i),
 			Type:          typ,
 			Status:        loop.Pending,
 			Parent:        fmt.Sprintf("parent-%d", i/10),

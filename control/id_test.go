@@ -1,0 +1,26 @@
+package control
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/loopr-dev/loopr/loop"
+)
+
+func TestNewIDSortsByCreation(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 1, 25, 12, 0, 0, 0, time.UTC)
+	var ids []string
+	for i := range 1000 {
+		ids = append(ids, NewID(t0.Add(time.Duration(i/10)*time.Millisecond)))
+	}
+	if !slices.IsSorted(ids) {
+		t.Error("NewID values do not sort by creation")
+	}
+	for _, id := range ids {
+		if !loop.ValidID(id) {
+			t.Fatalf("ValidID(%q) = false", id)
+		}
+	}
+}

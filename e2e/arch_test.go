@@ -1,0 +1,67 @@
+package e2e
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestLayering keeps the architecture of STYLE.md: the pure core imports no
+// I/O, only store imports bbolt, and the TUI never reaches past the client.
+func TestLayering(t *testing.T) {
+	t.Parallel()
+	const mod = "github.com/loopr-dev/loopr/"
+	rules := []struct {
+		pkg       string
+		forbidden []string
+	}{
+		{"loop", []string{"os", "os/exec", "net", "log/slog", "go.etcd.io/bbolt", "github.com/oklog/ulid/v2", mod}},
+		{"scheduler", []string{"os", "os/exec", "net", "log/slog", "go.etcd.io/bbolt", mod + "store", mod + "config"}},
+		{"ratelimit", []string{"os/exec", "net", "log/slog", "go.etcd.io/bbolt", mod + "store"}},
+		{"tui", []string{"go.etcd.io/bbolt", mod + "store", mod + "loopmgr", mod + "control", mod + "daemon"}},
+		{"api", []string{"go.etcd.io/bbolt", mod + "store", mod + "control"}},
+		{"client", []string{"go.etcd.io/bbolt", mod + "store", mod + "loopmgr", mod + "control"}},
+	}
+	for _, r := range rules {
+		// For every loopr package r.pkg depends on (itself included), check
+		// its direct imports: what the standard library does inside is not
+		// our layering.
+		out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "../"+r.pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", r.pkg, err, out)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			f := strings.Fields(line)
+			if len(f) == 0 || !strings.HasPrefix(f[0], mod) {
+				continue
+			}
+			for _, imp := range f[1:] {
+				for _, bad := range r.forbidden {
+					hit := imp == bad
+					if bad == mod { // loop: no loopr package at all
+						hit = strings.HasPrefix(imp, mod)
+					}
+					if hit {
+						t.Errorf("%s (needed by %s) imports %s, forbidden by STYLE.md", f[0], r.pkg, imp)
+					}
+				}
+			}
+		}
+	}
+	// Only store imports bbolt.
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "../...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] == mod+"store" {
+			continue
+		}
+		for _, imp := range f[1:] {
+			if strings.HasPrefix(imp, "go.etcd.io/bbolt") {
+				t.Errorf("%s imports bbolt; only store may", f[0])
+			}
+		}
+	}
+}
