@@ -57,7 +57,7 @@ func TestGoldenWhy(t *testing.T) {
 // TestGoldenHelp: the ? overlay.
 func TestGoldenHelp(t *testing.T) {
 	t.Parallel()
-	runGolden(t, "iterate plan with feedback", "?")
+	runGolden(t, "iterate with feedback", "?")
 }
 
 // TestGoldenAwaitingApproval: a plan awaiting approval, selected, its details

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -339,7 +340,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.help.Width = msg.Width - 2
-		m.input.Width = max(10, msg.Width-40)
+		m.sizeInput()
 		m.syncSelection()
 		return m, nil
 
@@ -357,9 +358,14 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.gen != m.gen {
 			return m, nil
 		}
+		old := m.client
 		m.client, m.stream = msg.client, msg.ch
 		m.conn, m.connErr = connConnected, nil
-		return m, m.waitStream()
+		cmd := m.waitStream()
+		if c, ok := old.(io.Closer); ok && old != msg.client {
+			cmd = tea.Batch(cmd, func() tea.Msg { _ = c.Close(); return nil }) // the redialled client replaces it
+		}
+		return m, cmd
 
 	case streamFailedMsg:
 		if msg.gen != m.gen {
@@ -409,6 +415,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.actDone(msg)
 
 	case tea.KeyMsg:
+		if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 {
+			return m.keyRunes(msg)
+		}
 		before := m.sel
 		m2, cmd := m.handleKey(msg)
 		if m2.sel != before && m2.sel != "" {
@@ -422,6 +431,32 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	}
 	return m, nil
+}
+
+// keyRunes handles several runes read at once. Typed fast (or sent by a
+// script) keys arrive together; each is one key press. A paste is text: it
+// goes to an open prompt whole and is ignored elsewhere, so pasting "cy"
+// never cancels a loop.
+func (m Model) keyRunes(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	if msg.Paste {
+		if m.mode != modeFilter && m.mode != modeFeedback {
+			return m, nil
+		}
+		before := m.sel
+		m2, cmd := m.handleKey(msg)
+		if m2.sel != before && m2.sel != "" {
+			cmd = tea.Batch(cmd, m2.follow())
+		}
+		return m2, cmd
+	}
+	var cmds []tea.Cmd
+	var cur tea.Model = m
+	for _, r := range msg.Runes {
+		var cmd tea.Cmd
+		cur, cmd = cur.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt})
+		cmds = append(cmds, cmd)
+	}
+	return cur, tea.Batch(cmds...)
 }
 
 // applyStream folds a batch of stream messages into the model.
@@ -571,6 +606,7 @@ func (m Model) handleKey(k tea.KeyMsg) (Model, tea.Cmd) {
 		m.input.Placeholder = "words, type:ralph, status:pending"
 		m.input.SetValue(m.filter)
 		m.input.CursorEnd()
+		m.sizeInput()
 		return m, m.input.Focus()
 	case key.Matches(k, ks.Flat):
 		m.flat = !m.flat
@@ -603,6 +639,12 @@ func (m Model) handleKey(k tea.KeyMsg) (Model, tea.Cmd) {
 		return m, tea.Quit
 	}
 	return m, nil
+}
+
+// sizeInput fits the text input between its prompt and the end of the
+// status line (leaving room for the filter's match count).
+func (m *Model) sizeInput() {
+	m.input.Width = max(8, m.width-lipgloss.Width(m.input.Prompt)-16)
 }
 
 // togglePane opens pane p, or closes it when it is already open. It reports
@@ -766,6 +808,7 @@ func (m Model) startAction(action string) (Model, tea.Cmd) {
 		m.input.Prompt = "feedback for " + name + ": "
 		m.input.Placeholder = "what should the next iteration change?"
 		m.input.SetValue("")
+		m.sizeInput()
 		return m, m.input.Focus()
 	case api.ActionPause:
 		if l.Status == loop.Paused {

@@ -16,13 +16,12 @@ import (
 const (
 	codeNext             = "next"
 	codePaused           = "paused"
-	codeOrphaned         = "orphaned"
 	codeParentIncomplete = "parent_incomplete"
 	codeBackoff          = "backoff"
 	codeDeadline         = "deadline_passed"
 	codeDiskLow          = "disk_low"
 	codeRateLimited      = "rate_limited"
-	codeRecovery         = "recovery"
+	codeRecovery         = "recovery" // rate_limited in the daemon: the one-start-per-poll ramp after a 429 backoff
 	codeTypeCap          = "type_cap"
 	codeGlobalCap        = "global_cap"
 )
@@ -46,9 +45,10 @@ func (r reason) text(now time.Time) string {
 		return "next to start"
 	case codePaused:
 		return "paused"
-	case codeOrphaned:
-		return "orphaned: parent " + string(r.Other)
 	case codeParentIncomplete:
+		if r.Other.Terminal() {
+			return "parent " + string(r.Other)
+		}
 		return "waiting for parent (" + statusText(r.Other, true) + ")"
 	case codeBackoff:
 		return "backoff " + countdown(r.Until.Sub(now))
@@ -59,7 +59,7 @@ func (r reason) text(now time.Time) string {
 	case codeRateLimited:
 		return "rate limited " + countdown(r.Until.Sub(now))
 	case codeRecovery:
-		return "429 recovery: one start at a time"
+		return "429 recovery: one start per poll"
 	case codeTypeCap:
 		return fmt.Sprintf("type cap %s %d/%d", r.Type, r.N, r.Of)
 	case codeGlobalCap:
@@ -129,11 +129,12 @@ func (m *Model) computeCaps() capsView {
 
 // computeSchedule replays SPEC §4 over the loops the model holds: it orders
 // the waiting loops and gives each its first failing gate, in the order the
-// daemon's why lists them (paused, parent, backoff, deadline, disk, rate
-// limit, type cap, global cap). Loops that pass every gate take a slot in
+// scheduler checks them (paused, parent, backoff, deadline, disk, rate
+// limit, global cap, type cap). Loops that pass every gate take a slot in
 // order, so only as many as the caps allow are "next to start"; the rest
 // show the cap that stops them. Gates the dashboard cannot see (a missing
-// artifact, conflicts) are left to the why pane.
+// artifact, a parent record the snapshot does not hold) are left to the why
+// pane, which asks the daemon.
 func (m *Model) computeSchedule() {
 	now := m.now
 	type item struct {
@@ -169,12 +170,12 @@ func (m *Model) computeSchedule() {
 		if r.Code == "" {
 			tc := cv.cap[l.Type]
 			switch {
-			case tc > 0 && cv.running[l.Type]+startedType[l.Type] >= tc:
-				r = reason{Code: codeTypeCap, Type: l.Type, N: cv.running[l.Type] + startedType[l.Type], Of: tc}
-			case cv.maxLoops > 0 && cv.total+started >= cv.maxLoops:
-				r = reason{Code: codeGlobalCap, N: cv.total + started, Of: cv.maxLoops}
 			case recovering && started > 0:
 				r = reason{Code: codeRecovery}
+			case cv.maxLoops > 0 && cv.total+started >= cv.maxLoops:
+				r = reason{Code: codeGlobalCap, N: cv.total + started, Of: cv.maxLoops}
+			case tc > 0 && cv.running[l.Type]+startedType[l.Type] >= tc:
+				r = reason{Code: codeTypeCap, Type: l.Type, N: cv.running[l.Type] + startedType[l.Type], Of: tc}
 			default:
 				r = reason{Code: codeNext}
 				started++
@@ -197,11 +198,7 @@ func (m *Model) gates(l *loop.Loop, rateBlocked bool) reason {
 		// A parent missing from the model finished long ago (the snapshot
 		// holds only recent terminal loops): the daemon checks it.
 		if p, ok := m.loops[l.Parent]; ok {
-			switch {
-			case p.Status == loop.Complete:
-			case p.Status.Terminal():
-				return reason{Code: codeOrphaned, Other: p.Status}
-			default:
+			if p.Status != loop.Complete {
 				return reason{Code: codeParentIncomplete, Other: p.Status}
 			}
 		}

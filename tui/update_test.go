@@ -3,15 +3,18 @@ package tui
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/google/go-cmp/cmp"
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/ratelimit"
+	"github.com/muesli/termenv"
 )
 
 // selectID moves the cursor down onto id.
@@ -209,7 +212,7 @@ func TestUpdateKeys(t *testing.T) {
 		}},
 		{name: "i elsewhere says why not", at: idCookies, keys: []string{"i"}, check: wantFlash("can't iterate: only a plan awaiting approval can be iterated, this spec is pending")},
 		{name: "? opens help", keys: []string{"?"}, check: func(t *testing.T, m Model) {
-			if !m.showHelp || !strings.Contains(m.View(), "cancel loop and subtree") {
+			if !m.showHelp || !strings.Contains(m.View(), "cancel loop + subtree") {
 				t.Errorf("help not shown:\n%s", m.View())
 			}
 		}},
@@ -287,6 +290,31 @@ func TestQuit(t *testing.T) {
 	m := press(t, loaded(t, newFake(), 80, 24), "/")
 	if _, cmd := m.Update(keyMsg("ctrl+c")); cmd == nil {
 		t.Error("ctrl+c in the filter prompt does not quit")
+	}
+}
+
+// TestRunesReadTogether: keys typed fast arrive as one message with several
+// runes; each counts as a key press. A paste never runs commands.
+func TestRunesReadTogether(t *testing.T) {
+	t.Parallel()
+	fc := newFake()
+	m := loaded(t, fc, 120, 30)
+	m = update(t, m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("jjjj")})
+	if m.sel != idIndex {
+		t.Errorf("after jjjj selected %q, want %q", m.sel, idIndex)
+	}
+	m = update(t, m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/seed")})
+	if m.mode != modeFilter || m.filter != "seed" {
+		t.Errorf("after /seed mode %v filter %q, want the filter prompt with seed", m.mode, m.filter)
+	}
+	m = loaded(t, fc, 120, 30)
+	m = selectID(t, m, idIndex)
+	nm, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("cy"), Paste: true})
+	if m = nm.(Model); m.mode != modeNormal || cmd != nil {
+		t.Errorf("a paste in the list ran commands: mode %v", m.mode)
+	}
+	if got := fc.calls(); len(got) != 0 {
+		t.Errorf("a paste called Act: %v", got)
 	}
 }
 
@@ -535,10 +563,18 @@ func TestTickAgesPriorities(t *testing.T) {
 func TestNeverWraps(t *testing.T) {
 	t.Parallel()
 	fc := newFake()
+	r := lipgloss.NewRenderer(io.Discard)
+	r.SetColorProfile(termenv.ANSI256)
+	colour := newStyles(r, false)
 	for _, w := range []int{20, 40, 60, 80, 100, 120, 160, 250} {
 		for _, h := range []int{8, 24, 50} {
-			for _, keys := range [][]string{nil, {"w"}, {"enter"}, {"?"}, {"t"}} {
-				m := press(t, selectID(t, loaded(t, fc, w, h), idIndex), keys...)
+			for i, keys := range [][]string{nil, {"w"}, {"enter"}, {"?"}, {"t"}, {"o"}, {"/"}} {
+				m := loaded(t, fc, w, h)
+				if i%2 == 0 {
+					m.setStyles(colour)
+					m = update(t, m, tea.WindowSizeMsg{Width: w, Height: h})
+				}
+				m = press(t, selectID(t, m, idIndex), keys...)
 				lines := strings.Split(m.View(), "\n")
 				if len(lines) != h && h >= fixedLines+4 {
 					t.Errorf("%dx%d %v: %d lines", w, h, keys, len(lines))

@@ -837,8 +837,13 @@ func (m *Model) helpLines(w, h int) []string {
 	title += m.st.Dim.Render("   keys   (? or esc closes)")
 	lines := []string{title, ""}
 	hm := m.help
-	hm.Width = w - 2
-	for _, s := range strings.Split(hm.FullHelpView(m.keys.FullHelp()), "\n") {
+	hm.Width = 0
+	groups := m.keys.FullHelp()
+	full := hm.FullHelpView(groups)
+	if lipgloss.Width(full) > w-2 { // narrow: the actions go under the rest
+		full = hm.FullHelpView(groups[:2]) + "\n\n" + hm.FullHelpView(groups[2:])
+	}
+	for _, s := range strings.Split(full, "\n") {
 		lines = append(lines, clip(" "+s, w))
 	}
 	lines = append(lines, "", " "+m.st.HelpTitle.Render("status"))
@@ -912,14 +917,14 @@ func (m *Model) footer(w int) string {
 	hm.Width = w - 1
 	switch m.mode {
 	case modeConfirm:
-		return " " + hm.View(promptKeys{m.keys.Yes, m.keys.No})
+		return clip(" "+hm.View(promptKeys{m.keys.Yes, m.keys.No}), w)
 	case modeFilter:
-		return " " + hm.View(promptKeys{shortly(m.keys.Accept, "keep filter"), shortly(m.keys.Close, "restore")})
+		return clip(" "+hm.View(promptKeys{shortly(m.keys.Accept, "keep filter"), shortly(m.keys.Close, "restore")}), w)
 	case modeFeedback:
-		return " " + hm.View(promptKeys{shortly(m.keys.Accept, "send"), shortly(m.keys.Close, "cancel")})
+		return clip(" "+hm.View(promptKeys{shortly(m.keys.Accept, "send"), shortly(m.keys.Close, "cancel")}), w)
 	}
 	if m.showHelp {
-		return " " + hm.View(promptKeys{shortly(m.keys.Close, "close help"), m.keys.Quit})
+		return clip(" "+hm.View(promptKeys{shortly(m.keys.Close, "close help"), m.keys.Quit}), w)
 	}
 	// Drop the hints a user needs least until the rest fits; ? help and q
 	// quit always stay.
