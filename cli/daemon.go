@@ -150,7 +150,7 @@ func (e *env) detachDaemon(ctx context.Context, logLevel string) error {
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{pw} // fd 3 in the child
-	cmd.Env = append(os.Environ(), readyFDEnv+"=3")
+	cmd.Env = append(cmd.Environ(), readyFDEnv+"=3")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		pw.Close()

@@ -95,6 +95,10 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err = root.ExecuteContext(ctx)
+	var status ExitStatus
+	if errors.As(err, &status) {
+		return int(status)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "loopr:", err)
 	}
@@ -115,6 +119,7 @@ func (e *env) rootCmd() *cobra.Command {
 	root.AddCommand(
 		e.initCmd(), e.configCmd(), e.planCmd(), e.addCmd(), e.listCmd(), e.showCmd(), e.whyCmd(),
 		e.statusCmd(), e.debugCmd(), e.exportCmd(), e.importCmd(), e.daemonCmd(),
+		e.tuiCmd(), e.demoCmd(), e.agentSimCmd(),
 	)
 	root.AddCommand(e.actionCmds()...)
 	for _, c := range root.Commands() {

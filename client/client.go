@@ -36,6 +36,9 @@ import (
 // data.
 const DefaultTimeout = 30 * time.Second
 
+// maxSocketPath is the longest unix socket path Linux accepts.
+const maxSocketPath = 107
+
 // ErrNoDaemon means nothing listens on the socket: it does not exist, or
 // it is stale (connection refused).
 var ErrNoDaemon = errors.New("no daemon running")
@@ -87,6 +90,11 @@ type Client struct {
 // protocol version. It returns an error wrapping ErrNoDaemon when no daemon
 // listens there, and a *VersionError when one speaks another protocol.
 func Dial(ctx context.Context, socketPath string) (*Client, error) {
+	if len(socketPath) > maxSocketPath {
+		// No daemon can listen there (it refuses to start on such a home).
+		return nil, fmt.Errorf("%w: socket path %s is too long for a unix socket (%d bytes, max %d)",
+			ErrNoDaemon, socketPath, len(socketPath), maxSocketPath)
+	}
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
