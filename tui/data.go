@@ -15,6 +15,7 @@ type row struct {
 	hasKids bool // has children in the tree
 	open    bool // children shown
 	context bool // shown only as the ancestor of a filter match
+	rank    int  // flat view: 1-based place in the scheduling order
 }
 
 // applySnapshot replaces the model's state with a stream snapshot.
@@ -160,9 +161,9 @@ func (m *Model) buildRows() {
 	f := parseFilter(m.filter)
 	rows := m.rows[:0:0]
 	if m.flat {
-		for _, id := range m.sched.order {
+		for i, id := range m.sched.order {
 			if f.match(m.loops[id]) {
-				rows = append(rows, row{id: id})
+				rows = append(rows, row{id: id, rank: i + 1})
 			}
 		}
 	} else if f.empty() {

@@ -8,6 +8,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/loop"
 )
 
 // The golden tests run the real program (teatest) against the fake client at
@@ -66,4 +68,29 @@ func TestGoldenAwaitingApproval(t *testing.T) {
 	t.Parallel()
 	keys := []string{"G", "k", "k", "enter"}
 	runGolden(t, "DETAILS", keys...)
+}
+
+// TestEventLatency: a status change pushed on the stream is on screen well
+// within 200 ms (SPEC: the dashboard shows changes as they happen).
+func TestEventLatency(t *testing.T) {
+	t.Parallel()
+	fc := newFake()
+	fc.stream = make(chan api.StreamMsg, 1)
+	fc.stream <- fc.snap
+	tm := teatest.NewTestModel(t, testModel(fc), teatest.WithInitialTermSize(goldenW, goldenH))
+	waitFor(t, tm, "Create users table")
+
+	l := fixtureLoops()[3]
+	l.Status, l.StartedAt, l.UpdatedAt = loop.Running, testNow, testNow
+	start := time.Now()
+	fc.stream <- api.StreamMsg{Type: api.StreamEvent, Loop: &l}
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("● ralph Create users table")) },
+		teatest.WithDuration(2*time.Second), teatest.WithCheckInterval(2*time.Millisecond))
+	if d := time.Since(start); d > 200*time.Millisecond {
+		t.Errorf("the change took %v to reach the screen, want < 200ms", d)
+	} else {
+		t.Logf("event to screen: %v", d)
+	}
+	tm.Send(keyMsg("q"))
+	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
 }

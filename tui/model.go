@@ -3,7 +3,6 @@ package tui
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -262,78 +261,6 @@ func (m Model) tick() tea.Cmd {
 	return tea.Tick(time.Second, func(time.Time) tea.Msg { return tickMsg{now: clock()} })
 }
 
-// connect opens the event stream, dialling first when useDial.
-func (m Model) connect(gen int, useDial bool) tea.Cmd {
-	ctx, c, dial := m.ctx, m.client, m.dial
-	return func() tea.Msg {
-		if useDial && dial != nil {
-			nc, err := dial(ctx)
-			if err != nil {
-				return streamFailedMsg{gen: gen, err: err}
-			}
-			c = nc
-		}
-		if c == nil {
-			return streamFailedMsg{gen: gen, err: errNoClient}
-		}
-		ch, err := c.Events(ctx)
-		if err != nil {
-			return streamFailedMsg{gen: gen, err: err}
-		}
-		return streamOpenedMsg{gen: gen, client: c, ch: ch}
-	}
-}
-
-// waitStream reads the next stream message, plus every message already
-// queued behind it (up to maxBatch), so a burst costs one rebuild and a
-// single change is shown on the very next frame.
-func (m Model) waitStream() tea.Cmd {
-	gen, ch, clock := m.gen, m.stream, m.clock
-	return func() tea.Msg {
-		first, ok := <-ch
-		if !ok {
-			return streamMsg{gen: gen, closed: true, now: clock()}
-		}
-		msgs := []api.StreamMsg{first}
-		for len(msgs) < maxBatch {
-			select {
-			case sm, ok := <-ch:
-				if !ok {
-					return streamMsg{gen: gen, msgs: msgs, closed: true, now: clock()}
-				}
-				msgs = append(msgs, sm)
-			default:
-				return streamMsg{gen: gen, msgs: msgs, now: clock()}
-			}
-		}
-		return streamMsg{gen: gen, msgs: msgs, now: clock()}
-	}
-}
-
-// redialDelay is the wait before reconnect attempt n (0-based): 1s, 2s, 4s, 8s, 10s …
-func redialDelay(n int) time.Duration {
-	d := time.Second
-	for i := 0; i < n && d < redialMax; i++ {
-		d *= 2
-	}
-	return min(d, redialMax)
-}
-
-// disconnected records a lost (or failed) connection and schedules a redial.
-func (m *Model) disconnected(err error) tea.Cmd {
-	m.conn = connDown
-	m.stream = nil
-	m.connErr = err
-	if errors.Is(err, errNoClient) && m.dial == nil {
-		return nil // nothing to retry with
-	}
-	d := redialDelay(m.attempt)
-	m.attempt++
-	m.retryAt = m.now.Add(d)
-	gen := m.gen
-	return tea.Tick(d, func(time.Time) tea.Msg { return redialMsg{gen: gen} })
-}
-
 // Update handles one message: pure state changes, I/O in the returned commands.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
@@ -431,68 +358,6 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	}
 	return m, nil
-}
-
-// keyRunes handles several runes read at once. Typed fast (or sent by a
-// script) keys arrive together; each is one key press. A paste is text: it
-// goes to an open prompt whole and is ignored elsewhere, so pasting "cy"
-// never cancels a loop.
-func (m Model) keyRunes(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
-	if msg.Paste {
-		if m.mode != modeFilter && m.mode != modeFeedback {
-			return m, nil
-		}
-		before := m.sel
-		m2, cmd := m.handleKey(msg)
-		if m2.sel != before && m2.sel != "" {
-			cmd = tea.Batch(cmd, m2.follow())
-		}
-		return m2, cmd
-	}
-	var cmds []tea.Cmd
-	var cur tea.Model = m
-	for _, r := range msg.Runes {
-		var cmd tea.Cmd
-		cur, cmd = cur.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt})
-		cmds = append(cmds, cmd)
-	}
-	return cur, tea.Batch(cmds...)
-}
-
-// applyStream folds a batch of stream messages into the model.
-func (m Model) applyStream(msg streamMsg) (tea.Model, tea.Cmd) {
-	m.now = msg.now
-	refetchWhy := false
-	for _, sm := range msg.msgs {
-		switch sm.Type {
-		case api.StreamSnapshot:
-			m.applySnapshot(sm)
-			m.attempt = 0
-			refetchWhy = true
-		case api.StreamEvent:
-			m.applyEvent(sm)
-			if sm.Loop != nil && sm.Loop.ID == m.why.id {
-				refetchWhy = true
-			}
-		case api.StreamStatus:
-			if sm.Status != nil {
-				m.setStatus(*sm.Status)
-			}
-		}
-	}
-	var cmds []tea.Cmd
-	if m.synced {
-		m.rebuild()
-	}
-	if refetchWhy && m.pane == paneWhy && m.sel != "" {
-		cmds = append(cmds, m.openWhy())
-	}
-	if msg.closed {
-		cmds = append(cmds, m.disconnected(nil))
-	} else {
-		cmds = append(cmds, m.waitStream())
-	}
-	return m, tea.Batch(cmds...)
 }
 
 // follow refreshes the open pane after the selection moved.
@@ -735,193 +600,28 @@ func (m Model) filterKey(k tea.KeyMsg) (Model, tea.Cmd) {
 	return m, cmd
 }
 
-func (m Model) feedbackKey(k tea.KeyMsg) (Model, tea.Cmd) {
-	switch {
-	case key.Matches(k, m.keys.Accept):
-		text := strings.TrimSpace(m.input.Value())
-		if text == "" {
-			m.flash = flash{text: "feedback is empty: write what the next iteration should change, or esc", err: true}
+// keyRunes handles several runes read at once. Typed fast (or sent by a
+// script) keys arrive together; each is one key press. A paste is text: it
+// goes to an open prompt whole and is ignored elsewhere, so pasting "cy"
+// never cancels a loop.
+func (m Model) keyRunes(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	if msg.Paste {
+		if m.mode != modeFilter && m.mode != modeFeedback {
 			return m, nil
 		}
-		m.mode = modeNormal
-		m.input.Blur()
-		return m, m.act(m.confirm.id, api.ActionIterate, api.ActionRequest{Feedback: text})
-	case k.Type == tea.KeyEsc:
-		m.mode = modeNormal
-		m.input.Blur()
-		m.flash = flash{text: "iterate cancelled"}
-		return m, nil
-	}
-	m.flash = flash{}
-	var cmd tea.Cmd
-	m.input, cmd = m.input.Update(k)
-	return m, cmd
-}
-
-func (m Model) confirmKey(k tea.KeyMsg) (Model, tea.Cmd) {
-	switch {
-	case key.Matches(k, m.keys.Yes):
-		m.mode = modeNormal
-		c := m.confirm
-		return m, m.act(c.id, c.action, api.ActionRequest{})
-	case key.Matches(k, m.keys.No):
-		m.mode = modeNormal
-		m.flash = flash{text: verbNoun(m.confirm.action) + " not confirmed: nothing changed"}
-	}
-	return m, nil
-}
-
-// startAction checks that the action fits the selected loop's status, then
-// asks for confirmation or feedback where it must, or acts at once. A refusal
-// says why in the status line.
-func (m Model) startAction(action string) (Model, tea.Cmd) {
-	l := m.selected()
-	if l == nil {
-		m.flash = flash{text: "no loop selected", err: true}
-		return m, nil
-	}
-	if refusal := refuse(action, l); refusal != "" {
-		m.flash = flash{text: refusal, err: true}
-		return m, nil
-	}
-	if m.client == nil || m.conn != connConnected {
-		m.flash = flash{text: "not connected to the daemon: try again when it is back", err: true}
-		return m, nil
-	}
-	name := fmt.Sprintf("%s %q", l.Type, title(l))
-	switch action {
-	case api.ActionCancel:
-		what := name
-		if n := m.descendants(l.ID); n > 0 {
-			what += fmt.Sprintf(" and %d unfinished loop%s under it", n, plural(n))
+		before := m.sel
+		m2, cmd := m.handleKey(msg)
+		if m2.sel != before && m2.sel != "" {
+			cmd = tea.Batch(cmd, m2.follow())
 		}
-		m.mode = modeConfirm
-		m.confirm = confirmation{action: action, id: l.ID, prompt: "cancel " + what + "?"}
-		return m, nil
-	case api.ActionReject:
-		m.mode = modeConfirm
-		m.confirm = confirmation{action: action, id: l.ID, prompt: "reject " + name + "? it fails and spawns nothing"}
-		return m, nil
-	case api.ActionIterate:
-		m.mode = modeFeedback
-		m.confirm = confirmation{action: action, id: l.ID}
-		m.input.Prompt = "feedback for " + name + ": "
-		m.input.Placeholder = "what should the next iteration change?"
-		m.input.SetValue("")
-		m.sizeInput()
-		return m, m.input.Focus()
-	case api.ActionPause:
-		if l.Status == loop.Paused {
-			action = api.ActionResume
-		}
+		return m2, cmd
 	}
-	return m, m.act(l.ID, action, api.ActionRequest{})
-}
-
-// refuse returns why action does not apply to l, or "" when it does.
-func refuse(action string, l *loop.Loop) string {
-	st := statusText(l.Status, false)
-	switch action {
-	case api.ActionCancel:
-		if !loop.CanTransition(l.Status, loop.Cancelled) {
-			return fmt.Sprintf("can't cancel: this %s is already %s", l.Type, st)
-		}
-	case api.ActionReset:
-		if l.Status != loop.Failed {
-			return fmt.Sprintf("can't reset: only failed loops reset, this %s is %s", l.Type, st)
-		}
-	case api.ActionPause:
-		if !l.Status.Waiting() {
-			return fmt.Sprintf("can't pause: only pending loops pause (and paused ones resume), this %s is %s", l.Type, st)
-		}
-	case api.ActionApprove, api.ActionReject, api.ActionIterate:
-		if l.Status != loop.AwaitingApproval {
-			return fmt.Sprintf("can't %s: only a plan awaiting approval can be %s, this %s is %s",
-				action, pastTense(action), l.Type, st)
-		}
+	var cmds []tea.Cmd
+	var cur tea.Model = m
+	for _, r := range msg.Runes {
+		var cmd tea.Cmd
+		cur, cmd = cur.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt})
+		cmds = append(cmds, cmd)
 	}
-	return ""
-}
-
-// act sends an action to the daemon.
-func (m Model) act(id, action string, req api.ActionRequest) tea.Cmd {
-	c, ctx := m.client, m.ctx
-	if c == nil {
-		return nil
-	}
-	return func() tea.Msg {
-		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-		defer cancel()
-		res, err := c.Act(ctx, id, action, req)
-		return actMsg{action: action, id: id, res: res, err: err}
-	}
-}
-
-func (m Model) actDone(msg actMsg) (tea.Model, tea.Cmd) {
-	if msg.err != nil {
-		m.flash = flash{text: fmt.Sprintf("%s %s: %v", msg.action, msg.id, msg.err), err: true}
-		return m, nil
-	}
-	m.applyLoop(msg.res.Loop)
-	name := msg.id
-	if l := m.loops[msg.id]; l != nil {
-		name = fmt.Sprintf("%s %q", l.Type, title(l))
-	}
-	text := pastTense(msg.action) + " " + name
-	if msg.action == api.ActionIterate {
-		text = name + " goes back for another iteration with your feedback"
-	}
-	if n := len(msg.res.Affected); n > 0 {
-		text += fmt.Sprintf(" (+%d more)", n)
-	}
-	m.flash = flash{text: text}
-	if m.synced {
-		m.rebuild()
-	}
-	return m, nil
-}
-
-func pastTense(action string) string {
-	switch action {
-	case api.ActionCancel:
-		return "cancelled"
-	case api.ActionReset:
-		return "reset"
-	case api.ActionPause:
-		return "paused"
-	case api.ActionResume:
-		return "resumed"
-	case api.ActionApprove:
-		return "approved"
-	case api.ActionReject:
-		return "rejected"
-	case api.ActionIterate:
-		return "iterated"
-	}
-	return action + "ed"
-}
-
-func verbNoun(action string) string {
-	switch action {
-	case api.ActionCancel:
-		return "cancel"
-	case api.ActionReject:
-		return "reject"
-	}
-	return action
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
-}
-
-// title is a loop's display name: its title, else its id.
-func title(l *loop.Loop) string {
-	if l.Title != "" {
-		return l.Title
-	}
-	return l.ID
+	return cur, tea.Batch(cmds...)
 }

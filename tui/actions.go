@@ -1,0 +1,203 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/loop"
+)
+
+func (m Model) feedbackKey(k tea.KeyMsg) (Model, tea.Cmd) {
+	switch {
+	case key.Matches(k, m.keys.Accept):
+		text := strings.TrimSpace(m.input.Value())
+		if text == "" {
+			m.flash = flash{text: "feedback is empty: write what the next iteration should change, or esc", err: true}
+			return m, nil
+		}
+		m.mode = modeNormal
+		m.input.Blur()
+		return m, m.act(m.confirm.id, api.ActionIterate, api.ActionRequest{Feedback: text})
+	case k.Type == tea.KeyEsc:
+		m.mode = modeNormal
+		m.input.Blur()
+		m.flash = flash{text: "iterate cancelled"}
+		return m, nil
+	}
+	m.flash = flash{}
+	var cmd tea.Cmd
+	m.input, cmd = m.input.Update(k)
+	return m, cmd
+}
+
+func (m Model) confirmKey(k tea.KeyMsg) (Model, tea.Cmd) {
+	switch {
+	case key.Matches(k, m.keys.Yes):
+		m.mode = modeNormal
+		c := m.confirm
+		return m, m.act(c.id, c.action, api.ActionRequest{})
+	case key.Matches(k, m.keys.No):
+		m.mode = modeNormal
+		m.flash = flash{text: verbNoun(m.confirm.action) + " not confirmed: nothing changed"}
+	}
+	return m, nil
+}
+
+// startAction checks that the action fits the selected loop's status, then
+// asks for confirmation or feedback where it must, or acts at once. A refusal
+// says why in the status line.
+func (m Model) startAction(action string) (Model, tea.Cmd) {
+	l := m.selected()
+	if l == nil {
+		m.flash = flash{text: "no loop selected", err: true}
+		return m, nil
+	}
+	if refusal := refuse(action, l); refusal != "" {
+		m.flash = flash{text: refusal, err: true}
+		return m, nil
+	}
+	if m.client == nil || m.conn != connConnected {
+		m.flash = flash{text: "not connected to the daemon: try again when it is back", err: true}
+		return m, nil
+	}
+	name := fmt.Sprintf("%s %q", l.Type, title(l))
+	switch action {
+	case api.ActionCancel:
+		what := name
+		if n := m.descendants(l.ID); n > 0 {
+			what += fmt.Sprintf(" and %d unfinished loop%s under it", n, plural(n))
+		}
+		m.mode = modeConfirm
+		m.confirm = confirmation{action: action, id: l.ID, prompt: "cancel " + what + "?"}
+		return m, nil
+	case api.ActionReject:
+		m.mode = modeConfirm
+		m.confirm = confirmation{action: action, id: l.ID, prompt: "reject " + name + "? it fails and spawns nothing"}
+		return m, nil
+	case api.ActionIterate:
+		m.mode = modeFeedback
+		m.confirm = confirmation{action: action, id: l.ID}
+		m.input.Prompt = "feedback for " + name + ": "
+		m.input.Placeholder = "what should the next iteration change?"
+		m.input.SetValue("")
+		m.sizeInput()
+		return m, m.input.Focus()
+	case api.ActionPause:
+		if l.Status == loop.Paused {
+			action = api.ActionResume
+		}
+	}
+	return m, m.act(l.ID, action, api.ActionRequest{})
+}
+
+// refuse returns why action does not apply to l, or "" when it does.
+func refuse(action string, l *loop.Loop) string {
+	st := statusText(l.Status, false)
+	switch action {
+	case api.ActionCancel:
+		if !loop.CanTransition(l.Status, loop.Cancelled) {
+			return fmt.Sprintf("can't cancel: this %s is already %s", l.Type, st)
+		}
+	case api.ActionReset:
+		if l.Status != loop.Failed {
+			return fmt.Sprintf("can't reset: only failed loops reset, this %s is %s", l.Type, st)
+		}
+	case api.ActionPause:
+		if !l.Status.Waiting() {
+			return fmt.Sprintf("can't pause: only pending loops pause (and paused ones resume), this %s is %s", l.Type, st)
+		}
+	case api.ActionApprove, api.ActionReject, api.ActionIterate:
+		if l.Status != loop.AwaitingApproval {
+			return fmt.Sprintf("can't %s: only a plan awaiting approval can be %s, this %s is %s",
+				action, pastTense(action), l.Type, st)
+		}
+	}
+	return ""
+}
+
+// act sends an action to the daemon.
+func (m Model) act(id, action string, req api.ActionRequest) tea.Cmd {
+	c, ctx := m.client, m.ctx
+	if c == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+		res, err := c.Act(ctx, id, action, req)
+		return actMsg{action: action, id: id, res: res, err: err}
+	}
+}
+
+func (m Model) actDone(msg actMsg) (tea.Model, tea.Cmd) {
+	if msg.err != nil {
+		m.flash = flash{text: fmt.Sprintf("%s %s: %v", msg.action, msg.id, msg.err), err: true}
+		return m, nil
+	}
+	m.applyLoop(msg.res.Loop)
+	name := msg.id
+	if l := m.loops[msg.id]; l != nil {
+		name = fmt.Sprintf("%s %q", l.Type, title(l))
+	}
+	text := pastTense(msg.action) + " " + name
+	if msg.action == api.ActionIterate {
+		text = name + " goes back for another iteration with your feedback"
+	}
+	if n := len(msg.res.Affected); n > 0 {
+		text += fmt.Sprintf(" (+%d more)", n)
+	}
+	m.flash = flash{text: text}
+	if m.synced {
+		m.rebuild()
+	}
+	return m, nil
+}
+
+func pastTense(action string) string {
+	switch action {
+	case api.ActionCancel:
+		return "cancelled"
+	case api.ActionReset:
+		return "reset"
+	case api.ActionPause:
+		return "paused"
+	case api.ActionResume:
+		return "resumed"
+	case api.ActionApprove:
+		return "approved"
+	case api.ActionReject:
+		return "rejected"
+	case api.ActionIterate:
+		return "iterated"
+	}
+	return action + "ed"
+}
+
+func verbNoun(action string) string {
+	switch action {
+	case api.ActionCancel:
+		return "cancel"
+	case api.ActionReject:
+		return "reject"
+	}
+	return action
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// title is a loop's display name: its title, else its id.
+func title(l *loop.Loop) string {
+	if l.Title != "" {
+		return l.Title
+	}
+	return l.ID
+}

@@ -1,0 +1,253 @@
+package tui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/loopr-dev/loopr/loop"
+)
+
+func (m *Model) paneTitle(kind string, l *loop.Loop, extra string, w int) string {
+	t := " " + m.st.PaneTitle.Render(kind)
+	if l != nil {
+		t += "  " + fmt.Sprintf("%s %q", l.Type, title(l)) + "  " + m.st.Dim.Render(l.ID)
+	}
+	if extra != "" {
+		t += "  " + m.st.Dim.Render(extra)
+	}
+	return clip(t, w)
+}
+
+func (m *Model) paneLines(w, h int) []string {
+	var lines []string
+	switch m.pane {
+	case paneDetails:
+		lines = m.detailsLines(w, h)
+	case paneWhy:
+		lines = m.whyLines(w, h)
+	case paneOutput:
+		lines = m.outputLines(w, h)
+	}
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	for len(lines) < h {
+		lines = append(lines, "")
+	}
+	return lines
+}
+
+func (m *Model) detailsLines(w, h int) []string {
+	l := m.selected()
+	if l == nil {
+		return []string{m.paneTitle("DETAILS", nil, "no loop selected", w)}
+	}
+	lines := []string{m.paneTitle("DETAILS", l, "", w)}
+	type kv struct{ k, v string }
+	ts := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		rel := m.now.Sub(t)
+		when := age(rel) + " ago"
+		if rel < 0 {
+			when = "in " + countdown(-rel)
+		}
+		return m.clockTime(t) + " (" + when + ")"
+	}
+	parent := l.Parent
+	if p := m.loops[l.Parent]; p != nil {
+		parent += fmt.Sprintf("  %s %q %s", p.Type, title(p), statusText(p.Status, false))
+	}
+	lease := ""
+	if l.Lease != nil {
+		lease = l.Lease.Owner + ", expires " + ts(l.Lease.ExpiresAt)
+	}
+	pairs := []kv{
+		{"status", icon(l.Status) + " " + statusText(l.Status, false) + "   iteration " + iterText(l) + "   depth " + strconv.Itoa(l.Depth)},
+		{"parent", parent},
+		{"created", ts(l.CreatedAt)},
+		{"started", ts(l.StartedAt)},
+		{"finished", ts(l.FinishedAt)},
+		{"runnable at", ts(l.RunnableAt)},
+		{"deadline", ts(l.Deadline)},
+		{"artifact", l.Artifact},
+		{"workdir", l.Workdir},
+		{"triggered by", l.TriggeredBy},
+		{"lease", lease},
+		{"reason", firstLine(l.Reason)},
+		{"task", firstLine(l.Task)},
+	}
+	const labelW = 13
+	for _, p := range pairs {
+		if p.v == "" {
+			continue
+		}
+		lines = append(lines, clip(" "+m.st.PaneLabel.Render(fit(p.k, labelW))+p.v, w))
+	}
+	if fb := strings.TrimSpace(l.Feedback); fb != "" {
+		room := h - len(lines) - 1
+		if room >= 1 {
+			lines = append(lines, " "+m.st.PaneLabel.Render("last feedback"))
+			fl := strings.Split(ansi.Strip(fb), "\n")
+			if len(fl) > room {
+				fl = fl[len(fl)-room:]
+			}
+			for _, s := range fl {
+				lines = append(lines, clip("   "+expandTabs(s), w))
+			}
+		} else if len(lines) < h {
+			lines = append(lines, clip(" "+m.st.PaneLabel.Render(fit("feedback", labelW))+firstLine(fb), w))
+		}
+	}
+	return lines
+}
+
+func (m *Model) clockTime(t time.Time) string {
+	t = t.In(m.now.Location())
+	y1, m1, d1 := t.Date()
+	y2, m2, d2 := m.now.Date()
+	if y1 == y2 && m1 == m2 && d1 == d2 {
+		return t.Format("15:04:05")
+	}
+	return t.Format("2006-01-02 15:04")
+}
+
+func (m *Model) whyLines(w, h int) []string {
+	l := m.loops[m.why.id]
+	if l == nil {
+		l = m.selected()
+	}
+	wy := m.why
+	switch {
+	case wy.loading:
+		return []string{m.paneTitle("WHY", l, "", w), m.st.Dim.Render(" asking the daemon…")}
+	case wy.err != nil:
+		return []string{m.paneTitle("WHY", l, "", w), m.st.Error.Render(clip(" ✗ why: "+wy.err.Error(), w))}
+	}
+	extra := ""
+	if !wy.why.Now.IsZero() {
+		extra = "as of " + m.clockTime(wy.why.Now)
+	}
+	lines := []string{m.paneTitle("WHY", l, extra, w)}
+	if wy.why.Formula != "" {
+		for _, fl := range strings.Split(ansi.Wordwrap(wy.why.Formula, w-2, ""), "\n") {
+			lines = append(lines, clip(" "+fl, w))
+		}
+	}
+	// Gates flow across lines, three spaces apart; a gate never splits.
+	cur, curW := " ", 1
+	for _, g := range wy.why.Gates {
+		mark, sty := "✓", m.st.GateOK
+		if !g.OK {
+			mark, sty = "✗", m.st.GateBad
+		}
+		text := g.Text
+		if text == "" {
+			text = strings.ReplaceAll(g.Code, "_", " ")
+		}
+		gw := ansi.StringWidth(mark + " " + text)
+		if curW > 1 && curW+3+gw > w {
+			lines = append(lines, cur)
+			cur, curW = " ", 1
+		}
+		if curW > 1 {
+			cur += "   "
+			curW += 3
+		}
+		cur += sty.Render(mark) + " " + clip(text, w-curW-2)
+		curW += gw
+	}
+	if curW > 1 {
+		lines = append(lines, cur)
+	}
+	if wy.why.Scheduled {
+		if wy.why.Row.Runnable {
+			lines = append(lines, m.st.GateOK.Render(" runnable: it starts when a slot frees, in priority order"))
+		}
+	}
+	return lines
+}
+
+func (m *Model) outputLines(w, h int) []string {
+	l := m.loops[m.out.id]
+	extra := "live, every 1s"
+	if l != nil {
+		extra = "iteration " + strconv.Itoa(l.Iteration) + " · " + extra
+	}
+	lines := []string{m.paneTitle("OUTPUT", l, extra, w)}
+	switch {
+	case m.out.err != nil:
+		return append(lines, m.st.Error.Render(clip(" ✗ output: "+m.out.err.Error(), w)))
+	case m.out.loading && m.out.text == "":
+		return append(lines, m.st.Dim.Render(" reading agent.log…"))
+	case strings.TrimSpace(m.out.text) == "":
+		return append(lines, m.st.Dim.Render(" no output yet"))
+	}
+	text := strings.TrimRight(ansi.Strip(m.out.text), "\n")
+	all := strings.Split(text, "\n")
+	room := h - 1
+	if len(all) > room {
+		all = all[len(all)-room:]
+	}
+	for _, s := range all {
+		lines = append(lines, clip(" "+expandTabs(strings.TrimRight(s, "\r")), w))
+	}
+	return lines
+}
+
+func expandTabs(s string) string { return strings.ReplaceAll(s, "\t", "    ") }
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}
+
+func (m *Model) helpLines(w, h int) []string {
+	title := " " + m.st.HelpTitle.Render("loopr tui")
+	if m.version != "" {
+		title += " " + m.st.Dim.Render(m.version)
+	}
+	title += m.st.Dim.Render("   keys   (? or esc closes)")
+	lines := []string{title, ""}
+	hm := m.help
+	hm.Width = 0
+	groups := m.keys.FullHelp()
+	full := hm.FullHelpView(groups)
+	if lipgloss.Width(full) > w-2 { // narrow: the actions go under the rest
+		full = hm.FullHelpView(groups[:2]) + "\n\n" + hm.FullHelpView(groups[2:])
+	}
+	for _, s := range strings.Split(full, "\n") {
+		lines = append(lines, clip(" "+s, w))
+	}
+	lines = append(lines, "", " "+m.st.HelpTitle.Render("status"))
+	var legend []string
+	for _, s := range []loop.Status{loop.Pending, loop.Running, loop.AwaitingApproval, loop.Failed, loop.Complete, loop.Cancelled, loop.Paused} {
+		name := statusText(s, false)
+		if s == loop.Cancelled {
+			name = "cancelled/invalidated/expired"
+		}
+		legend = append(legend, m.st.statusStyle(s).Render(icon(s))+" "+name)
+	}
+	lines = append(lines, clip(" "+strings.Join(legend, "   "), w))
+	lines = append(lines, "",
+		" "+m.st.HelpTitle.Render("filter")+m.st.HelpDesc.Render("  words match title or id · type:ralph · status:pending (prefixes work) · esc clears"),
+		" "+m.st.HelpTitle.Render("prio")+m.st.HelpDesc.Render("    base + age (per minute, capped) + depth − retry penalty; w shows the daemon's breakdown"))
+	for i := range lines {
+		lines[i] = clip(lines[i], w)
+	}
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	for len(lines) < h {
+		lines = append(lines, "")
+	}
+	return lines
+}
