@@ -30,6 +30,17 @@ type CreateRequest struct {
 	Owner         string    `json:"owner,omitzero"`
 }
 
+// BatchRequest creates several loops at once, all or nothing
+// (POST /v1/loops/batch). Parents must exist before the batch.
+type BatchRequest struct {
+	Loops []CreateRequest `json:"loops"`
+}
+
+// BatchResult lists the loops a batch created, in request order.
+type BatchResult struct {
+	Loops []loop.Loop `json:"loops"`
+}
+
 // ListRequest filters `loopr list`. Empty fields match everything.
 type ListRequest struct {
 	Status []loop.Status `json:"status,omitzero"`

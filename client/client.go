@@ -234,6 +234,14 @@ func (c *Client) Create(ctx context.Context, req api.CreateRequest) (loop.Loop, 
 	return l, err
 }
 
+// CreateBatch creates several loops in one transaction, all or nothing,
+// and returns them in request order.
+func (c *Client) CreateBatch(ctx context.Context, reqs []api.CreateRequest) ([]loop.Loop, error) {
+	var res api.BatchResult
+	err := c.call(ctx, http.MethodPost, "/v1/loops/batch", api.BatchRequest{Loops: reqs}, &res)
+	return res.Loops, err
+}
+
 // List returns loops matching req in creation order.
 func (c *Client) List(ctx context.Context, req api.ListRequest) ([]loop.Loop, error) {
 	q := url.Values{}

@@ -371,3 +371,39 @@ func TestShutdown(t *testing.T) {
 		t.Errorf("daemon events mismatch (-want +got):\n%s", diff)
 	}
 }
+
+func TestCreateBatch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := startDaemon(t, newPaths(t), testConfig())
+	parent := create(t, d.c, "parent", false)
+	reqs := []api.CreateRequest{
+		{Type: loop.Ralph, Title: "b1", RunnableAt: later()},
+		{Type: loop.Ralph, Title: "b2", RunnableAt: later(), Parent: parent.ID},
+		{Type: loop.Ralph, Title: "b3", RunnableAt: later()},
+	}
+	got, err := d.c.CreateBatch(ctx, reqs)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("CreateBatch() = %d loops, %v; want 3", len(got), err)
+	}
+	for i, l := range got {
+		if l.Title != reqs[i].Title || l.Status != loop.Pending {
+			t.Errorf("CreateBatch()[%d] = %q %s; want %q pending", i, l.Title, l.Status, reqs[i].Title)
+		}
+	}
+	if got[1].Parent != parent.ID || got[1].Depth != 1 {
+		t.Errorf("batch child: parent %q depth %d; want %q 1", got[1].Parent, got[1].Depth, parent.ID)
+	}
+
+	// One bad item refuses the whole batch and names the item.
+	bad := []api.CreateRequest{{Type: loop.Ralph, Title: "ok"}, {Type: "dragon", Title: "bad"}}
+	_, err = d.c.CreateBatch(ctx, bad)
+	var ae *client.APIError
+	if !errors.As(err, &ae) || ae.Status != 400 || !strings.HasPrefix(ae.Message, "loops[1].type: ") {
+		t.Errorf("CreateBatch(bad item) = %v; want 400 naming loops[1].type", err)
+	}
+	all, err := d.c.List(ctx, api.ListRequest{})
+	if err != nil || len(all) != 4 {
+		t.Errorf("after a refused batch, List() = %d loops, %v; want 4", len(all), err)
+	}
+}

@@ -44,6 +44,7 @@ func (d *daemon) routes() http.Handler {
 	handle("GET /v1/status", d.getStatus)
 	handle("GET /v1/loops", d.listLoops)
 	handle("POST /v1/loops", d.createLoop)
+	handle("POST /v1/loops/batch", d.createBatch)
 	handle("GET /v1/loops/{id}", d.getLoop)
 	handle("POST /v1/loops/{id}/{action}", d.act)
 	handle("GET /v1/loops/{id}/why", d.why)
@@ -447,6 +448,75 @@ func (d *daemon) createLoop(w http.ResponseWriter, r *http.Request) error {
 	d.mgr.Wake()
 	w.Header().Set("Location", "/v1/loops/"+url.PathEscape(l.ID))
 	return writeJSON(w, http.StatusCreated, l)
+}
+
+// MaxBatch is the most loops one POST /v1/loops/batch may create.
+const MaxBatch = 1000
+
+// createBatch creates every loop of the request in one transaction, or
+// none; an error names the item at fault (loops[3].type).
+func (d *daemon) createBatch(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	var req api.BatchRequest
+	if err := decodeBody(w, r, &req, false); err != nil {
+		return err
+	}
+	switch n := len(req.Loops); {
+	case n == 0:
+		return control.Invalid("loops", "empty: want at least one loop")
+	case n > MaxBatch:
+		return control.Invalid("loops", "%d loops: at most %d per batch", n, MaxBatch)
+	}
+	done, err := d.beginWrite()
+	if err != nil {
+		return err
+	}
+	defer done()
+	now := d.svc.Now()
+	out := make([]loop.Loop, 0, len(req.Loops))
+	err = d.store.Update(func(tx *store.Tx) error {
+		out = out[:0]
+		for i, cr := range req.Loops {
+			var parent *loop.Loop
+			if cr.Parent != "" {
+				p, err := tx.Get(cr.Parent)
+				if err != nil {
+					return fmt.Errorf("loops[%d].parent: %w", i, err)
+				}
+				parent = &p
+			}
+			l, err := d.svc.NewLoop(cr, parent, now)
+			if err != nil {
+				return itemError(i, err)
+			}
+			if err := tx.Create(l); err != nil {
+				return fmt.Errorf("loops[%d]: %w", i, err)
+			}
+			out = append(out, l)
+		}
+		return nil
+	})
+	d.hub.poke()
+	if err != nil {
+		return err
+	}
+	d.mgr.Wake()
+	return writeJSON(w, http.StatusCreated, api.BatchResult{Loops: out})
+}
+
+// itemError names batch item i in an input error: loops[i].field.
+func itemError(i int, err error) error {
+	var ie *control.InputError
+	if errors.As(err, &ie) {
+		field := fmt.Sprintf("loops[%d]", i)
+		if ie.Field != "" {
+			field += "." + jsonField(ie.Field)
+		}
+		return &control.InputError{Field: field, Msg: ie.Msg}
+	}
+	return fmt.Errorf("loops[%d]: %w", i, err)
 }
 
 // loopID returns the {id} path value, refusing what cannot be a loop id.
