@@ -112,6 +112,9 @@ func (e *env) rootCmd() *cobra.Command {
 		Version:       Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		// Plain `loopr` opens the dashboard.
+		RunE: func(cmd *cobra.Command, _ []string) error { return e.runTUI(cmd.Context(), false) },
 	}
 	root.PersistentFlags().StringVar(&e.homeFlag, "home", "", "state directory (default <workspace>/.loopr, or $LOOPR_HOME)")
 	root.PersistentFlags().StringVar(&e.configFlag, "config", "", "configuration file (default <workspace>/loopr.yml)")

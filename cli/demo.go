@@ -1,0 +1,385 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/term"
+	"github.com/spf13/cobra"
+
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/client"
+	"github.com/loopr-dev/loopr/config"
+	"github.com/loopr-dev/loopr/daemon"
+	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/simagent"
+	"github.com/loopr-dev/loopr/tui"
+	"github.com/loopr-dev/loopr/workspace"
+)
+
+// demoRequest is what the demo asks the simulated agent to build.
+const demoRequest = "Add a URL shortener service with an HTTP API, storage and metrics"
+
+// demoConfig is the loopr.yml of the demo workspace: the simulated agent,
+// no approval stop, a validation that catches the agent's planted bugs,
+// small caps so the scheduler's choices show, and short backoffs.
+func demoConfig(exe string) string {
+	return fmt.Sprintf(`# loopr demo workspace: the built-in simulated agent stands in for a real one.
+scheduler:
+  poll_interval_secs: 1
+concurrency:
+  max_loops: 6
+  max_api_calls: 4
+  per_type: {plan: 1, spec: 2, phase: 2, ralph: 4}
+rate_limit:
+  initial_backoff_secs: 2
+  max_backoff_secs: 10
+  recovery_period_secs: 4
+retry:
+  backoff_base_secs: 1
+  backoff_factor: 2
+  backoff_max_secs: 4
+agent:
+  command: [%q, "agent-sim"]
+  timeout_secs: 120
+loops:
+  plan:  {require_approval: false}
+  ralph: {validate: ["! grep -rq %s --include=*.go ."]}
+storage:
+  disk_quota_min_gb: 0
+`, exe, simagent.BrokenMarker)
+}
+
+func (e *env) demoCmd() *cobra.Command {
+	var (
+		dir     string
+		plain   bool
+		clean   bool
+		speed   float64
+		timeout time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "demo",
+		Short: "Run a whole plan offline in a temporary git repo with the built-in simulated agent",
+		Long: `Create a throwaway git workspace, start a daemon whose agent is loopr's
+simulated agent, submit a plan and show it run: the dashboard in a terminal,
+progress lines otherwise. Ends with a summary of loops, iterations and
+rate-limit waits. Needs no agent, API key or network.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if speed < 0 {
+				return &UsageError{fmt.Errorf("--speed: must be >= 0")}
+			}
+			useTUI := !plain && isTerminal(e.stdout)
+			return e.runDemo(cmd.Context(), dir, useTUI, clean, speed, timeout)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&dir, "dir", "", "workspace to create (default: a new temporary directory)")
+	f.BoolVar(&plain, "plain", false, "print progress lines instead of the dashboard")
+	f.BoolVar(&clean, "clean", false, "remove the demo workspace afterwards")
+	f.Float64Var(&speed, "speed", 1, "scale the simulated agent's thinking time (0 = instant)")
+	f.DurationVar(&timeout, "timeout", 10*time.Minute, "give up after this long")
+	return c
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(f.Fd())
+}
+
+func (e *env) runDemo(ctx context.Context, dir string, useTUI, clean bool, speed float64, timeout time.Duration) error {
+	began := time.Now()
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find loopr executable: %w", err)
+	}
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "loopr-demo-"); err != nil {
+			return err
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if clean {
+		defer os.RemoveAll(dir)
+	}
+	say := func(format string, args ...any) { fmt.Fprintf(e.stdout, format+"\n", args...) }
+	say("loopr demo: workspace %s", dir)
+	git := initDemoRepo(ctx, dir)
+	if git != nil {
+		say("loopr demo: git unavailable (%v): loops run in the workspace directly", git)
+	}
+	if err := os.WriteFile(filepath.Join(dir, workspace.ConfigName), []byte(demoConfig(exe)), 0o644); err != nil {
+		return err
+	}
+	paths, err := workspace.Resolve(dir, "", "", func(string) string { return "" })
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(paths.Config)
+	if err != nil {
+		return fmt.Errorf("demo config: %w", err)
+	}
+	// The simulated agent reads its pace from the environment it inherits.
+	os.Setenv("LOOPR_SIM_SPEED", fmt.Sprint(speed))
+	if err := os.MkdirAll(paths.Logs(), 0o700); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(filepath.Join(paths.Logs(), "daemon.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+
+	dctx, stopDaemon := context.WithCancel(context.WithoutCancel(ctx))
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- daemon.Run(dctx, daemon.Options{Paths: paths, Config: cfg, Version: Version,
+			Log:   slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelInfo})),
+			Ready: func(int) { close(ready) }})
+	}()
+	stop := func() error {
+		stopDaemon()
+		return <-done
+	}
+	select {
+	case <-ready:
+	case err := <-done:
+		return fmt.Errorf("demo daemon: %w", err)
+	case <-time.After(15 * time.Second):
+		stop()
+		return errors.New("demo daemon did not start within 15s")
+	}
+	c, err := client.Dial(ctx, paths.Socket())
+	if err != nil {
+		stop()
+		return err
+	}
+	defer c.Close()
+	plan, err := c.Create(ctx, api.CreateRequest{Type: loop.Plan, Task: demoRequest})
+	if err != nil {
+		stop()
+		return err
+	}
+	say("loopr demo: plan %s %q submitted", plan.ID, plan.Title)
+
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var w demoWatch
+	if useTUI {
+		e.paths, e.cfg = paths, cfg
+		err = tui.Run(wctx, e.tuiOptions(c), e.stdin, e.stdout)
+		if err == nil {
+			err = w.counts(wctx, c)
+		}
+	} else {
+		err = w.follow(wctx, c, e.stdout, began)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("demo did not finish within %s (see %s)", timeout, filepath.Join(paths.Logs(), "daemon.log"))
+	}
+	summaryErr := e.demoSummary(context.WithoutCancel(ctx), c, plan, dir, w, time.Since(began))
+	if derr := stop(); err == nil {
+		err = derr
+	}
+	if err == nil {
+		err = summaryErr
+	}
+	if !clean {
+		say("\nThe workspace is kept: %s (see `git -C %s log --oneline --graph loopr/%s`)", dir, dir, plan.ID)
+	}
+	return err
+}
+
+// initDemoRepo makes dir a git repository with one commit, or says why not.
+func initDemoRepo(ctx context.Context, dir string) error {
+	if _, err := exec.LookPath("git"); err != nil {
+		return err
+	}
+	files := map[string]string{
+		"README.md": "# shortener\n\nA URL shortener, built by loopr's demo.\n",
+		"go.mod":    "module example.com/shortener\n\ngo 1.22\n",
+		"main.go":   "package main\n\nfunc main() {}\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"add", "-A"},
+		{"-c", "user.name=loopr demo", "-c", "user.email=demo@localhost", "-c", "commit.gpgsign=false",
+			"commit", "-q", "--no-verify", "-m", "initial commit"},
+	} {
+		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
+}
+
+// demoWatch follows the event stream and counts what the summary needs.
+type demoWatch struct {
+	status     map[string]loop.Status
+	rateLimits int
+}
+
+// settled reports whether every loop seen has reached a final status.
+func (w *demoWatch) settled() bool {
+	if len(w.status) == 0 {
+		return false
+	}
+	for _, st := range w.status {
+		if !st.Terminal() {
+			return false
+		}
+	}
+	return true
+}
+
+// follow prints one line per change until every loop has settled.
+func (w *demoWatch) follow(ctx context.Context, c *client.Client, out io.Writer, began time.Time) error {
+	w.status = map[string]loop.Status{}
+	ch, err := c.Events(ctx)
+	if err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case msg, ok := <-ch:
+			if !ok {
+				return errors.New("the daemon closed the event stream")
+			}
+			switch msg.Type {
+			case api.StreamSnapshot:
+				for _, l := range msg.Loops {
+					w.status[l.ID] = l.Status
+				}
+			case api.StreamEvent:
+				if msg.Loop != nil {
+					w.status[msg.Loop.ID] = msg.Loop.Status
+				}
+				if msg.Event != nil {
+					w.line(out, msg, time.Since(began))
+				}
+			}
+			if w.settled() {
+				// Children are created after their parent's completion event:
+				// only the daemon's counts say that nothing is left to run.
+				st, err := c.Status(ctx)
+				if err != nil {
+					return err
+				}
+				if st.Counts[loop.Pending]+st.Counts[loop.Paused]+st.Counts[loop.Running]+st.Counts[loop.AwaitingApproval] == 0 {
+					return nil
+				}
+			}
+		}
+	}
+}
+
+// line prints one event as a progress line.
+func (w *demoWatch) line(out io.Writer, msg api.StreamMsg, at time.Duration) {
+	ev := msg.Event
+	var typ, title string
+	if msg.Loop != nil {
+		typ, title = msg.Loop.Type, msg.Loop.Title
+	}
+	var what string
+	switch ev.Kind {
+	case loop.EventCreated:
+		what = "created"
+	case loop.EventTransition:
+		what = fmt.Sprintf("%s → %s", ev.From, ev.To)
+		if ev.Message != "" {
+			what += "  " + oneLine(ev.Message, 70)
+		}
+	case loop.EventRateLimit:
+		w.rateLimits++
+		what = "⚠ " + oneLine(ev.Message, 90)
+	default:
+		return
+	}
+	fmt.Fprintf(out, "%6.1fs  %-5s  %-30s  %s\n", at.Seconds(), typ, oneLine(title, 30), what)
+}
+
+// counts waits until every loop has settled (after the dashboard closed
+// early, the summary still needs final numbers).
+func (w *demoWatch) counts(ctx context.Context, c *client.Client) error {
+	return w.follow(ctx, c, io.Discard, time.Now())
+}
+
+// demoSummary prints loops by type and status, iterations, rate-limit
+// waits and what landed on the plan branch.
+func (e *env) demoSummary(ctx context.Context, c *client.Client, plan loop.Loop, dir string, w demoWatch, took time.Duration) error {
+	loops, err := c.List(ctx, api.ListRequest{})
+	if err != nil {
+		return err
+	}
+	st, err := c.Status(ctx)
+	if err != nil {
+		return err
+	}
+	byType := map[string]map[loop.Status]int{}
+	iterations := map[string]int{}
+	for _, l := range loops {
+		if byType[l.Type] == nil {
+			byType[l.Type] = map[loop.Status]int{}
+		}
+		byType[l.Type][l.Status]++
+		iterations[l.Type] += l.Iteration
+	}
+	fmt.Fprintf(e.stdout, "\nloopr demo finished in %s\n\n", took.Round(100*time.Millisecond))
+	tw := table(e.stdout)
+	fmt.Fprintln(tw, "TYPE\tLOOPS\tCOMPLETE\tFAILED\tOTHER\tITERATIONS")
+	total, totalIter := 0, 0
+	for _, t := range loop.BuiltinTypes {
+		m := byType[t]
+		n := 0
+		for _, v := range m {
+			n += v
+		}
+		other := n - m[loop.Complete] - m[loop.Failed]
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", t, n, m[loop.Complete], m[loop.Failed], other, iterations[t])
+		total += n
+		totalIter += iterations[t]
+	}
+	fmt.Fprintf(tw, "total\t%d\t\t\t\t%d\n", total, totalIter)
+	tw.Flush()
+	retried := 0
+	for _, l := range loops {
+		if l.Status == loop.Complete && l.Iteration > 1 {
+			retried++
+		}
+	}
+	fmt.Fprintf(e.stdout, "\n%d loop(s) passed validation only on a later iteration (feedback carried into the next prompt)\n", retried)
+	fmt.Fprintf(e.stdout, "%d rate-limit signal(s) from the agent; every loop waited out the shared backoff (no iteration spent)\n",
+		max(w.rateLimits, st.RateLimit.Hits))
+	if out, err := exec.CommandContext(ctx, "git", "-C", dir, "ls-tree", "-r", "--name-only", "loopr/"+plan.ID, "sim").Output(); err == nil {
+		files := strings.Fields(string(out))
+		slices.Sort(files)
+		fmt.Fprintf(e.stdout, "%d file(s) merged onto branch loopr/%s\n", len(files), plan.ID)
+	}
+	for _, l := range loops {
+		if l.Status == loop.Failed {
+			return fmt.Errorf("loop %s (%s) failed: %s", l.ID, l.Title, l.Reason)
+		}
+	}
+	return nil
+}

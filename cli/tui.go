@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/loopr-dev/loopr/client"
+	"github.com/loopr-dev/loopr/config"
+	"github.com/loopr-dev/loopr/tui"
+)
+
+func (e *env) tuiCmd() *cobra.Command {
+	var noStart bool
+	c := &cobra.Command{
+		Use:   "tui [--no-start]",
+		Short: "The live dashboard (starts a daemon in the background if none runs)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return e.runTUI(cmd.Context(), noStart)
+		},
+	}
+	c.Flags().BoolVar(&noStart, "no-start", false, "do not start a daemon when none runs")
+	return c
+}
+
+// runTUI connects to the daemon (starting one unless noStart) and runs the
+// dashboard until the user quits.
+func (e *env) runTUI(ctx context.Context, noStart bool) error {
+	if err := e.resolve(); err != nil {
+		return err
+	}
+	sock := e.paths.Socket()
+	c, err := client.Dial(ctx, sock)
+	if errors.Is(err, client.ErrNoDaemon) && !noStart {
+		if err := e.detachDaemon(ctx, "info"); err != nil {
+			return fmt.Errorf("start daemon: %w", err)
+		}
+		c, err = client.Dial(ctx, sock)
+	}
+	if err != nil {
+		if errors.Is(err, client.ErrNoDaemon) {
+			return fmt.Errorf("no daemon running in %s (start one with `loopr daemon --detach`)", e.paths.Home)
+		}
+		return err
+	}
+	defer c.Close()
+	return tui.Run(ctx, e.tuiOptions(c), e.stdin, e.stdout)
+}
+
+// tuiOptions builds the dashboard's options for a connected client.
+func (e *env) tuiOptions(c *client.Client) tui.Options {
+	sock := c.Socket()
+	return tui.Options{
+		Client: c,
+		Dial: func(ctx context.Context) (tui.Client, error) {
+			nc, err := client.Dial(ctx, sock)
+			if err != nil {
+				return nil, err
+			}
+			return nc, nil
+		},
+		Workspace: e.paths.Workspace,
+		NoColor:   e.getenv("NO_COLOR") != "",
+		Version:   Version,
+		Policy:    policyView(e.cfg),
+	}
+}
+
+// policyView is the part of the configuration the dashboard scores with.
+func policyView(c *config.Config) tui.PolicyView {
+	p := tui.PolicyView{
+		Base:                     map[string]int{},
+		TypeCap:                  map[string]int{},
+		AgeBoostPerMinute:        c.Scheduler.Priority.AgeBoostPerMinute,
+		AgeBoostMax:              c.Scheduler.Priority.AgeBoostMax,
+		DepthBoostPerLevel:       c.Scheduler.Priority.DepthBoostPerLevel,
+		RetryPenaltyPerIteration: c.Scheduler.Priority.RetryPenaltyPerIteration,
+		RetryPenaltyMax:          c.Scheduler.Priority.RetryPenaltyMax,
+		MaxLoops:                 c.Concurrency.MaxLoops,
+	}
+	for _, t := range c.Types() {
+		p.Base[t] = c.Base(t)
+		p.TypeCap[t] = c.TypeCap(t)
+	}
+	return p
+}
