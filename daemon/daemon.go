@@ -149,6 +149,7 @@ func Run(ctx context.Context, o Options) error {
 	srv := &http.Server{
 		Handler:           d.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	d.event("daemon started (pid " + strconv.Itoa(pid) + ", version " + o.Version + ")")

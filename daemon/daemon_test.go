@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"slices"
@@ -37,6 +38,20 @@ func TestStatusReportsTheDaemon(t *testing.T) {
 	}
 	if got := d.c.DaemonPID(); got != os.Getpid() {
 		t.Errorf("DaemonPID() = %d, want %d", got, os.Getpid())
+	}
+
+	hc := socketHTTP(d.paths.Socket())
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get("http://loopr/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{`loopr_loops{status="pending"} 0`, "# TYPE loopr_running gauge", `loopr_running{type="ralph"} 0`, "loopr_rate_limited 0"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("GET /metrics lacks %q:\n%s", want, body)
+		}
 	}
 }
 
