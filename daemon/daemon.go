@@ -152,7 +152,7 @@ func Run(ctx context.Context, o Options) error {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	d.event("daemon started (pid " + strconv.Itoa(pid) + ", version " + o.Version + ")")
+	d.event("daemon started")
 	log.Info("daemon started", "pid", pid, "version", o.Version, "socket", sock, "home", paths.Home, "workspace", paths.Workspace)
 
 	mgrCtx, stopMgr := context.WithCancel(context.WithoutCancel(ctx))

@@ -201,9 +201,11 @@ func TestEventStream(t *testing.T) {
 	m := waitFor(t, ch, 5*time.Second, "created event", func(m api.StreamMsg) bool {
 		return m.Type == api.StreamEvent && m.Event.Loop == l.ID && m.Event.Kind == loop.EventCreated
 	})
-	if took := time.Since(began); took > 200*time.Millisecond {
+	took := time.Since(began)
+	if took > 200*time.Millisecond {
 		t.Errorf("created event arrived %s after the create call began; want < 200ms", took)
 	}
+	t.Logf("create → event on the stream: %s", took)
 	if m.Loop == nil || m.Loop.ID != l.ID || m.Seq <= snap.Seq {
 		t.Errorf("created event: loop %v seq %d; want the loop, seq > %d", m.Loop, m.Seq, snap.Seq)
 	}
@@ -377,12 +379,12 @@ func TestShutdown(t *testing.T) {
 		evs, err := tx.EventsSince(0, 0)
 		for _, ev := range evs {
 			if ev.Kind == loop.EventDaemon {
-				daemonEvents = append(daemonEvents, strings.Fields(ev.Message)[1])
+				daemonEvents = append(daemonEvents, ev.Message)
 			}
 		}
 		return err
 	})
-	if diff := cmp.Diff([]string{"started", "stopping"}, daemonEvents); diff != "" {
+	if diff := cmp.Diff([]string{"daemon started", "daemon stopping"}, daemonEvents); diff != "" {
 		t.Errorf("daemon events mismatch (-want +got):\n%s", diff)
 	}
 }
