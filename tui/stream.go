@@ -83,26 +83,28 @@ func (m *Model) disconnected(err error) tea.Cmd {
 // applyStream folds a batch of stream messages into the model.
 func (m Model) applyStream(msg streamMsg) (tea.Model, tea.Cmd) {
 	m.now = msg.now
-	refetchWhy := false
+	refetchWhy, changed := false, false
 	for _, sm := range msg.msgs {
 		switch sm.Type {
 		case api.StreamSnapshot:
 			m.applySnapshot(sm)
 			m.attempt = 0
-			refetchWhy = true
+			refetchWhy, changed = true, true
 		case api.StreamEvent:
 			m.applyEvent(sm)
+			changed = true
 			if sm.Loop != nil && sm.Loop.ID == m.why.id {
 				refetchWhy = true
 			}
 		case api.StreamStatus:
 			if sm.Status != nil {
 				m.setStatus(*sm.Status)
+				changed = true
 			}
 		}
 	}
 	var cmds []tea.Cmd
-	if m.synced {
+	if m.synced && changed { // a heartbeat changes nothing
 		m.rebuild()
 	}
 	if refetchWhy && m.pane == paneWhy && m.sel != "" {

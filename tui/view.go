@@ -159,7 +159,7 @@ func (m *Model) headerLine(w int) string {
 			segs = append(segs, segment{text: st.Warn.Render("429 backoff "+countdown(rl.Remaining(m.now))) +
 				st.HeaderDim.Render(" then ramp "+countdown(rl.RecoveryUntil.Sub(rl.BackoffUntil)))})
 		case rl.Recovering(m.now):
-			segs = append(segs, segment{text: st.Info.Render("429 recovery " + countdown(rl.RecoveryUntil.Sub(m.now)) + ": one start at a time")})
+			segs = append(segs, segment{text: st.Info.Render("429 recovery " + countdown(rl.RecoveryUntil.Sub(m.now)) + ": one start per poll")})
 		}
 		if m.status.DiskLow {
 			segs = append(segs, segment{text: st.Warn.Render(fmt.Sprintf("disk low %.1f GB", m.status.DiskFreeGB)), drop: 1})
