@@ -424,3 +424,55 @@ func TestCreateBatch(t *testing.T) {
 		t.Errorf("after a refused batch, List() = %d loops, %v; want 4", len(all), err)
 	}
 }
+
+// TestSlowSubscriberBlocksNobody parks one stream that never reads while
+// 1000 loops are created: the API keeps answering, and another stream gets
+// every event, in order, none lost.
+func TestSlowSubscriberBlocksNobody(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := startDaemon(t, newPaths(t), testConfig())
+
+	stuck, err := net.Dial("unix", d.paths.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.Close()
+	if _, err := stuck.Write([]byte("GET /v1/events HTTP/1.1\r\nHost: loopr\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+
+	ch, err := d.c.Events(ctx)
+	if err != nil {
+		t.Fatalf("Events() = %v", err)
+	}
+	snap := <-ch
+	const n = 1000
+	reqs := make([]api.CreateRequest, n)
+	for i := range reqs {
+		reqs[i] = api.CreateRequest{Type: loop.Ralph, Title: "bulk " + strconv.Itoa(i), Task: strings.Repeat("words ", 50), RunnableAt: later()}
+	}
+	if _, err := d.c.CreateBatch(ctx, reqs); err != nil {
+		t.Fatalf("CreateBatch() = %v", err)
+	}
+	sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+	defer scancel()
+	if _, err := d.c.Status(sctx); err != nil {
+		t.Fatalf("Status() with a stuck stream = %v", err)
+	}
+	seq, created := snap.Seq, 0
+	waitFor(t, ch, 20*time.Second, "all created events", func(m api.StreamMsg) bool {
+		if m.Type != api.StreamEvent {
+			return false
+		}
+		if m.Seq != seq+1 {
+			t.Fatalf("event seq %d after %d: a gap", m.Seq, seq)
+		}
+		seq = m.Seq
+		if m.Event.Kind == loop.EventCreated {
+			created++
+		}
+		return created == n
+	})
+}
