@@ -165,6 +165,9 @@ func (m *Manager) finish(ctx context.Context, r result) {
 	if err != nil {
 		m.log.Error("apply result", "loop", l.ID, "outcome", res.Outcome, "err", err)
 	}
+	if m.o.OnFinish != nil {
+		m.o.OnFinish(l.ID, time.Now())
+	}
 	m.o.Notify()
 	m.Wake()
 }
@@ -257,7 +260,7 @@ func (m *Manager) failLoop(tx *store.Tx, cur loop.Loop, reason, feedback string,
 			n.Reason, n.Feedback = why, fb
 		})
 	}
-	delay := retryDelay(m.cfg(), cur.Iteration)
+	delay := m.cfg().Retry.Delay(cur.Iteration)
 	msg := fmt.Sprintf("iteration %d failed: %s; retry in %s", cur.Iteration, reason, delay)
 	return control.Move(tx, cur, loop.Pending, now, msg, func(n *loop.Loop) {
 		n.Iteration++

@@ -51,9 +51,11 @@ type Options struct {
 	Owner   string           // lease owner, e.g. "pid 1234"
 	Notify  func()           // called after every committed change (event stream)
 	Clock   func() time.Time // defaults to time.Now
-	// OnStart, if set, is called with each loop id as its iteration starts
-	// (used by latency benchmarks).
-	OnStart func(id string, at time.Time)
+	// OnStart, if set, is called with each loop id as its iteration starts,
+	// and OnFinish after an iteration's result is committed (used by the
+	// dispatch-latency benchmark).
+	OnStart  func(id string, at time.Time)
+	OnFinish func(id string, at time.Time)
 }
 
 // Manager schedules and runs loops.
@@ -376,22 +378,6 @@ func ratePattern(c *config.Config) *regexp.Regexp {
 		return nil
 	}
 	return re
-}
-
-// retryDelay is the deterministic backoff before iteration n+1 after the
-// n-th failed iteration: base * factor^(n-1), capped (seed 000).
-func retryDelay(c *config.Config, failedIteration int) time.Duration {
-	d := float64(c.Retry.BackoffBaseSecs)
-	for i := 1; i < failedIteration; i++ {
-		d *= c.Retry.BackoffFactor
-		if d >= float64(c.Retry.BackoffMaxSecs) {
-			break
-		}
-	}
-	if max := float64(c.Retry.BackoffMaxSecs); d > max {
-		d = max
-	}
-	return time.Duration(d * float64(time.Second))
 }
 
 // rateLimitConfig is the shared backoff configuration.

@@ -1,0 +1,105 @@
+package loopmgr
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/config"
+	"github.com/loopr-dev/loopr/control"
+	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/runner"
+	"github.com/loopr-dev/loopr/store"
+	"github.com/loopr-dev/loopr/workspace"
+)
+
+// trivialAgent writes a one-task phase artifact for phase loops and does
+// nothing for others: the work is loopr's, not the agent's.
+const trivialAgent = `#!/bin/sh
+cat >/dev/null
+if [ "$LOOPR_LOOP_TYPE" = phase ]; then
+  printf '# Phase: p\n\n## Tasks\n\n### Task 1: t\n\nDo it.\n' > "$LOOPR_ARTIFACT"
+fi
+`
+
+// BenchmarkDispatchLatency measures the time from a parent's completion
+// (its transaction committed) to its first child's agent process running,
+// with the real store (fsync on), the real runner and a trivial agent,
+// worktrees off. The poll interval is 1 s, so anything near it would mean
+// the manager waited for a tick instead of waking on the event.
+func BenchmarkDispatchLatency(b *testing.B) {
+	home := b.TempDir()
+	agent := filepath.Join(home, "agent.sh")
+	if err := os.WriteFile(agent, []byte(trivialAgent), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	st, err := store.Open(filepath.Join(home, "loopr.db"), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	cfg := config.Default()
+	cfg.Storage.DiskQuotaMinGB = 0
+	cfg.Agent.Command = []string{"sh", agent}
+	ralph := cfg.Loops[loop.Ralph]
+	ralph.Validate = nil
+	cfg.Loops[loop.Ralph] = ralph
+	svc := control.New(st, workspace.Paths{Workspace: home, Home: home}, func() *config.Config { return cfg }, time.Now)
+
+	var mu sync.Mutex
+	finished := map[string]time.Time{}
+	started := make(chan [2]string, 16) // child id, parent id
+	var mgr *Manager
+	run := &runner.Runner{OnAgentStart: func(id string, pid int) {
+		mu.Lock()
+		defer mu.Unlock()
+		finished[id+"/agent"] = time.Now()
+		mgr.RecordPID(id, pid)
+		l, err := svc.Get(id)
+		if err == nil && l.Parent != "" {
+			started <- [2]string{id, l.Parent}
+		}
+	}}
+	mgr = New(Options{Service: svc, Runner: run, Owner: "bench",
+		OnFinish: func(id string, at time.Time) {
+			mu.Lock()
+			finished[id] = at
+			mu.Unlock()
+		}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		p, err := svc.Create(api.CreateRequest{Type: loop.Phase, Task: "p"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		mgr.Wake()
+		select {
+		case ids := <-started:
+			if ids[1] != p.ID {
+				b.Fatalf("child of %s started, want a child of %s", ids[1], p.ID)
+			}
+			mu.Lock()
+			lat = append(lat, finished[ids[0]+"/agent"].Sub(finished[p.ID]))
+			mu.Unlock()
+		case <-time.After(10 * time.Second):
+			b.Fatal("child did not start within 10s")
+		}
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	pct := func(q float64) time.Duration { return lat[min(len(lat)-1, int(q*float64(len(lat))))] }
+	b.ReportMetric(float64(pct(0.50).Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(pct(0.99).Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(cfg.PollInterval().Milliseconds()), "poll-ms")
+}
