@@ -476,3 +476,42 @@ func TestSlowSubscriberBlocksNobody(t *testing.T) {
 		return created == n
 	})
 }
+
+// TestSnapshotIncludesAncestors: a pending loop under parents that finished
+// long ago still arrives with them, so a dashboard draws the real tree.
+func TestSnapshotIncludesAncestors(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d := startDaemon(t, newPaths(t), testConfig())
+	old := time.Now().Add(-72 * time.Hour).UTC().Truncate(time.Millisecond)
+	mk := func(id, typ, parent string, st loop.Status) loop.Loop {
+		l := loop.Loop{ID: id, Type: typ, Status: st, Parent: parent, Title: id, Iteration: 1, MaxIterations: 3,
+			CreatedAt: old, UpdatedAt: old, RunnableAt: later()}
+		if st.Terminal() {
+			l.FinishedAt = old
+		}
+		return l
+	}
+	loops := []loop.Loop{
+		mk("root", loop.Plan, "", loop.Complete),
+		mk("mid", loop.Spec, "root", loop.Complete),
+		mk("leaf", loop.Phase, "mid", loop.Pending),
+		mk("gone", loop.Plan, "", loop.Complete), // old, terminal, nobody's ancestor: not sent
+	}
+	if _, err := d.c.Import(ctx, loops); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := d.c.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := waitFor(t, ch, 5*time.Second, "snapshot", func(m api.StreamMsg) bool { return m.Type == api.StreamSnapshot })
+	var ids []string
+	for _, l := range snap.Loops {
+		ids = append(ids, l.ID)
+	}
+	if diff := cmp.Diff([]string{"leaf", "mid", "root"}, ids); diff != "" {
+		t.Errorf("snapshot ids mismatch (-want +got):\n%s", diff)
+	}
+}

@@ -226,7 +226,8 @@ func (d *daemon) sendEvents(s *stream, seq *uint64) (int, error) {
 }
 
 // snapshot reads, in one transaction, the journal's last sequence number
-// and every loop that is not terminal or finished within recentTerminal.
+// and every loop that is not terminal or finished within recentTerminal,
+// plus the ancestors of those loops.
 func (d *daemon) snapshot() (uint64, []loop.Loop, error) {
 	var seq uint64
 	loops := []loop.Loop{}
@@ -250,6 +251,27 @@ func (d *daemon) snapshot() (uint64, []loop.Loop, error) {
 			if err != nil {
 				return err
 			}
+		}
+		// Ancestors of what is sent come too, however old, so a client can
+		// draw every loop under its real parent and see that it completed.
+		have := make(map[string]bool, len(loops))
+		for _, l := range loops {
+			have[l.ID] = true
+		}
+		for i := 0; i < len(loops); i++ {
+			p := loops[i].Parent
+			if p == "" || have[p] {
+				continue
+			}
+			parent, err := tx.Get(p)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			have[p] = true
+			loops = append(loops, parent)
 		}
 		return nil
 	})
