@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -52,7 +53,7 @@ func (m *Manager) prepare(ctx context.Context, l loop.Loop) (runner.Job, error) 
 	j := runner.Job{
 		Loop: l, Home: m.svc.Paths.Home, Workdir: m.svc.Paths.Workspace,
 		Settings: runner.Settings{
-			Agent: ls.Agent, Validate: ls.Validate, PromptFile: ls.Prompt,
+			Agent: ls.Agent, Validate: ls.Validate, PromptFile: m.promptFile(l.Type, ls.Prompt),
 			Timeout:           time.Duration(ls.TimeoutSecs) * time.Second,
 			RateLimitExitCode: c.Agent.RateLimitExitCode, RateLimitPattern: ratePattern(c),
 		},
@@ -90,6 +91,23 @@ func (m *Manager) prepare(ctx context.Context, l loop.Loop) (runner.Job, error) 
 		j.Loop.Workdir = j.Workdir
 	}
 	return j, nil
+}
+
+// promptFile resolves a type's prompt template: the configured file
+// (relative to the workspace), else <home>/prompts/<type>.md when it exists,
+// else "" for the built-in template.
+func (m *Manager) promptFile(typ, configured string) string {
+	if configured != "" {
+		if filepath.IsAbs(configured) {
+			return configured
+		}
+		return filepath.Join(m.svc.Paths.Workspace, configured)
+	}
+	own := filepath.Join(m.svc.Paths.Home, "prompts", typ+".md")
+	if exists(own) {
+		return own
+	}
+	return ""
 }
 
 // worktree makes the loop's working directory: ralph-like loops get a

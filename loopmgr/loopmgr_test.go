@@ -361,3 +361,23 @@ func TestRetryDelay(t *testing.T) {
 		}
 	}
 }
+
+func TestPromptFileResolution(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, func(context.Context, runner.Job) runner.Result { return runner.Result{Outcome: runner.Passed} })
+	if got := h.mgr.promptFile("ralph", ""); got != "" {
+		t.Errorf("no override: %q, want built-in", got)
+	}
+	own := filepath.Join(h.home, "prompts", "ralph.md")
+	os.MkdirAll(filepath.Dir(own), 0o755)
+	os.WriteFile(own, []byte("{{.Task}}"), 0o644)
+	if got := h.mgr.promptFile("ralph", ""); got != own {
+		t.Errorf("home override: %q, want %q", got, own)
+	}
+	if got := h.mgr.promptFile("ralph", "p/r.md"); got != filepath.Join(h.home, "p/r.md") {
+		t.Errorf("configured relative: %q", got)
+	}
+	if got := h.mgr.promptFile("ralph", "/abs/r.md"); got != "/abs/r.md" {
+		t.Errorf("configured absolute: %q", got)
+	}
+}
