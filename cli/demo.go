@@ -369,8 +369,10 @@ func (e *env) demoSummary(ctx context.Context, c *client.Client, plan loop.Loop,
 		}
 	}
 	fmt.Fprintf(e.stdout, "\n%d loop(s) passed validation only on a later iteration (feedback carried into the next prompt)\n", retried)
-	fmt.Fprintf(e.stdout, "%d rate-limit signal(s) from the agent; every loop waited out the shared backoff (no iteration spent)\n",
-		max(w.rateLimits, st.RateLimit.Hits))
+	// The simulated agent leaves one marker per 429 it answered.
+	markers, _ := filepath.Glob(filepath.Join(dir, ".loopr", "sim", "429-*"))
+	fmt.Fprintf(e.stdout, "%d rate-limit signal(s) from the agent; all loops waited out the shared backoff (no iteration spent)\n",
+		max(len(markers), w.rateLimits, st.RateLimit.Hits))
 	if out, err := exec.CommandContext(ctx, "git", "-C", dir, "ls-tree", "-r", "--name-only", "loopr/"+plan.ID, "sim").Output(); err == nil {
 		files := strings.Fields(string(out))
 		slices.Sort(files)
