@@ -179,7 +179,9 @@ func (e *env) runDemo(ctx context.Context, dir string, useTUI, clean bool, speed
 	var w demoWatch
 	if useTUI {
 		e.paths, e.cfg = paths, cfg
-		err = tui.Run(wctx, e.tuiOptions(c), e.stdin, e.stdout)
+		opts := e.tuiOptions(c)
+		opts.DoneHint = "✓ the demo's loops have all finished: press q for the summary"
+		err = tui.Run(wctx, opts, e.stdin, e.stdout)
 		if err == nil {
 			err = w.counts(wctx, c)
 		}

@@ -99,4 +99,8 @@ type Options struct {
 	// Policy holds the weights and caps for live priorities; the zero value
 	// means DefaultPolicyView().
 	Policy PolicyView
+	// DoneHint, when set, replaces the status line once loops exist and
+	// none is pending, paused, running or awaiting approval (the demo uses
+	// it to say how to see its summary).
+	DoneHint string
 }

@@ -154,6 +154,7 @@ type Model struct {
 	status      api.Status
 	haveStatus  bool
 	counts      map[loop.Status]int
+	doneHint    string
 	sched       schedule
 	cv          capsView // usage when the schedule was computed
 	structDirty bool
@@ -197,6 +198,7 @@ func New(o Options) Model {
 		policy:      pol,
 		workspace:   shortPath(o.Workspace),
 		version:     o.Version,
+		doneHint:    o.DoneHint,
 		keys:        newKeyMap(),
 		client:      o.Client,
 		dial:        o.Dial,

@@ -588,3 +588,19 @@ func TestNeverWraps(t *testing.T) {
 		}
 	}
 }
+
+func TestDoneHint(t *testing.T) {
+	t.Parallel()
+	fc := newFake()
+	m := loaded(t, fc, 120, 30)
+	m.doneHint = "all done: press q"
+	if strings.Contains(m.View(), "all done") {
+		t.Fatal("done hint shown while loops are still pending and running")
+	}
+	st := fixtureStatus()
+	st.Counts = map[loop.Status]int{loop.Complete: 41, loop.Failed: 1, loop.Cancelled: 1}
+	m = update(t, m, streamMsg{gen: m.gen, now: testNow, msgs: []api.StreamMsg{{Type: api.StreamStatus, Status: &st}}})
+	if !strings.Contains(m.View(), "all done: press q") {
+		t.Error("done hint not shown once every loop has settled")
+	}
+}

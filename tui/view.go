@@ -653,6 +653,9 @@ func (m *Model) statusLine(w int) string {
 	if m.haveStatus && m.status.Warning != "" {
 		return clip(" "+st.Warn.Render("! "+m.status.Warning), w)
 	}
+	if m.doneHint != "" && m.settled() {
+		return clip(" "+st.Info.Render(m.doneHint), w)
+	}
 	left := " tree"
 	if m.flat {
 		left = " flat: waiting loops in scheduling order"
@@ -696,4 +699,14 @@ func (m *Model) footer(w int) string {
 		items = slices.DeleteFunc(items, func(b key.Binding) bool { return b.Help().Key == drop })
 	}
 	return clip(" "+hm.ShortHelpView(items), w)
+}
+
+// settled reports whether loops exist and none can still change on its own
+// or wait for a person.
+func (m *Model) settled() bool {
+	total := 0
+	for _, n := range m.counts {
+		total += n
+	}
+	return total > 0 && m.counts[loop.Pending]+m.counts[loop.Paused]+m.counts[loop.Running]+m.counts[loop.AwaitingApproval] == 0
 }
