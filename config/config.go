@@ -57,6 +57,9 @@ type Config struct {
 	Loops       map[string]LoopSettings `yaml:"loops"` // keyed by built-in type
 	Git         Git                     `yaml:"git"`
 	Storage     Storage                 `yaml:"storage"`
+	Retention   Retention               `yaml:"retention"`
+	// Webhooks lists the receivers of loop events (the daemon POSTs them).
+	Webhooks []Webhook `yaml:"webhooks"`
 	// UserTypes is the file's `types:` section: extra loop types by name.
 	// (Not named Types: that is the method listing every type.)
 	UserTypes map[string]TypeSettings `yaml:"types,omitempty"`
@@ -222,6 +225,31 @@ type Storage struct {
 	DiskQuotaMinGB float64 `yaml:"disk_quota_min_gb"`
 }
 
+// Retention is the `retention:` section: how long finished loops are kept.
+type Retention struct {
+	// Days keeps a terminal loop (complete, failed, cancelled, expired,
+	// invalidated) this many days after it finished; the daemon's cleaner
+	// and `loopr gc` remove older ones with their directories and journal
+	// entries. 0 keeps every loop forever.
+	Days int `yaml:"days"`
+}
+
+// Webhook is one entry of `webhooks:`: a receiver the daemon POSTs loop
+// events to, as JSON.
+type Webhook struct {
+	URL    string   `yaml:"url"`    // http or https
+	Events []string `yaml:"events"` // names from WebhookEvents
+}
+
+// WebhookEvents lists the event names a webhook may subscribe to: "created",
+// each status a loop moves to, and "rate_limited" (the loop's agent was
+// rate limited and it waits for the shared backoff).
+var WebhookEvents = []string{
+	"created", string(loop.Pending), string(loop.Paused), string(loop.Running),
+	string(loop.AwaitingApproval), string(loop.Complete), string(loop.Failed),
+	string(loop.Cancelled), string(loop.Expired), string(loop.Invalidated), "rate_limited",
+}
+
 // Default returns the configuration used when loopr.yml sets nothing
 // (SPEC §5). Each call returns a new value.
 func Default() *Config {
@@ -256,8 +284,9 @@ func Default() *Config {
 			loop.Phase: {MaxIterations: 50},
 			loop.Ralph: {MaxIterations: 100, Validate: []string{"go test ./..."}},
 		},
-		Git:     Git{Worktrees: true},
-		Storage: Storage{DiskQuotaMinGB: 5},
+		Git:       Git{Worktrees: true},
+		Storage:   Storage{DiskQuotaMinGB: 5},
+		Retention: Retention{Days: 30},
 	}
 }
 

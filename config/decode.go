@@ -168,9 +168,12 @@ func (d *decoder) value(n *yaml.Node, key string, keyLine int, v reflect.Value) 
 			v.SetMapIndex(reflect.ValueOf(name), e)
 			return nil
 		})
-	case reflect.Slice: // []string
+	case reflect.Slice: // []string, or a list of mappings ([]Webhook)
 		if n.Kind != yaml.SequenceNode {
 			return wrong()
+		}
+		if v.Type().Elem().Kind() == reflect.Struct {
+			return d.structList(n, key, line, v)
 		}
 		var list []string // an empty list decodes to nil, like the defaults
 		for i, el := range n.Content {
@@ -215,6 +218,28 @@ func (d *decoder) value(n *yaml.Node, key string, keyLine int, v reflect.Value) 
 	default:
 		panic(fmt.Sprintf("config: no decoder for %s at %s", v.Type(), key)) // a new field of an unsupported type
 	}
+	return nil
+}
+
+// structList decodes the sequence n, the value of key, into v, a slice of
+// structs: each element is a mapping decoded like a section, named
+// key[i] in errors. An empty list decodes to nil, like the defaults.
+func (d *decoder) structList(n *yaml.Node, key string, line int, v reflect.Value) error {
+	list := reflect.Zero(v.Type())
+	for i, el := range n.Content {
+		sub := fmt.Sprintf("%s[%d]", key, i)
+		elLine := orLine(resolve(el).Line, line)
+		d.pos[sub] = elLine
+		if r := resolve(el); r.Kind != yaml.MappingNode {
+			return d.errorf(elLine, sub, "must be a mapping, got %s", describe(r))
+		}
+		e := reflect.New(v.Type().Elem()).Elem()
+		if err := d.value(el, sub, elLine, e); err != nil {
+			return err
+		}
+		list = reflect.Append(list, e)
+	}
+	v.Set(list)
 	return nil
 }
 
@@ -281,6 +306,9 @@ func want(t reflect.Type) string {
 	case reflect.String:
 		return "a string"
 	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Struct {
+			return "a list of mappings"
+		}
 		return "a list of strings"
 	}
 	return "a mapping"

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -148,6 +149,11 @@ func (c *Config) validate(pos map[string]int) error {
 		v.fail("storage.disk_quota_min_gb", "must be >= 0")
 	}
 
+	v.nonNegative("retention.days", c.Retention.Days)
+	for i, w := range c.Webhooks {
+		v.webhook(fmt.Sprintf("webhooks[%d]", i), w)
+	}
+
 	for _, t := range slices.Sorted(maps.Keys(c.UserTypes)) {
 		key := joinKey("types", t)
 		switch {
@@ -245,4 +251,34 @@ func (v *checker) loop(key string, s LoopSettings) {
 	}
 	v.argv(key+".agent", s.Agent)
 	v.nonNegative(key+".timeout_secs", s.TimeoutSecs)
+}
+
+// webhook checks one receiver: an absolute http or https URL with a host
+// (nothing else: no file:, no unix sockets), and known event names.
+func (v *checker) webhook(key string, w Webhook) {
+	u, err := url.Parse(w.URL)
+	switch {
+	case strings.TrimSpace(w.URL) == "":
+		v.fail(key+".url", "must not be empty")
+	case err != nil:
+		v.fail(key+".url", "must be a URL: %s", strings.TrimPrefix(err.Error(), "parse "))
+	case u.Scheme != "http" && u.Scheme != "https":
+		v.fail(key+".url", "must be an http:// or https:// URL, got scheme %q", u.Scheme)
+	case u.Host == "":
+		v.fail(key+".url", "must name a host")
+	}
+	if len(w.Events) == 0 {
+		v.fail(key+".events", "must list at least one event (%s)", strings.Join(WebhookEvents, ", "))
+	}
+	seen := map[string]bool{}
+	for i, e := range w.Events {
+		ek := fmt.Sprintf("%s.events[%d]", key, i)
+		switch {
+		case !slices.Contains(WebhookEvents, e):
+			v.fail(ek, "unknown event %q (known: %s)", e, strings.Join(WebhookEvents, ", "))
+		case seen[e]:
+			v.fail(ek, "duplicate event %q", e)
+		}
+		seen[e] = true
+	}
 }
