@@ -13,7 +13,8 @@ import (
 
 // ProtocolVersion is checked by clients on connect; bump it on any
 // incompatible change to these types or the routes.
-const ProtocolVersion = 1
+// Protocol 2: POST /v1/loops/batch answers per-item results.
+const ProtocolVersion = 2
 
 // CreateRequest asks for a new loop (`loopr add`, `loopr plan`, POST /v1/loops).
 type CreateRequest struct {
@@ -30,15 +31,28 @@ type CreateRequest struct {
 	Owner         string    `json:"owner,omitzero"`
 }
 
-// BatchRequest creates several loops at once, all or nothing
-// (POST /v1/loops/batch). Parents must exist before the batch.
+// BatchRequest creates several loops at once (POST /v1/loops/batch). Each
+// item is admitted or refused on its own (partial success); parents must
+// exist before the batch.
 type BatchRequest struct {
 	Loops []CreateRequest `json:"loops"`
 }
 
-// BatchResult lists the loops a batch created, in request order.
+// BatchResult reports every item of a batch, in request order.
 type BatchResult struct {
-	Loops []loop.Loop `json:"loops"`
+	Created int         `json:"created"`
+	Failed  int         `json:"failed"`
+	Results []BatchItem `json:"results"`
+}
+
+// BatchItem is the outcome of one item of a batch: the loop it created, or
+// the error that refused it (its message names the field, as for
+// POST /v1/loops).
+type BatchItem struct {
+	Index int        `json:"index"`
+	ID    string     `json:"id,omitzero"`
+	Loop  *loop.Loop `json:"loop,omitempty"`
+	Error *ErrorBody `json:"error,omitempty"`
 }
 
 // ListRequest filters `loopr list`. Empty fields match everything.

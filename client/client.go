@@ -234,12 +234,14 @@ func (c *Client) Create(ctx context.Context, req api.CreateRequest) (loop.Loop, 
 	return l, err
 }
 
-// CreateBatch creates several loops in one transaction, all or nothing,
-// and returns them in request order.
-func (c *Client) CreateBatch(ctx context.Context, reqs []api.CreateRequest) ([]loop.Loop, error) {
+// CreateBatch creates several loops at once and returns a result per item,
+// in request order: each item is created or refused on its own (partial
+// success). An error means the batch as a whole was refused (malformed,
+// empty, too many items) or failed, and then no loop was created.
+func (c *Client) CreateBatch(ctx context.Context, reqs []api.CreateRequest) (api.BatchResult, error) {
 	var res api.BatchResult
 	err := c.call(ctx, http.MethodPost, "/v1/loops/batch", api.BatchRequest{Loops: reqs}, &res)
-	return res.Loops, err
+	return res, err
 }
 
 // List returns loops matching req in creation order.

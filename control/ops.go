@@ -63,23 +63,30 @@ func (s *Service) NewLoop(req api.CreateRequest, parent *loop.Loop, now time.Tim
 func (s *Service) Create(req api.CreateRequest) (loop.Loop, error) {
 	now := s.Now()
 	var out loop.Loop
-	err := s.Store.Update(func(tx *store.Tx) error {
-		var parent *loop.Loop
-		if req.Parent != "" {
-			p, err := tx.Get(req.Parent)
-			if err != nil {
-				return fmt.Errorf("--parent: %w", err)
-			}
-			parent = &p
-		}
-		l, err := s.NewLoop(req, parent, now)
-		if err != nil {
-			return err
-		}
-		out = l
-		return tx.Create(l)
+	err := s.Store.Update(func(tx *store.Tx) (err error) {
+		out, err = s.CreateIn(tx, req, now)
+		return err
 	})
 	return out, err
+}
+
+// CreateIn validates req and stores the loop in tx: the one way a loop is
+// created from a request (POST /v1/loops and every item of a batch), so
+// admission checks live here.
+func (s *Service) CreateIn(tx *store.Tx, req api.CreateRequest, now time.Time) (loop.Loop, error) {
+	var parent *loop.Loop
+	if req.Parent != "" {
+		p, err := tx.Get(req.Parent)
+		if err != nil {
+			return loop.Loop{}, fmt.Errorf("--parent: %w", err)
+		}
+		parent = &p
+	}
+	l, err := s.NewLoop(req, parent, now)
+	if err != nil {
+		return loop.Loop{}, err
+	}
+	return l, tx.Create(l)
 }
 
 // Get returns one loop.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/client"
+	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/daemon"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/store"
@@ -400,28 +401,80 @@ func TestCreateBatch(t *testing.T) {
 		{Type: loop.Ralph, Title: "b3", RunnableAt: later()},
 	}
 	got, err := d.c.CreateBatch(ctx, reqs)
-	if err != nil || len(got) != 3 {
-		t.Fatalf("CreateBatch() = %d loops, %v; want 3", len(got), err)
+	if err != nil || got.Created != 3 || got.Failed != 0 || len(got.Results) != 3 {
+		t.Fatalf("CreateBatch() = %+v, %v; want 3 created", got, err)
 	}
-	for i, l := range got {
-		if l.Title != reqs[i].Title || l.Status != loop.Pending {
-			t.Errorf("CreateBatch()[%d] = %q %s; want %q pending", i, l.Title, l.Status, reqs[i].Title)
+	for i, r := range got.Results {
+		if r.Index != i || r.Error != nil || r.Loop == nil || r.ID != r.Loop.ID || r.Loop.Title != reqs[i].Title || r.Loop.Status != loop.Pending {
+			t.Errorf("CreateBatch().Results[%d] = %+v; want %q pending", i, r, reqs[i].Title)
 		}
 	}
-	if got[1].Parent != parent.ID || got[1].Depth != 1 {
-		t.Errorf("batch child: parent %q depth %d; want %q 1", got[1].Parent, got[1].Depth, parent.ID)
+	if l := got.Results[1].Loop; l.Parent != parent.ID || l.Depth != 1 {
+		t.Errorf("batch child: parent %q depth %d; want %q 1", l.Parent, l.Depth, parent.ID)
 	}
 
-	// One bad item refuses the whole batch and names the item.
-	bad := []api.CreateRequest{{Type: loop.Ralph, Title: "ok"}, {Type: "dragon", Title: "bad"}}
-	_, err = d.c.CreateBatch(ctx, bad)
-	var ae *client.APIError
-	if !errors.As(err, &ae) || ae.Status != 400 || !strings.HasPrefix(ae.Message, "loops[1].type: ") {
-		t.Errorf("CreateBatch(bad item) = %v; want 400 naming loops[1].type", err)
+	// Partial success: bad items are refused with their own errors, the
+	// others are created.
+	mixed := []api.CreateRequest{
+		{Type: loop.Ralph, Title: "ok1", RunnableAt: later()},
+		{Type: "dragon", Title: "bad type"},
+		{Type: loop.Ralph, Title: "orphan", Parent: "nosuchloop"},
+		{Type: loop.Ralph, MaxIterations: -1, Title: "bad budget"},
+		{Type: loop.Ralph, Title: "ok2", RunnableAt: later()},
+	}
+	got, err = d.c.CreateBatch(ctx, mixed)
+	if err != nil {
+		t.Fatalf("CreateBatch(mixed) = %v; want per-item results", err)
+	}
+	type outcome struct {
+		Index         int
+		Created       bool
+		Code, Message string
+	}
+	var outcomes []outcome
+	for _, r := range got.Results {
+		o := outcome{Index: r.Index, Created: r.Loop != nil && r.ID != ""}
+		if r.Error != nil {
+			o.Code, o.Message = r.Error.Code, r.Error.Message
+		}
+		outcomes = append(outcomes, o)
+	}
+	want := []outcome{
+		{0, true, "", ""},
+		{1, false, api.CodeInvalid, `type: unknown type "dragon" (known: plan, spec, phase, ralph)`},
+		{2, false, api.CodeNotFound, "parent: loop nosuchloop: not found"},
+		{3, false, api.CodeInvalid, "max_iterations: must be > 0"},
+		{4, true, "", ""},
+	}
+	if diff := cmp.Diff(want, outcomes); diff != "" {
+		t.Errorf("CreateBatch(mixed) mismatch (-want +got):\n%s", diff)
+	}
+	if got.Created != 2 || got.Failed != 3 {
+		t.Errorf("CreateBatch(mixed) created %d failed %d; want 2 3", got.Created, got.Failed)
 	}
 	all, err := d.c.List(ctx, api.ListRequest{})
-	if err != nil || len(all) != 4 {
-		t.Errorf("after a refused batch, List() = %d loops, %v; want 4", len(all), err)
+	if err != nil || len(all) != 6 {
+		t.Errorf("after a partial batch, List() = %d loops, %v; want 6", len(all), err)
+	}
+
+	// The request as a whole can still be refused: then nothing is created.
+	var ae *client.APIError
+	if _, err := d.c.CreateBatch(ctx, nil); !errors.As(err, &ae) || ae.Status != 400 || !strings.HasPrefix(ae.Message, "loops: empty") {
+		t.Errorf("CreateBatch(none) = %v; want 400 loops: empty", err)
+	}
+	tooMany := make([]api.CreateRequest, control.MaxBatch+1)
+	for i := range tooMany {
+		tooMany[i] = api.CreateRequest{Type: loop.Ralph, Title: "x"}
+	}
+	if _, err := d.c.CreateBatch(ctx, tooMany); !errors.As(err, &ae) || ae.Status != 400 || !strings.Contains(ae.Message, "at most 1000") {
+		t.Errorf("CreateBatch(1001) = %v; want 400 at most 1000", err)
+	}
+	huge := []api.CreateRequest{{Type: loop.Ralph, Title: "x", Task: strings.Repeat("x", daemon.MaxBatchBytes)}}
+	if _, err := d.c.CreateBatch(ctx, huge); !errors.As(err, &ae) || ae.Status != 413 {
+		t.Errorf("CreateBatch(17 MiB) = %v; want 413", err)
+	}
+	if all, _ := d.c.List(ctx, api.ListRequest{}); len(all) != 6 {
+		t.Errorf("after refused batches, List() = %d loops; want 6", len(all))
 	}
 }
 

@@ -239,7 +239,12 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 // v: unknown fields, wrong types and trailing data are errors that name the
 // field. An empty body is accepted only when allowEmpty.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	return decodeBodyLimit(w, r, v, allowEmpty, MaxBodyBytes)
+}
+
+// decodeBodyLimit is decodeBody with a body limit of its own.
+func decodeBodyLimit(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool, limit int64) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		if tl := tooLarge(err); tl != err {
 			return tl
@@ -450,73 +455,36 @@ func (d *daemon) createLoop(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusCreated, l)
 }
 
-// MaxBatch is the most loops one POST /v1/loops/batch may create.
-const MaxBatch = 1000
+// MaxBatchBytes bounds the body of POST /v1/loops/batch (at most
+// control.MaxBatch loops).
+const MaxBatchBytes = 16 << 20
 
-// createBatch creates every loop of the request in one transaction, or
-// none; an error names the item at fault (loops[3].type).
+// createBatch creates the loops of a batch, each admitted or refused on its
+// own, and answers 200 with a result per item (partial success). Only a
+// malformed request (bad JSON, no items, too many) or a store failure is an
+// error of the whole batch, and then nothing is created.
 func (d *daemon) createBatch(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r.URL.Query()); err != nil {
 		return err
 	}
 	var req api.BatchRequest
-	if err := decodeBody(w, r, &req, false); err != nil {
+	if err := decodeBodyLimit(w, r, &req, false, MaxBatchBytes); err != nil {
 		return err
-	}
-	switch n := len(req.Loops); {
-	case n == 0:
-		return control.Invalid("loops", "empty: want at least one loop")
-	case n > MaxBatch:
-		return control.Invalid("loops", "%d loops: at most %d per batch", n, MaxBatch)
 	}
 	done, err := d.beginWrite()
 	if err != nil {
 		return err
 	}
 	defer done()
-	now := d.svc.Now()
-	out := make([]loop.Loop, 0, len(req.Loops))
-	err = d.store.Update(func(tx *store.Tx) error {
-		out = out[:0]
-		for i, cr := range req.Loops {
-			var parent *loop.Loop
-			if cr.Parent != "" {
-				p, err := tx.Get(cr.Parent)
-				if err != nil {
-					return fmt.Errorf("loops[%d].parent: %w", i, err)
-				}
-				parent = &p
-			}
-			l, err := d.svc.NewLoop(cr, parent, now)
-			if err != nil {
-				return itemError(i, err)
-			}
-			if err := tx.Create(l); err != nil {
-				return fmt.Errorf("loops[%d]: %w", i, err)
-			}
-			out = append(out, l)
-		}
-		return nil
-	})
+	res, err := d.svc.CreateBatch(req.Loops)
 	d.hub.poke()
 	if err != nil {
 		return err
 	}
-	d.mgr.Wake()
-	return writeJSON(w, http.StatusCreated, api.BatchResult{Loops: out})
-}
-
-// itemError names batch item i in an input error: loops[i].field.
-func itemError(i int, err error) error {
-	var ie *control.InputError
-	if errors.As(err, &ie) {
-		field := fmt.Sprintf("loops[%d]", i)
-		if ie.Field != "" {
-			field += "." + jsonField(ie.Field)
-		}
-		return &control.InputError{Field: field, Msg: ie.Msg}
+	if res.Created > 0 {
+		d.mgr.Wake()
 	}
-	return fmt.Errorf("loops[%d]: %w", i, err)
+	return writeJSON(w, http.StatusOK, res)
 }
 
 // loopID returns the {id} path value, refusing what cannot be a loop id.
