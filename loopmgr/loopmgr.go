@@ -56,6 +56,12 @@ type Options struct {
 	// dispatch-latency benchmark).
 	OnStart  func(id string, at time.Time)
 	OnFinish func(id string, at time.Time)
+	// OnTick, if set, is called after every scheduling tick (metrics).
+	OnTick func(TickStats)
+	// OnDispatch, if set, is called as each loop starts, with the record
+	// as it was while it waited and its dispatch latency: how long after
+	// ReadyAt it started (metrics).
+	OnDispatch func(l loop.Loop, latency time.Duration)
 }
 
 // Manager schedules and runs loops.
@@ -226,6 +232,9 @@ func (m *Manager) tickOnce(ctx context.Context) time.Duration {
 	changed := st.Waiting != m.tick.Waiting || st.Running != m.tick.Running || selected > 0
 	m.tick = st
 	m.mu.Unlock()
+	if m.o.OnTick != nil {
+		m.o.OnTick(st)
+	}
 	lvl := slog.LevelDebug
 	if changed {
 		lvl = slog.LevelInfo
@@ -292,6 +301,22 @@ func (m *Manager) sweep(now time.Time) error {
 	return err
 }
 
+// ReadyAt is when a waiting loop became ready to run as far as its own
+// record and its parent say: the latest of its creation, its runnable_at
+// (a delayed run or a retry backoff), its last change (requeued, resumed)
+// and its parent's finish. Dispatch latency is the time from ReadyAt to the
+// start: it counts waiting for caps, the rate-limit backoff and the poll,
+// not waiting that the loop asked for.
+func ReadyAt(l loop.Loop, parentFinished time.Time) time.Time {
+	t := l.CreatedAt
+	for _, u := range []time.Time{l.RunnableAt, l.UpdatedAt, parentFinished} {
+		if u.After(t) {
+			t = u
+		}
+	}
+	return t
+}
+
 // leaseFor is how long a lease lasts: the agent timeout plus validation and margin.
 func (m *Manager) leaseFor(t string) time.Duration {
 	ls := m.cfg().Loop(t)
@@ -300,7 +325,8 @@ func (m *Manager) leaseFor(t string) time.Duration {
 
 // start leases one loop and launches its iteration.
 func (m *Manager) start(ctx context.Context, id string, now time.Time) bool {
-	var l loop.Loop
+	var l, waited loop.Loop
+	var ready time.Time
 	err := m.svc.Store.Update(func(tx *store.Tx) error {
 		cur, err := tx.Get(id)
 		if err != nil {
@@ -308,6 +334,15 @@ func (m *Manager) start(ctx context.Context, id string, now time.Time) bool {
 		}
 		if cur.Status != loop.Pending {
 			return fmt.Errorf("loop %s is %s, not pending", id, cur.Status)
+		}
+		if m.o.OnDispatch != nil {
+			var parentDone time.Time
+			if cur.Parent != "" {
+				if p, err := tx.Get(cur.Parent); err == nil {
+					parentDone = p.FinishedAt
+				}
+			}
+			waited, ready = cur, ReadyAt(cur, parentDone)
 		}
 		lease := &loop.Lease{Owner: m.o.Owner, ExpiresAt: now.Add(m.leaseFor(cur.Type))}
 		msg := fmt.Sprintf("iteration %d started", cur.Iteration)
@@ -322,6 +357,9 @@ func (m *Manager) start(ctx context.Context, id string, now time.Time) bool {
 		return false
 	}
 	m.o.Notify()
+	if m.o.OnDispatch != nil {
+		m.o.OnDispatch(waited, max(now.Sub(ready), 0))
+	}
 	rctx, cancel := context.WithCancel(ctx)
 	a := &active{cancel: cancel, iteration: l.Iteration, started: now}
 	m.mu.Lock()
