@@ -64,6 +64,46 @@ func BenchmarkPlan(b *testing.B) {
 	}
 }
 
+// fullPolicy turns every policy on: fairness over one key per 100 loops
+// (1 000 keys at 100k), two tiers, conflict groups and owner quotas.
+func fullPolicy(s *scheduler.Snapshot) scheduler.Policy {
+	p := scheduler.DefaultPolicy()
+	p.Fairness = scheduler.FairnessPolicy{Enabled: true, Alpha: 0.3, IdleTTL: time.Hour}
+	p.Tier = map[string]int{loop.Phase: 30, loop.Ralph: 40}
+	p.ConflictGroup = map[string]string{loop.Ralph: "code"}
+	p.OwnerCap = map[string]int{"alice": 3, "bob": 3}
+	s.Fairness.Keys = map[string]scheduler.KeyUsage{}
+	for i, c := range s.Waiting {
+		l := c.Loop
+		s.Waiting[i].Root = fmt.Sprintf("root-%d", i/100)
+		if i%3 == 0 {
+			l.ConflictKey = fmt.Sprintf("file-%d", i%500)
+		}
+		l.Owner = []string{"", "alice", "bob"}[i%3]
+		if i%200 == 0 {
+			s.Fairness.Keys[s.Waiting[i].Root] = scheduler.KeyUsage{Used: float64(i % 7000), Seen: now}
+		}
+	}
+	return p
+}
+
+func BenchmarkPlanPolicies(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("waiting=%d", n), func(b *testing.B) {
+			s := benchSnapshot(n)
+			p := fullPolicy(&s)
+			b.ReportAllocs()
+			var d scheduler.Decision
+			for b.Loop() {
+				d = scheduler.Plan(s, now, p)
+			}
+			if len(d.Start) != 5 {
+				b.Fatalf("started %d, want 5 (45 of 50 running)", len(d.Start))
+			}
+		})
+	}
+}
+
 // TestPlanScale guards against accidentally quadratic planning: 100k waiting
 // loops plan in tens of milliseconds (see BenchmarkPlan), so the generous
 // bound below holds under the race detector on a loaded machine, while an
@@ -82,5 +122,19 @@ func TestPlanScale(t *testing.T) {
 	}
 	if d.Waiting != 100_000 || len(d.Start) != 5 {
 		t.Errorf("Plan(100k) Waiting %d, started %d; want 100000, 5", d.Waiting, len(d.Start))
+	}
+
+	// Every policy on: the fair walk is a merge of the keys' runs, O(log
+	// keys) per row, not a re-sort per admission.
+	p := fullPolicy(&s)
+	start = time.Now()
+	d = scheduler.Plan(s, now, p)
+	took = time.Since(start)
+	t.Logf("Plan(100k, every policy) took %v", took)
+	if took > 5*time.Second {
+		t.Errorf("Plan(100k, every policy) took %v, want well under a second", took)
+	}
+	if d.Waiting != 100_000 || len(d.Start) != 5 {
+		t.Errorf("Plan(100k, every policy) Waiting %d, started %d; want 100000, 5", d.Waiting, len(d.Start))
 	}
 }

@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -18,7 +19,14 @@ import (
 
 var propTypes = []loop.Type{loop.Plan, loop.Spec, loop.Phase, loop.Ralph, "review"}
 
-// randomCase builds a random but plausible snapshot and policy.
+var (
+	propOwners = []string{"", "alice", "bob", "carol"}
+	propKeys   = []string{"", "repo1", "repo2", "repo3"}
+)
+
+// randomCase builds a random but plausible snapshot and policy. Half the
+// cases keep seed 004's policy alone; the others add random caps, tiers,
+// conflict groups, quotas and fairness.
 func randomCase(r *rand.Rand) (scheduler.Snapshot, scheduler.Policy) {
 	p := scheduler.DefaultPolicy()
 	if r.IntN(2) == 0 {
@@ -28,12 +36,38 @@ func randomCase(r *rand.Rand) (scheduler.Snapshot, scheduler.Policy) {
 			p.Base[t] = r.IntN(120)
 		}
 		p.Weights.AgeBoostPerMinute = r.IntN(3)
+		if r.IntN(2) == 0 {
+			p.Tier = map[string]int{}
+			for _, t := range propTypes {
+				p.Tier[t] = r.IntN(4) // 0: none
+			}
+		}
+		if r.IntN(2) == 0 {
+			p.ConflictGroup = map[string]string{}
+			for _, t := range propTypes {
+				p.ConflictGroup[t] = []string{"", "git", "git", "db"}[r.IntN(4)]
+			}
+		}
+		if r.IntN(2) == 0 {
+			p.OwnerCap = map[string]int{"alice": r.IntN(3), "bob": 1 + r.IntN(3)}
+		}
+		if r.IntN(2) == 0 {
+			p.Fairness = scheduler.FairnessPolicy{Enabled: true, Alpha: 0.3, IdleTTL: time.Duration(r.IntN(3)) * time.Hour,
+				DefaultCost: map[string]float64{loop.Ralph: 30, "review": 5}}
+		}
 	}
 	var s scheduler.Snapshot
 	s.Running = map[string]int{}
 	for _, t := range propTypes {
 		if r.IntN(2) == 0 {
-			s.Running[t] = r.IntN(p.TypeCap[t] + 3)
+			n := r.IntN(p.TypeCap[t] + 3)
+			s.Running[t] = n
+			for i := range n {
+				s.Active = append(s.Active, &loop.Loop{
+					ID: fmt.Sprintf("A%s%d", t, i), Type: t, Status: loop.Running,
+					Owner: propOwners[r.IntN(len(propOwners))], ConflictKey: propKeys[r.IntN(len(propKeys))],
+				})
+			}
 		}
 	}
 	switch r.IntN(5) {
@@ -44,6 +78,16 @@ func randomCase(r *rand.Rand) (scheduler.Snapshot, scheduler.Policy) {
 		s.RateLimit = ratelimit.State{Hits: 1, BackoffUntil: now.Add(-time.Second), RecoveryUntil: now.Add(20 * time.Second)}
 	}
 	s.DiskLow = r.IntN(10) == 0
+	if p.Fairness.Enabled {
+		s.Fairness.Keys = map[string]scheduler.KeyUsage{}
+		for i := range r.IntN(6) {
+			u := scheduler.KeyUsage{Used: float64(r.IntN(5) * 20), Seen: now.Add(-time.Duration(r.IntN(180)) * time.Minute)}
+			if r.IntN(2) == 0 {
+				u.Cost = map[string]float64{loop.Ralph: float64(1 + r.IntN(100))}
+			}
+			s.Fairness.Keys[fmt.Sprintf("P%d", i)] = u
+		}
+	}
 
 	n := r.IntN(60)
 	for i := range n {
@@ -55,6 +99,8 @@ func randomCase(r *rand.Rand) (scheduler.Snapshot, scheduler.Policy) {
 			Iteration: 1 + r.IntN(10),
 			// Coarse creation times so that equal priorities and equal instants occur.
 			CreatedAt: now.Add(-time.Duration(r.IntN(8)) * 10 * time.Minute).Add(-time.Duration(r.IntN(3)) * time.Second),
+			Owner:       propOwners[r.IntN(len(propOwners))],
+			ConflictKey: propKeys[r.IntN(len(propKeys))],
 		}
 		switch r.IntN(20) {
 		case 0:
@@ -76,9 +122,16 @@ func randomCase(r *rand.Rand) (scheduler.Snapshot, scheduler.Policy) {
 		case 1:
 			l.Deadline = now.Add(time.Hour)
 		}
+		switch r.IntN(4) {
+		case 0:
+			l.FairnessKey = fmt.Sprintf("P%d", r.IntN(8))
+		case 1:
+			l.CostHint = float64(r.IntN(50))
+		}
 		c := scheduler.Candidate{Loop: l, ArtifactMissing: r.IntN(10) == 0}
 		if r.IntN(2) == 0 {
 			l.Parent = fmt.Sprintf("P%d", r.IntN(10))
+			c.Root = fmt.Sprintf("P%d", r.IntN(4))
 			if r.IntN(10) == 0 {
 				c.ParentMissing = true
 			} else if r.IntN(3) == 0 {
@@ -92,9 +145,12 @@ func randomCase(r *rand.Rand) (scheduler.Snapshot, scheduler.Policy) {
 	return s, p
 }
 
-// reference is a deliberately naive second implementation of Plan's gates
-// and admission: it returns the ids in scheduling order, the ids started and
-// the reason codes of every waiting loop.
+// reference is a deliberately naive second implementation of Plan's gates,
+// order and admission: it returns the ids in scheduling order, the ids
+// started and the reason codes of every waiting loop. It picks each next row
+// by scanning every row not yet visited under the order of the moment (with
+// fairness, a key's cost rises as its loops are admitted), and counts the
+// caps, quotas and held conflict keys from scratch each time.
 func reference(s scheduler.Snapshot, now time.Time, p scheduler.Policy) (order, start []string, codes map[string][]scheduler.Code) {
 	var ls []scheduler.Candidate
 	for _, c := range s.Waiting {
@@ -103,7 +159,27 @@ func reference(s scheduler.Snapshot, now time.Time, p scheduler.Policy) (order, 
 		}
 	}
 	prio := func(c scheduler.Candidate) int { return scheduler.ScoreOf(c.Loop, now, p).Priority }
-	slices.SortFunc(ls, func(a, b scheduler.Candidate) int {
+	fp := p.Fairness
+	used := map[string]float64{}
+	keyOf := func(c scheduler.Candidate) string { return scheduler.FairnessKey(c.Loop, c.Root) }
+	usedOf := func(k string) float64 {
+		if v, ok := used[k]; ok {
+			return v
+		}
+		if u, ok := s.Fairness.Lookup(k, now, fp.IdleTTL); ok {
+			return u.Used
+		}
+		return s.Fairness.Floor(now, fp.IdleTTL)
+	}
+	less := func(a, b scheduler.Candidate) int {
+		if c := cmp.Compare(p.Tier[b.Loop.Type], p.Tier[a.Loop.Type]); c != 0 {
+			return c
+		}
+		if fp.Enabled {
+			if c := cmp.Compare(usedOf(keyOf(a)), usedOf(keyOf(b))); c != 0 {
+				return c
+			}
+		}
 		if c := cmp.Compare(prio(b), prio(a)); c != 0 {
 			return c
 		}
@@ -111,15 +187,39 @@ func reference(s scheduler.Snapshot, now time.Time, p scheduler.Policy) (order, 
 			return c
 		}
 		return cmp.Compare(a.Loop.ID, b.Loop.ID)
-	})
+	}
 	running := 0
 	for _, n := range s.Running {
 		running += n
 	}
-	startedOfType := map[string]int{}
+	var started []*loop.Loop
+	count := func(match func(*loop.Loop) bool) (n int) {
+		for _, l := range append(slices.Clone(s.Active), started...) {
+			if match(l) {
+				n++
+			}
+		}
+		return n
+	}
+	tierRunning := func(tier int) (n int) {
+		for t, k := range s.Running {
+			if p.Tier[t] == tier {
+				n += k
+			}
+		}
+		return n + count(func(l *loop.Loop) bool { return l.Status == loop.Pending && p.Tier[l.Type] == tier })
+	}
 	codes = map[string][]scheduler.Code{}
-	for _, c := range ls {
+	visited := map[string]bool{}
+	for range ls {
+		var c scheduler.Candidate
+		for _, x := range ls {
+			if !visited[x.Loop.ID] && (c.Loop == nil || less(x, c) < 0) {
+				c = x
+			}
+		}
 		l := c.Loop
+		visited[l.ID] = true
 		order = append(order, l.ID)
 		var cs []scheduler.Code
 		add := func(ok bool, code scheduler.Code) {
@@ -136,14 +236,93 @@ func reference(s scheduler.Snapshot, now time.Time, p scheduler.Policy) (order, 
 		add(s.DiskLow, scheduler.DiskLow)
 		add(s.RateLimit.Blocked(now) || (s.RateLimit.Recovering(now) && len(start) > 0), scheduler.RateLimited)
 		add(running+len(start) >= p.MaxLoops, scheduler.GlobalCap)
-		add(p.TypeCap[l.Type] > 0 && s.Running[l.Type]+startedOfType[l.Type] >= p.TypeCap[l.Type], scheduler.TypeCap)
+		add(p.TypeCap[l.Type] > 0 && s.Running[l.Type]+count(func(x *loop.Loop) bool { return x.Status == loop.Pending && x.Type == l.Type }) >= p.TypeCap[l.Type], scheduler.TypeCap)
+		tier := p.Tier[l.Type]
+		add(tier > 0 && tierRunning(tier) >= tier, scheduler.TierCap)
+		add(p.OwnerCap[l.Owner] > 0 && count(func(x *loop.Loop) bool { return x.Owner == l.Owner }) >= p.OwnerCap[l.Owner], scheduler.Quota)
+		g := p.ConflictGroup[l.Type]
+		add(g != "" && l.ConflictKey != "" && count(func(x *loop.Loop) bool {
+			return p.ConflictGroup[x.Type] == g && x.ConflictKey == l.ConflictKey
+		}) > 0, scheduler.Conflict)
 		if len(cs) == 0 {
 			start = append(start, l.ID)
-			startedOfType[l.Type]++
+			started = append(started, l) // status pending: told apart from the running Active loops
+			if fp.Enabled {
+				k := keyOf(c)
+				used[k] = usedOf(k) + s.Fairness.Estimate(l.Type, k, l.CostHint, now, fp)
+			}
 		}
 		codes[l.ID] = cs
 	}
 	return order, start, codes
+}
+
+// pythonStyle is seed 002's dispatch loop, as its simulation writes it:
+// sort every pending loop by the order of the moment, admit the first one
+// that passes every gate, charge its key, and start over until nothing more
+// is admissible. It returns the ids admitted, in order.
+//
+// Unknown keys start at the floor of the plan that first meets them; a
+// later plan computes its floor again, after the charges. So that both ways
+// start unknown keys alike, the keys of every waiting loop are made known at
+// the first plan's floor before the loop starts.
+func pythonStyle(s scheduler.Snapshot, now time.Time, p scheduler.Policy) []string {
+	if p.Fairness.Enabled {
+		s.Fairness = s.Fairness.Clone()
+		floor := s.Fairness.Floor(now, p.Fairness.IdleTTL)
+		for _, c := range s.Waiting {
+			if c.Loop == nil {
+				continue
+			}
+			k := scheduler.FairnessKey(c.Loop, c.Root)
+			if _, ok := s.Fairness.Lookup(k, now, p.Fairness.IdleTTL); !ok {
+				s.Fairness.Charge(scheduler.Charge{Key: k, Floor: floor}, now, p.Fairness)
+			}
+		}
+	}
+	var admitted []string
+	for {
+		d := scheduler.Plan(s, now, p)
+		if len(d.Start) == 0 || len(admitted) > 100 {
+			return admitted
+		}
+		// Plan's first admission is the first admissible row of the order
+		// of the moment: take only it, and plan again with it running.
+		id := d.Start[0]
+		admitted = append(admitted, id)
+		s = startOne(s, id, d, now, p)
+	}
+}
+
+// startOne returns s with loop id moved from the waiting loops to the
+// running ones and, with fairness on, its cost charged.
+func startOne(s scheduler.Snapshot, id string, d scheduler.Decision, now time.Time, p scheduler.Policy) scheduler.Snapshot {
+	out := s
+	out.Waiting = nil
+	out.Running = maps.Clone(s.Running)
+	if out.Running == nil {
+		out.Running = map[string]int{}
+	}
+	out.Active = slices.Clone(s.Active)
+	for _, c := range s.Waiting {
+		if c.Loop == nil || c.Loop.ID != id {
+			out.Waiting = append(out.Waiting, c)
+			continue
+		}
+		out.Running[c.Loop.Type]++
+		r := *c.Loop
+		r.Status = loop.Running
+		out.Active = append(out.Active, &r)
+	}
+	if p.Fairness.Enabled {
+		out.Fairness = s.Fairness.Clone()
+		out.Fairness.Charge(d.Charges[0], now, p.Fairness)
+	}
+	// The recovery ramp admits one loop per plan: after one start, none.
+	if s.RateLimit.Recovering(now) {
+		out.RateLimit.BackoffUntil = out.RateLimit.RecoveryUntil
+	}
+	return out
 }
 
 func TestPlanProperties(t *testing.T) {
@@ -174,6 +353,12 @@ func TestPlanProperties(t *testing.T) {
 			}
 			if diff := gocmp.Diff(codes, got); diff != "" {
 				t.Errorf("Plan() reason codes differ from reference (-want +got)\n%s", diff)
+			}
+
+			// Admitting everything in one plan is the same as seed 002's
+			// loop: admit the first admissible loop, charge, plan again.
+			if diff := gocmp.Diff(pythonStyle(s, now, p), d.Start, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Plan() starts differ from planning again after each admission (-want +got)\n%s", diff)
 			}
 
 			// Deterministic: the same input again, and the input shuffled.
@@ -216,6 +401,46 @@ func checkInvariants(t *testing.T, s scheduler.Snapshot, p scheduler.Policy, d s
 	for typ, n := range started {
 		if limit := p.TypeCap[typ]; limit > 0 && s.Running[typ]+n > limit {
 			t.Errorf("started %d %s with %d running: type cap %d exceeded", n, typ, s.Running[typ], limit)
+		}
+	}
+	tierUsed := map[int]int{}
+	for typ, n := range s.Running {
+		tierUsed[p.Tier[typ]] += n
+	}
+	ownerUsed := map[string]int{}
+	held := map[[2]string]string{}
+	for _, l := range s.Active {
+		ownerUsed[l.Owner]++
+		if g := p.ConflictGroup[l.Type]; g != "" && l.ConflictKey != "" {
+			held[[2]string{g, l.ConflictKey}] = l.ID
+		}
+	}
+	for _, id := range d.Start {
+		l := byID[id].Loop
+		if tier := p.Tier[l.Type]; tier > 0 {
+			if tierUsed[tier]++; tierUsed[tier] > tier {
+				t.Errorf("started %s: tier %d cap exceeded (%d running or started)", id, tier, tierUsed[tier])
+			}
+		}
+		if limit := p.OwnerCap[l.Owner]; limit > 0 {
+			if ownerUsed[l.Owner]++; ownerUsed[l.Owner] > limit {
+				t.Errorf("started %s: quota of %s (%d) exceeded", id, l.Owner, limit)
+			}
+		}
+		if g := p.ConflictGroup[l.Type]; g != "" && l.ConflictKey != "" {
+			hk := [2]string{g, l.ConflictKey}
+			if h, ok := held[hk]; ok {
+				t.Errorf("started %s: conflicts with %s on %s/%s", id, h, g, l.ConflictKey)
+			}
+			held[hk] = id
+		}
+	}
+	if p.Fairness.Enabled != (len(d.Charges) == len(d.Start)) && len(d.Start) > 0 {
+		t.Errorf("fairness %v: %d charges for %d starts", p.Fairness.Enabled, len(d.Charges), len(d.Start))
+	}
+	for i, c := range d.Charges {
+		if c.ID != d.Start[i] || c.Cost <= 0 && byID[c.ID].Loop.CostHint == 0 {
+			t.Errorf("charge %d = %+v, start %s", i, c, d.Start[i])
 		}
 	}
 	if s.RateLimit.Blocked(now) && len(d.Start) > 0 {
@@ -264,7 +489,13 @@ func checkInvariants(t *testing.T, s scheduler.Snapshot, p scheduler.Policy, d s
 		if row.Eligible() {
 			eligible++
 		}
-		if i > 0 {
+		if row.Tier != p.Tier[row.Loop.Type] {
+			t.Errorf("row %s: tier %d, want %d", row.Loop.ID, row.Tier, p.Tier[row.Loop.Type])
+		}
+		if i > 0 && row.Tier > d.Rows[i-1].Tier {
+			t.Errorf("rows %s and %s out of tier order", d.Rows[i-1].Loop.ID, row.Loop.ID)
+		}
+		if i > 0 && !p.Fairness.Enabled && row.Tier == d.Rows[i-1].Tier { // with fairness: see reference
 			a, b := d.Rows[i-1], row
 			if a.Score.Priority < b.Score.Priority ||
 				a.Score.Priority == b.Score.Priority && a.Loop.CreatedAt.After(b.Loop.CreatedAt) ||

@@ -26,18 +26,21 @@ const (
 	RateLimited      Code = "rate_limited"      // the shared 429 backoff, or its one-start-per-poll recovery
 	GlobalCap        Code = "global_cap"        // concurrency.max_loops loops already run or start
 	TypeCap          Code = "type_cap"          // the per-type cap of its type is reached
+	TierCap          Code = "tier_cap"          // tier N already runs N loops
+	Quota            Code = "quota"             // its owner runs quotas.<owner>.max_running loops
+	Conflict         Code = "conflict"          // a loop holding the same conflict group and key runs or starts
 )
 
-// Codes lists every reason code in gate order. Later policies (conflict,
-// tier_cap, quota) slot in as new capacity gates.
-var Codes = []Code{Paused, Orphaned, ParentIncomplete, ArtifactMissing, Backoff, DeadlinePassed, DiskLow, RateLimited, GlobalCap, TypeCap}
+// Codes lists every reason code in gate order.
+var Codes = []Code{Paused, Orphaned, ParentIncomplete, ArtifactMissing, Backoff, DeadlinePassed, DiskLow,
+	RateLimited, GlobalCap, TypeCap, TierCap, Quota, Conflict}
 
-// Capacity reports whether c only says "no room now" (rate limit, caps)
-// rather than "not ready": a loop held back by capacity gates alone is
-// eligible and starts as soon as room frees up.
+// Capacity reports whether c only says "no room now" (rate limit, caps,
+// quota, a conflicting holder) rather than "not ready": a loop held back by
+// capacity gates alone is eligible and starts as soon as room frees up.
 func (c Code) Capacity() bool {
 	switch c {
-	case RateLimited, GlobalCap, TypeCap:
+	case RateLimited, GlobalCap, TypeCap, TierCap, Quota, Conflict:
 		return true
 	}
 	return false
@@ -105,6 +108,21 @@ func globalCapText(used, limit int) string { return fmt.Sprintf("global cap %d/%
 
 func typeCapText(typ string, used, limit int) string {
 	return fmt.Sprintf("type cap %s %d/%d", typ, used, limit)
+}
+
+func tierCapText(tier, used int) string { return fmt.Sprintf("tier %d cap %d/%d", tier, used, tier) }
+
+func quotaText(owner string, used, limit int) string {
+	return fmt.Sprintf("quota %s %d/%d", owner, used, limit)
+}
+
+// conflictText reads "conflict git/repo1: held by a1 (running)".
+func conflictText(group, key, holder string, running bool) string {
+	state := "starting"
+	if running {
+		state = "running"
+	}
+	return "conflict " + group + "/" + key + ": held by " + holder + " (" + state + ")"
 }
 
 func clock(t, now time.Time) string {

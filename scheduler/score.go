@@ -16,12 +16,29 @@ type Weights struct {
 	RetryPenaltyMax          int // cap of the retry penalty
 }
 
-// Policy is everything the scheduler is told by configuration.
+// Policy is everything the scheduler is told by configuration. The fields
+// after TypeCap are the scheduling policies of seeds 001–003; their zero
+// values turn them off, which leaves seed 004's order and gates unchanged.
 type Policy struct {
 	Base     map[string]int // base priority per loop type (user types too); unknown type → 0
 	Weights  Weights
 	MaxLoops int            // global cap on running loops, counting those already running; <= 0 starts nothing
 	TypeCap  map[string]int // per-type cap on running loops; missing or 0 = none
+
+	// Tier is the priority tier of each type (seed 002); missing or 0 = none.
+	// Higher tiers are ordered first, and at most N loops of tier N run at
+	// once, all types of the tier together (reason tier_cap).
+	Tier map[string]int
+	// ConflictGroup is the conflict group of each type; missing or "" = none.
+	// Two loops conflict when their types share a group and the loops share
+	// a non-empty conflict_key: one waits while the other runs (reason conflict).
+	ConflictGroup map[string]string
+	// OwnerCap is the most loops each owner may run at once
+	// (quotas.<owner>.max_running); missing or 0 = none (reason quota).
+	OwnerCap map[string]int
+	// Fairness orders loops within a tier by their fairness key's
+	// accumulated cost when Enabled.
+	Fairness FairnessPolicy
 }
 
 // DefaultPolicy returns seed 004's policy: base plan 40, spec 60, phase 80,
