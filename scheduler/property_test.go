@@ -98,7 +98,7 @@ func randomCase(r *rand.Rand) (scheduler.Snapshot, scheduler.Policy) {
 			Depth:     r.IntN(5),
 			Iteration: 1 + r.IntN(10),
 			// Coarse creation times so that equal priorities and equal instants occur.
-			CreatedAt: now.Add(-time.Duration(r.IntN(8)) * 10 * time.Minute).Add(-time.Duration(r.IntN(3)) * time.Second),
+			CreatedAt:   now.Add(-time.Duration(r.IntN(8)) * 10 * time.Minute).Add(-time.Duration(r.IntN(3)) * time.Second),
 			Owner:       propOwners[r.IntN(len(propOwners))],
 			ConflictKey: propKeys[r.IntN(len(propKeys))],
 		}
