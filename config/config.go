@@ -51,6 +51,8 @@ import (
 type Config struct {
 	Scheduler   Scheduler               `yaml:"scheduler"`
 	Concurrency Concurrency             `yaml:"concurrency"`
+	Admission   Admission               `yaml:"admission"`
+	Quotas      map[string]Quota        `yaml:"quotas,omitempty"` // limits by owner (a loop's owner)
 	RateLimit   RateLimit               `yaml:"rate_limit"`
 	Retry       Retry                   `yaml:"retry"`
 	Agent       Agent                   `yaml:"agent"`
@@ -71,6 +73,37 @@ type Config struct {
 type Scheduler struct {
 	PollIntervalSecs int      `yaml:"poll_interval_secs"`
 	Priority         Priority `yaml:"priority"`
+	Fairness         Fairness `yaml:"fairness"`
+}
+
+// Fairness is `scheduler.fairness:`: fair queuing between fairness keys
+// (seed 002). A loop's key is its fairness_key, else its root plan's id.
+// Within a tier, the key that has used the least goes first.
+type Fairness struct {
+	Enabled bool `yaml:"enabled"`
+	// Alpha smooths the learned cost of a (type, key): each observed wall
+	// time w moves it to alpha*w + (1-alpha)*cost. 0 < alpha <= 1.
+	Alpha float64 `yaml:"alpha"`
+	// IdleTTLSecs forgets a key this long after it was last charged or
+	// observed; it comes back at the lowest accumulated cost. 0 = never.
+	IdleTTLSecs int `yaml:"idle_ttl_secs"`
+}
+
+// IdleTTL returns IdleTTLSecs as a duration.
+func (f Fairness) IdleTTL() time.Duration { return time.Duration(f.IdleTTLSecs) * time.Second }
+
+// Admission is the `admission:` section: limits checked when a loop is
+// submitted (loopr add, loopr plan, the API), not when it starts.
+type Admission struct {
+	// MaxPending refuses a new loop while this many loops wait (pending or
+	// paused); 0 = unlimited. Children spawned from an artifact are not refused.
+	MaxPending int `yaml:"max_pending"`
+}
+
+// Quota is one entry of `quotas:`: the limits of one owner.
+type Quota struct {
+	MaxRunning int `yaml:"max_running"` // loops of the owner running at once (reason quota); 0 = unlimited
+	MaxPending int `yaml:"max_pending"` // a new loop is refused while the owner has this many waiting; 0 = unlimited
 }
 
 // Priority holds the weights of the priority score (SPEC §4):
@@ -178,7 +211,29 @@ type LoopSettings struct {
 	Prompt string `yaml:"prompt,omitempty"`
 	// TimeoutSecs overrides agent.timeout_secs for this type; 0 inherits it.
 	TimeoutSecs int `yaml:"timeout_secs,omitempty"`
+	// Tier orders the type before every lower tier; at most Tier loops of
+	// tier Tier run at once, all its types together. 0 = no tier.
+	Tier int `yaml:"tier,omitempty"`
+	// ConflictGroup: loops of types of one group with the same conflict_key
+	// never run at once. "" = none.
+	ConflictGroup string `yaml:"conflict_group,omitempty"`
+	// DefaultCost is the cost, in seconds of wall time, charged to a
+	// fairness key for a loop of this type until its cost is learned;
+	// 0 = DefaultCost.
+	DefaultCost int `yaml:"default_cost,omitempty"`
 }
+
+// TypePolicy is the scheduling policy of a type (seed 002): loops.<type>
+// or types.<type> tier, conflict_group and default_cost.
+type TypePolicy struct {
+	Tier          int
+	ConflictGroup string
+	DefaultCost   int
+}
+
+// DefaultCost is the cost of a loop whose type sets default_cost 0: 60
+// seconds, the scheduler's default.
+const DefaultCost = 60
 
 // Timeout returns TimeoutSecs as a duration.
 func (s LoopSettings) Timeout() time.Duration { return time.Duration(s.TimeoutSecs) * time.Second }
@@ -194,6 +249,9 @@ type TypeSettings struct {
 	Agent           []string `yaml:"agent,omitempty"`
 	Prompt          string   `yaml:"prompt,omitempty"`
 	TimeoutSecs     int      `yaml:"timeout_secs,omitempty"`
+	Tier            int      `yaml:"tier,omitempty"`
+	ConflictGroup   string   `yaml:"conflict_group,omitempty"`
+	DefaultCost     int      `yaml:"default_cost,omitempty"`
 }
 
 // DefaultTypeSettings returns the settings a user type starts from before its
@@ -208,6 +266,7 @@ func (t TypeSettings) loopSettings() LoopSettings {
 	return LoopSettings{
 		MaxIterations: t.MaxIterations, RequireApproval: t.RequireApproval, Validate: t.Validate,
 		Agent: t.Agent, Prompt: t.Prompt, TimeoutSecs: t.TimeoutSecs,
+		Tier: t.Tier, ConflictGroup: t.ConflictGroup, DefaultCost: t.DefaultCost,
 	}
 }
 
@@ -262,6 +321,7 @@ func Default() *Config {
 				DepthBoostPerLevel:       10,
 				RetryPenaltyPerIteration: 5, RetryPenaltyMax: 30,
 			},
+			Fairness: Fairness{Enabled: false, Alpha: 0.3, IdleTTLSecs: 3600},
 		},
 		Concurrency: Concurrency{
 			MaxLoops: 50, MaxAPICalls: 10,
@@ -282,7 +342,7 @@ func Default() *Config {
 			loop.Plan:  {MaxIterations: 10, RequireApproval: true},
 			loop.Spec:  {MaxIterations: 25},
 			loop.Phase: {MaxIterations: 50},
-			loop.Ralph: {MaxIterations: 100, Validate: []string{"go test ./..."}},
+			loop.Ralph: {MaxIterations: 100, Validate: []string{"go test ./..."}, ConflictGroup: "code"},
 		},
 		Git:       Git{Worktrees: true},
 		Storage:   Storage{DiskQuotaMinGB: 5},
@@ -343,6 +403,25 @@ func (c *Config) TypeCap(t string) int {
 		return p.Ralph
 	}
 	return c.UserTypes[t].MaxRunning
+}
+
+// Policy returns the scheduling policy of type t (tier, conflict group,
+// default cost): loops.<t> for a built-in type, types.<t> for a user type.
+// DefaultCost is resolved (0 → DefaultCost); an unknown type has no tier
+// and no group.
+func (c *Config) Policy(t string) TypePolicy {
+	var p TypePolicy
+	if builtin(t) {
+		s := c.Loops[t]
+		p = TypePolicy{Tier: s.Tier, ConflictGroup: s.ConflictGroup, DefaultCost: s.DefaultCost}
+	} else {
+		u := c.UserTypes[t]
+		p = TypePolicy{Tier: u.Tier, ConflictGroup: u.ConflictGroup, DefaultCost: u.DefaultCost}
+	}
+	if p.DefaultCost == 0 {
+		p.DefaultCost = DefaultCost
+	}
+	return p
 }
 
 // Loop returns the settings of type t with the inherited values resolved:

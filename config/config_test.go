@@ -160,11 +160,12 @@ loops:
 			c.Loops[loop.Ralph] = config.LoopSettings{
 				MaxIterations: 5, Validate: []string{"go test ./..."},
 				Agent: []string{"aider", "--yes", "4"}, Prompt: "prompts/task.md", TimeoutSecs: 600,
+				ConflictGroup: "code",
 			}
 			c.Loops[loop.Plan] = config.LoopSettings{MaxIterations: 10, Validate: []string{"test -s plan.md"}}
 		}},
 		{"empty validate list clears the default", "loops:\n  ralph: {validate: []}\n", func(c *config.Config) {
-			c.Loops[loop.Ralph] = config.LoopSettings{MaxIterations: 100}
+			c.Loops[loop.Ralph] = config.LoopSettings{MaxIterations: 100, ConflictGroup: "code"}
 		}},
 		{"user types start from the type defaults", `
 types:
@@ -227,7 +228,7 @@ func TestParseErrors(t *testing.T) {
 		{"dotted key is quoted", "scheduler:\n  poll_interval_secs: 1\n  priority:\n    plan: 40\n\n\nscheduler.prioritty: 1\n", "loopr.yml:7: \"scheduler.prioritty\": unknown key"},
 		{"unknown key in section", "scheduler:\n  poll_interval_secs: 1\n  priority:\n    plan: 40\n  # typo below\n\n  prioritty: {}\n", "loopr.yml:7: scheduler.prioritty: unknown key"},
 		{"unknown loop key", "loops:\n  ralph:\n    max_iteration: 3\n", "loopr.yml:3: loops.ralph.max_iteration: unknown key"},
-		{"unknown type key", "types:\n  review:\n    tier: 1\n", "loopr.yml:3: types.review.tier: unknown key"},
+		{"unknown type key", "types:\n  review:\n    priority: 1\n", "loopr.yml:3: types.review.priority: unknown key"},
 		{"file is not a key", "File: x.yml\n", "loopr.yml:1: File: unknown key"},
 		{"duplicate key", "concurrency:\n  max_loops: 5\n  max_api_calls: 2\n  max_loops: 6\n", "loopr.yml:4: concurrency.max_loops: duplicate key (first at line 2)"},
 		{"duplicate section", "git: {}\nstorage: {}\ngit: {}\n", "loopr.yml:3: git: duplicate key (first at line 1)"},
@@ -485,7 +486,7 @@ types:
 		"plan":   {MaxIterations: 10, RequireApproval: true, Agent: agent, TimeoutSecs: 900},
 		"spec":   {MaxIterations: 25, Agent: agent, TimeoutSecs: 900},
 		"phase":  {MaxIterations: 50, Agent: agent, TimeoutSecs: 900},
-		"ralph":  {MaxIterations: 100, Validate: []string{"go test ./..."}, Agent: []string{"aider"}, TimeoutSecs: 60},
+		"ralph":  {MaxIterations: 100, Validate: []string{"go test ./..."}, Agent: []string{"aider"}, TimeoutSecs: 60, ConflictGroup: "code"},
 		"review": {MaxIterations: 12, Validate: []string{"make lint"}, Agent: agent, TimeoutSecs: 900},
 		"audit":  {MaxIterations: 10, Agent: agent, Prompt: "prompts/audit.md", TimeoutSecs: 900},
 		"nope":   {Agent: agent, TimeoutSecs: 900},

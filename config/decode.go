@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"reflect"
 	"regexp"
@@ -42,21 +43,62 @@ func Parse(data []byte, filename string) (*Config, error) {
 			return nil, err
 		}
 	}
-	if len(c.UserTypes) == 0 {
-		c.UserTypes = nil // `types: {}` is the default, not a difference
-	}
+	c.normalize()
 	if err := c.validate(d.pos); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
+// normalize makes empty maps nil: `types: {}` is the default, not a difference.
+func (c *Config) normalize() {
+	if len(c.UserTypes) == 0 {
+		c.UserTypes = nil
+	}
+	if len(c.Quotas) == 0 {
+		c.Quotas = nil
+	}
+}
+
+// Overlay decodes n, a mapping inside a larger YAML document in file
+// filename (such as the `config:` of a `loopr sim` workload), over a copy
+// of base, and validates the result; base is not changed. Keys in errors
+// carry prefix ("config" → "work.yaml:3: config.concurrency.max_loops:
+// must be > 0"); "" names them as in loopr.yml. A nil or null n gives a copy
+// of base. Every error is an *Error.
+func Overlay(base *Config, n *yaml.Node, filename, prefix string) (*Config, error) {
+	c := base.clone()
+	d := &decoder{file: baseName(filename), pos: map[string]int{}, prefix: prefix}
+	if n != nil {
+		if err := d.value(n, "", 0, reflect.ValueOf(c).Elem()); err != nil {
+			return nil, err
+		}
+	}
+	c.normalize()
+	v := &checker{file: d.file, pos: d.pos, prefix: prefix}
+	if err := c.check(v); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// clone copies c deeply enough for a decoder to write into the copy: the
+// decoder replaces slices and map entries, it never changes them in place.
+func (c *Config) clone() *Config {
+	out := *c
+	out.Loops = maps.Clone(c.Loops)
+	out.UserTypes = maps.Clone(c.UserTypes)
+	out.Quotas = maps.Clone(c.Quotas)
+	return &out
+}
+
 // decoder walks a YAML node tree into a Config. pos records the line of
 // every key it met, by dotted key, so Validate's errors can name lines too.
 type decoder struct {
-	file  string
-	pos   map[string]int
-	nodes int // values decoded so far, to bound alias expansion
+	file   string
+	pos    map[string]int
+	nodes  int    // values decoded so far, to bound alias expansion
+	prefix string // prepended to keys in errors (Overlay)
 }
 
 // maxNodes bounds the values one file may decode to. A real loopr.yml has a
@@ -101,7 +143,18 @@ func (d *decoder) syntaxError(err error) *Error {
 }
 
 func (d *decoder) errorf(line int, key, format string, args ...any) *Error {
-	return &Error{File: d.file, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)}
+	return &Error{File: d.file, Line: line, Key: prefixKey(d.prefix, key), Msg: fmt.Sprintf(format, args...)}
+}
+
+// prefixKey puts prefix before a dotted key.
+func prefixKey(prefix, key string) string {
+	switch {
+	case prefix == "":
+		return key
+	case key == "":
+		return prefix
+	}
+	return prefix + "." + key
 }
 
 // resolve follows aliases to the node they name.

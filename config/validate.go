@@ -74,8 +74,11 @@ func (c *Config) Validate() error { return c.validate(nil) }
 
 // validate is Validate with the key lines of a parsed file.
 func (c *Config) validate(pos map[string]int) error {
-	v := &checker{file: baseName(c.File), pos: pos}
+	return c.check(&checker{file: baseName(c.File), pos: pos})
+}
 
+// check runs every check of Validate with v.
+func (c *Config) check(v *checker) error {
 	v.positive("scheduler.poll_interval_secs", c.Scheduler.PollIntervalSecs)
 	p := c.Scheduler.Priority
 	v.nonNegative("scheduler.priority.plan", p.Plan)
@@ -87,6 +90,11 @@ func (c *Config) validate(pos map[string]int) error {
 	v.nonNegative("scheduler.priority.depth_boost_per_level", p.DepthBoostPerLevel)
 	v.nonNegative("scheduler.priority.retry_penalty_per_iteration", p.RetryPenaltyPerIteration)
 	v.nonNegative("scheduler.priority.retry_penalty_max", p.RetryPenaltyMax)
+	f := c.Scheduler.Fairness
+	if a := f.Alpha; math.IsNaN(a) || a <= 0 || a > 1 {
+		v.fail("scheduler.fairness.alpha", "must be > 0 and <= 1")
+	}
+	v.nonNegative("scheduler.fairness.idle_ttl_secs", f.IdleTTLSecs)
 
 	cc := c.Concurrency
 	v.positive("concurrency.max_loops", cc.MaxLoops)
@@ -95,6 +103,17 @@ func (c *Config) validate(pos map[string]int) error {
 	v.nonNegative("concurrency.per_type.spec", cc.PerType.Spec)
 	v.nonNegative("concurrency.per_type.phase", cc.PerType.Phase)
 	v.nonNegative("concurrency.per_type.ralph", cc.PerType.Ralph)
+
+	v.nonNegative("admission.max_pending", c.Admission.MaxPending)
+	for _, owner := range slices.Sorted(maps.Keys(c.Quotas)) {
+		key := joinKey("quotas", owner)
+		if strings.TrimSpace(owner) == "" {
+			v.fail(key, "owner name must not be empty")
+		}
+		q := c.Quotas[owner]
+		v.nonNegative(key+".max_running", q.MaxRunning)
+		v.nonNegative(key+".max_pending", q.MaxPending)
+	}
 
 	rl := c.RateLimit
 	v.positive("rate_limit.initial_backoff_secs", rl.InitialBackoffSecs)
@@ -175,14 +194,15 @@ func (c *Config) validate(pos map[string]int) error {
 
 // checker keeps the first failed check.
 type checker struct {
-	file string
-	pos  map[string]int // line of each key present in the file; nil for code
-	err  *Error
+	file   string
+	pos    map[string]int // line of each key present in the file; nil for code
+	err    *Error
+	prefix string // prepended to keys in errors (Overlay)
 }
 
 func (v *checker) fail(key, format string, args ...any) {
 	if v.err == nil {
-		v.err = &Error{File: v.file, Line: v.line(key), Key: key, Msg: fmt.Sprintf(format, args...)}
+		v.err = &Error{File: v.file, Line: v.line(key), Key: prefixKey(v.prefix, key), Msg: fmt.Sprintf(format, args...)}
 	}
 }
 
@@ -251,6 +271,18 @@ func (v *checker) loop(key string, s LoopSettings) {
 	}
 	v.argv(key+".agent", s.Agent)
 	v.nonNegative(key+".timeout_secs", s.TimeoutSecs)
+	v.nonNegative(key+".tier", s.Tier)
+	if g := s.ConflictGroup; g != "" && !validGroup(g) {
+		v.fail(key+".conflict_group", "invalid group name %q: use up to 64 letters, digits, '-', '_' and '.'", g)
+	}
+	v.nonNegative(key+".default_cost", s.DefaultCost)
+}
+
+// validGroup reports whether g can name a conflict group.
+func validGroup(g string) bool {
+	return len(g) <= 64 && strings.IndexFunc(g, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
+	}) < 0
 }
 
 // webhook checks one receiver: an absolute http or https URL with a host
