@@ -598,8 +598,24 @@ func (m Model) filterKey(k tea.KeyMsg) (Model, tea.Cmd) {
 	if v := m.input.Value(); v != m.filter {
 		m.filter = v
 		m.buildRows()
+		m.selectMatch()
 	}
 	return m, cmd
+}
+
+// selectMatch moves the cursor off ancestor-only context rows to the first
+// row that matches the filter, so the keys that follow act on a match.
+func (m *Model) selectMatch() {
+	if m.cursor < len(m.rows) && !m.rows[m.cursor].context {
+		return
+	}
+	for i := range m.rows {
+		if !m.rows[i].context {
+			m.cursor = i
+			m.syncSelection()
+			return
+		}
+	}
 }
 
 // keyRunes handles several runes read at once. Typed fast (or sent by a

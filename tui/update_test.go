@@ -604,3 +604,18 @@ func TestDoneHint(t *testing.T) {
 		t.Error("done hint not shown once every loop has settled")
 	}
 }
+
+// TestFilterSelectsAMatch: under a filter, ancestors are shown for context,
+// but the cursor lands on a match so `w` or `c` act on it.
+func TestFilterSelectsAMatch(t *testing.T) {
+	t.Parallel()
+	m := loaded(t, newFake(), 120, 30)
+	m = update(t, m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("/")})
+	for _, r := range "users table" {
+		m = update(t, m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+	}
+	m = update(t, m, tea.KeyMsg{Type: tea.KeyEnter})
+	if l := m.selected(); l == nil || !strings.Contains(l.Title, "users table") {
+		t.Fatalf("selected %+v, want the matching loop", l)
+	}
+}
