@@ -31,7 +31,7 @@ git:
   worktrees: true
 storage:
   disk_quota_min_gb: 0
-`, argv, "sh "+abs(t, "testdata/validate.sh")))
+`, argv, validateCmd(t)))
 	d := startDaemon(t, r)
 
 	cases := []struct {

@@ -14,19 +14,19 @@ import (
 	"github.com/loopr-dev/loopr/loop"
 )
 
-// crashSleep is how long each agent run of the crash test takes.
-const crashSleep = 2 * time.Second
-
-// agentRun is one agent process of the crash test, from its log lines.
+// agentRun is one agent or validate process of the crash tests, from its
+// log lines.
 type agentRun struct {
 	id, typ    string
 	iteration  int
 	pid        int
+	daemon     int       // which daemon of the test started it (E2E_DAEMON)
 	start, end time.Time // end is zero when the run never finished
 }
 
-// readRuns parses the crash agent's log: "start|end <id> <iteration>
-// <unix-ns> <pid> <type>" lines, one write each.
+// readRuns parses the log of agent.sh and validate.sh: "start|end <id>
+// <iteration> <unix-ns> <pid> <type|validate> <daemon>" lines, one write
+// each.
 func readRuns(t *testing.T, path string) []*agentRun {
 	t.Helper()
 	f, err := os.Open(path)
@@ -42,19 +42,20 @@ func readRuns(t *testing.T, path string) []*agentRun {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) != 6 {
-			t.Fatalf("agent log line %q: want 6 fields", sc.Text())
+		if len(f) != 7 {
+			t.Fatalf("agent log line %q: want 7 fields", sc.Text())
 		}
 		it, err1 := strconv.Atoi(f[2])
 		ns, err2 := strconv.ParseInt(f[3], 10, 64)
 		pid, err3 := strconv.Atoi(f[4])
-		if err1 != nil || err2 != nil || err3 != nil {
+		daemon, err4 := strconv.Atoi(f[6])
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
 			t.Fatalf("agent log line %q: bad number", sc.Text())
 		}
 		at := time.Unix(0, ns)
 		switch f[0] {
 		case "start":
-			r := &agentRun{id: f[1], typ: f[5], iteration: it, pid: pid, start: at}
+			r := &agentRun{id: f[1], typ: f[5], iteration: it, pid: pid, daemon: daemon, start: at}
 			runs = append(runs, r)
 			open[pid] = r
 		case "end":
@@ -81,62 +82,82 @@ func readRuns(t *testing.T, path string) []*agentRun {
 // passes bbolt's consistency check.
 func TestCrashRecovery(t *testing.T) {
 	t.Parallel()
+	crashScenario{agentSleep: 2 * time.Second, crashWhile: []string{loop.Spec, loop.Ralph}}.run(t)
+}
+
+// TestCrashDuringValidation kills the daemon while ralph loops run a slow
+// validate command (a test suite): the restarted daemon must stop those
+// commands too before it runs the loops again in the same worktrees.
+func TestCrashDuringValidation(t *testing.T) {
+	t.Parallel()
+	crashScenario{agentSleep: 200 * time.Millisecond, validateSleep: 2 * time.Second, crashWhile: []string{"validate"}}.run(t)
+}
+
+// crashScenario runs a plan tree with agents (and, when validateSleep is
+// set, ralph validate commands) that take their time and log when they
+// start and end, and kills the daemon once for each entry of crashWhile:
+// when at least two runs of that kind (a loop type, or "validate") are in
+// flight, one of them fresh.
+type crashScenario struct {
+	agentSleep, validateSleep time.Duration
+	crashWhile                []string
+}
+
+// sleepOf is how long a run of kind takes.
+func (sc crashScenario) sleepOf(kind string) time.Duration {
+	if kind == "validate" {
+		return sc.validateSleep
+	}
+	return sc.agentSleep
+}
+
+func (sc crashScenario) run(t *testing.T) {
 	began := time.Now()
-	agentLog := filepath.Join(t.TempDir(), "agents.log")
-	r := newRepo(t, treeConfig(t, 5, "crash", agentLog, strconv.FormatFloat(crashSleep.Seconds(), 'f', -1, 64)))
+	secs := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }
+	runLog := filepath.Join(t.TempDir(), "runs.log")
+	validate := validateCmd(t)
+	if sc.validateSleep > 0 {
+		validate = validateCmd(t, runLog, secs(sc.validateSleep))
+	}
+	r := newRepo(t, treeConfig(t, 5, validate, "crash", runLog, secs(sc.agentSleep)))
 	before := r.checkout(t)
 	d := startDaemon(t, r)
 	var plan loop.Loop
 	mustJSON(t, ok(t, r.dir, "plan", "Survive crashes", "--json"), &plan)
 
-	// crashWhile waits until at least two agents of type typ run, one of
-	// them started less than 700ms ago (so it has well over a second of
-	// its sleep left), kills the daemon, notes the agents in flight, and
-	// starts a new daemon.
-	type crashPoint struct {
-		inFlight  []*agentRun
-		restarted time.Time
-	}
-	var crashes []crashPoint
-	crashWhile := func(typ string) {
-		t.Helper()
-		waitFor(t, 30*time.Second, "two running "+typ+" agents", func() bool {
+	// crashes[n] is the crash of daemon n.
+	type crashPoint struct{ killed, restarted time.Time }
+	crashes := map[int]crashPoint{}
+	for _, kind := range sc.crashWhile {
+		// Wait for two runs of kind, one with well over a second left, so
+		// that only the new daemon can have ended it before its time.
+		fresh := sc.sleepOf(kind) - 1300*time.Millisecond
+		waitFor(t, 30*time.Second, "two running "+kind+" runs", func() bool {
 			if d.exited() {
 				t.Fatalf("daemon exited: %v\n%s", d.cmd.ProcessState, tail(d.output(), 40))
 			}
-			running, fresh := 0, false
-			for _, run := range readRuns(t, agentLog) {
-				if run.typ == typ && run.end.IsZero() && agentAlive(run.pid) {
+			running, young := 0, false
+			for _, run := range readRuns(t, runLog) {
+				if run.daemon == d.n && run.typ == kind && run.end.IsZero() && agentAlive(run.pid) {
 					running++
-					fresh = fresh || time.Since(run.start) < 700*time.Millisecond
+					young = young || time.Since(run.start) < fresh
 				}
 			}
-			return running >= 2 && fresh
+			return running >= 2 && young
 		})
 		d.crash(t)
-		var cp crashPoint
-		var last time.Time // runs killed at an earlier crash are not this one's
-		if len(crashes) > 0 {
-			last = crashes[len(crashes)-1].restarted
-		}
-		for _, run := range readRuns(t, agentLog) {
-			if run.end.IsZero() && run.start.After(last) {
-				cp.inFlight = append(cp.inFlight, run)
+		cp := crashPoint{killed: time.Now()}
+		orphans := 0
+		for _, run := range readRuns(t, runLog) {
+			if run.daemon == d.n && run.end.IsZero() && agentAlive(run.pid) {
+				orphans++
 			}
 		}
-		alive := 0
-		for _, run := range cp.inFlight {
-			if agentAlive(run.pid) {
-				alive++
-			}
-		}
-		t.Logf("crash %d: killed the daemon with %d agents in flight, %d alive as orphans", len(crashes)+1, len(cp.inFlight), alive)
+		t.Logf("crash of daemon %d while %s runs: %d orphans alive", d.n, kind, orphans)
 		cp.restarted = time.Now()
+		crashes[d.n] = cp
 		d = startDaemon(t, r)
-		crashes = append(crashes, cp)
 	}
-	crashWhile(loop.Spec)
-	crashWhile(loop.Ralph)
 
 	waitFor(t, 60*time.Second, "the plan tree to settle", func() bool {
 		if d.exited() {
@@ -152,56 +173,49 @@ func TestCrashRecovery(t *testing.T) {
 		byID[l.ID] = l
 	}
 
-	runs := readRuns(t, agentLog)
-	// No agent from before a crash is left: each either finished before
-	// the restart or was killed (no end line), and none is alive now.
-	for i, cp := range crashes {
-		for _, then := range cp.inFlight {
-			run := runs[slices.IndexFunc(runs, func(r *agentRun) bool { return r.pid == then.pid && r.start.Equal(then.start) })]
-			if agentAlive(run.pid) {
-				t.Errorf("crash %d: agent pid %d of loop %s (iteration %d) still runs after the restart", i+1, run.pid, run.id, run.iteration)
+	runs := readRuns(t, runLog)
+	perLoop := map[string][]*agentRun{}
+	for _, run := range runs {
+		if _, ok := byID[run.id]; !ok {
+			t.Errorf("something ran for loop %s, which is not in the store", run.id)
+		}
+		interval := *run
+		cp, crashed := crashes[run.daemon]
+		switch {
+		case !crashed:
+			if run.end.IsZero() {
+				t.Errorf("%s run of loop %s (iteration %d, pid %d) by daemon %d never finished, and no crash explains it", run.typ, run.id, run.iteration, run.pid, run.daemon)
 			}
-			// An agent with more than a second of its sleep left when the
-			// daemon restarted must have been killed by the recovery.
-			if !run.end.IsZero() && run.start.Add(crashSleep).After(cp.restarted.Add(time.Second)) {
-				t.Errorf("crash %d: agent of loop %s (iteration %d) finished at %s, after the restart at %s: the new daemon did not kill it",
-					i+1, run.id, run.iteration, run.end.Format("15:04:05.000"), cp.restarted.Format("15:04:05.000"))
+		case run.end.IsZero() || run.end.After(cp.killed):
+			// In flight when its daemon crashed. Nothing of it may be
+			// left, and a run with more than a second to go when the
+			// next daemon started must have been stopped by that daemon.
+			if agentAlive(run.pid) {
+				t.Errorf("%s pid %d of loop %s (iteration %d) from crashed daemon %d still runs", run.typ, run.pid, run.id, run.iteration, run.daemon)
+			}
+			if !run.end.IsZero() && run.start.Add(sc.sleepOf(run.typ)).After(cp.restarted.Add(time.Second)) {
+				t.Errorf("%s run of loop %s (iteration %d) from crashed daemon %d finished at %s, after the restart at %s: the new daemon did not stop it",
+					run.typ, run.id, run.iteration, run.daemon, run.end.Format("15:04:05.000"), cp.restarted.Format("15:04:05.000"))
 			}
 			// The interrupted iteration counts as one attempt.
 			if l := byID[run.id]; l.Iteration <= run.iteration {
-				t.Errorf("crash %d: loop %s was interrupted at iteration %d but ended at iteration %d", i+1, run.id, run.iteration, l.Iteration)
+				t.Errorf("loop %s was interrupted by a crash at iteration %d but ended at iteration %d", run.id, run.iteration, l.Iteration)
+			}
+			if run.end.IsZero() {
+				interval.end = cp.restarted // killed, at the latest, when the next daemon started
 			}
 		}
+		perLoop[run.id] = append(perLoop[run.id], &interval)
 	}
-	// No two runs of a loop overlap. A killed run ends, at the latest, when
-	// the next daemon started.
-	restarts := []time.Time{}
-	for _, cp := range crashes {
-		restarts = append(restarts, cp.restarted)
-	}
-	perLoop := map[string][]*agentRun{}
-	for _, run := range runs {
-		end := run.end
-		if end.IsZero() {
-			i := slices.IndexFunc(restarts, func(at time.Time) bool { return at.After(run.start) })
-			if i < 0 {
-				t.Errorf("agent of loop %s (iteration %d, pid %d) never finished, and no crash explains it", run.id, run.iteration, run.pid)
-				continue
-			}
-			end = restarts[i]
-		}
-		perLoop[run.id] = append(perLoop[run.id], &agentRun{id: run.id, iteration: run.iteration, start: run.start, end: end})
-	}
+	// No two runs of a loop (agent or validation) overlap.
 	for id, rs := range perLoop {
 		slices.SortFunc(rs, func(a, b *agentRun) int { return a.start.Compare(b.start) })
 		for i := 1; i < len(rs); i++ {
 			if rs[i].start.Before(rs[i-1].end) {
-				t.Errorf("loop %s: agent runs overlap: iteration %d ran %s–%s, iteration %d started %s", id,
-					rs[i-1].iteration, rs[i-1].start.Format("05.000"), rs[i-1].end.Format("05.000"), rs[i].iteration, rs[i].start.Format("05.000"))
+				t.Errorf("loop %s: runs overlap: %s of iteration %d ran %s–%s, %s of iteration %d started %s", id,
+					rs[i-1].typ, rs[i-1].iteration, rs[i-1].start.Format("05.000"), rs[i-1].end.Format("05.000"),
+					rs[i].typ, rs[i].iteration, rs[i].start.Format("05.000"))
 			}
-		}
-		if _, ok := byID[id]; !ok {
-			t.Errorf("an agent ran for loop %s, which is not in the store", id)
 		}
 	}
 	if after := r.checkout(t); after != before {
@@ -233,10 +247,11 @@ func TestCrashRecovery(t *testing.T) {
 	if len(created) != len(loops) {
 		t.Errorf("the journal created %d loops, the store holds %d", len(created), len(loops))
 	}
-	t.Logf("%d agent runs for %d loops, wall time %s", len(runs), len(loops), time.Since(began).Round(time.Millisecond))
+	t.Logf("%d runs for %d loops, wall time %s", len(runs), len(loops), time.Since(began).Round(time.Millisecond))
 }
 
-// agentAlive reports whether pid is a live (not zombie) agent.sh process.
+// agentAlive reports whether pid is a live (not zombie) agent.sh or
+// validate.sh process.
 func agentAlive(pid int) bool {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -247,5 +262,5 @@ func agentAlive(pid int) bool {
 		return false
 	}
 	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	return strings.Contains(string(cmdline), "agent.sh")
+	return strings.Contains(string(cmdline), "agent.sh") || strings.Contains(string(cmdline), "validate.sh")
 }

@@ -23,7 +23,7 @@ import (
 func TestTreeRunsToCompletion(t *testing.T) {
 	t.Parallel()
 	began := time.Now()
-	r := newRepo(t, treeConfig(t, 3, "tree"))
+	r := newRepo(t, treeConfig(t, 3, validateCmd(t), "tree"))
 	before := r.checkout(t)
 	d := startDaemon(t, r)
 

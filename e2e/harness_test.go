@@ -71,8 +71,8 @@ func (r repo) checkout(t *testing.T) checkout {
 
 // treeConfig is a loopr.yml for a whole plan tree run by testdata/agent.sh
 // with the given arguments: no approval stop, ralph loops validated by
-// testdata/validate.sh, worktrees, short backoffs.
-func treeConfig(t *testing.T, maxIterations int, agentArgs ...string) string {
+// the command validate, worktrees, short backoffs.
+func treeConfig(t *testing.T, maxIterations int, validate string, agentArgs ...string) string {
 	t.Helper()
 	argv := []string{"sh", abs(t, "testdata/agent.sh")}
 	argv = append(argv, agentArgs...)
@@ -102,11 +102,19 @@ git:
   worktrees: true
 storage:
   disk_quota_min_gb: 0
-`, cmd, maxIterations, "sh "+abs(t, "testdata/validate.sh"))
+`, cmd, maxIterations, validate)
+}
+
+// validateCmd is the ralph validate command running testdata/validate.sh
+// with args.
+func validateCmd(t *testing.T, args ...string) string {
+	t.Helper()
+	return strings.Join(append([]string{"sh", abs(t, "testdata/validate.sh")}, args...), " ")
 }
 
 // daemonProc is a `loopr daemon` process started by a test.
 type daemonProc struct {
+	n    int // 1 for the first daemon of a test, 2 for the next, …
 	cmd  *exec.Cmd
 	log  string
 	done chan struct{} // closed when the process has exited and was reaped
@@ -131,14 +139,15 @@ func startDaemon(t *testing.T, r repo) *daemonProc {
 	defer logf.Close()
 	cmd := exec.Command(bin, "daemon")
 	cmd.Dir = r.dir
-	cmd.Env = append(os.Environ(), "LOOPR_HOME=", "NO_COLOR=1")
+	// Agents inherit E2E_DAEMON: their logs say which daemon ran them.
+	cmd.Env = append(os.Environ(), "LOOPR_HOME=", "NO_COLOR=1", fmt.Sprintf("E2E_DAEMON=%d", n))
 	// A file, not a pipe: Wait must not wait for agents a killed daemon
 	// leaves behind.
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemonProc{cmd: cmd, log: logPath, done: make(chan struct{})}
+	d := &daemonProc{n: n, cmd: cmd, log: logPath, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		close(d.done)

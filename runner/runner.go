@@ -133,9 +133,14 @@ type Result struct {
 type Runner struct {
 	Now func() time.Time // default time.Now
 	Log *slog.Logger     // default: discard
-	// OnAgentStart, when set, is called with the agent's pid (which is also
-	// its process group id) once it runs, so the caller can record it in the
-	// loop's lease. It must not block.
+	// OnAgentStart, when set, is called with the pid (which is also the
+	// process group id) of each process group an iteration starts: the
+	// agent's once it runs, then each validate command's. They run one
+	// after the other, each group gone before the next starts, so the
+	// caller can record the live one in the loop's lease and a daemon
+	// restarted after a crash can kill it: a validation left running (a
+	// long test suite) would otherwise share the worktree with the next
+	// iteration. It must not block.
 	OnAgentStart func(loopID string, pid int)
 	// AgentSlots, when set, limits how many agents run at once across all
 	// Runs (max_api_calls): a buffered channel whose capacity is the limit.
@@ -408,13 +413,19 @@ func (it *iteration) runAgent(ctx context.Context) (procResult, error) {
 		grace:   it.s.Grace,
 		started: func(pid int) {
 			it.log.Info("agent started", "pid", pid, "agent", it.s.Agent[0])
-			if it.r.OnAgentStart != nil {
-				it.r.OnAgentStart(it.j.Loop.ID, pid)
-			}
+			it.groupStarted(pid)
 		},
 	})
 	it.res.AgentEnd = it.r.now()
 	return p, nil
+}
+
+// groupStarted passes the pid of a process group this iteration started
+// (the agent, or a validate command) to OnAgentStart.
+func (it *iteration) groupStarted(pid int) {
+	if it.r.OnAgentStart != nil {
+		it.r.OnAgentStart(it.j.Loop.ID, pid)
+	}
 }
 
 // rateLimited reports whether the agent hit a rate limit: the configured
@@ -456,6 +467,7 @@ func (it *iteration) validate(ctx context.Context, vlog io.Writer) Result {
 			out:     vlog,
 			timeout: it.s.ValidateTimeout,
 			grace:   it.s.Grace,
+			started: it.groupStarted,
 		})
 		took := time.Since(start).Round(time.Millisecond)
 		name := "validate `" + clip(c, 80) + "`"

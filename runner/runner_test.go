@@ -558,3 +558,34 @@ func TestRunCancelDuringValidation(t *testing.T) {
 		t.Errorf("Run() took %v after cancellation", took)
 	}
 }
+
+// TestRunReportsEveryProcessGroup: OnAgentStart names the agent's process
+// group and then each validate command's, in order, so a lease always names
+// the live one: a daemon restarted after a crash during a long validation
+// must be able to kill it (e2e TestCrashDuringValidation).
+func TestRunReportsEveryProcessGroup(t *testing.T) {
+	t.Parallel()
+	j := newJob(t, loop.Ralph, agent(t, `echo $$ > agent.pid`))
+	j.Settings.Validate = []string{"echo $$ > v1.pid", "echo $$ > v2.pid"}
+	var got []int
+	r := &Runner{OnAgentStart: func(id string, pid int) {
+		if id != j.Loop.ID {
+			t.Errorf("OnAgentStart id = %q, want %q", id, j.Loop.ID)
+		}
+		got = append(got, pid)
+	}}
+	if res := r.Run(context.Background(), j); res.Outcome != Passed {
+		t.Fatalf("Run() = %v %q, want passed", res.Outcome, res.Reason)
+	}
+	var want []int
+	for _, name := range []string{"agent.pid", "v1.pid", "v2.pid"} {
+		pid, err := strconv.Atoi(strings.TrimSpace(readFile(t, filepath.Join(j.Workdir, name))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, pid)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("OnAgentStart pids mismatch (-want +got):\n%s", diff)
+	}
+}

@@ -11,8 +11,10 @@
 #                               the first spec call answers a 429 with
 #                               "retry-after: 2" and exits 1.
 #   agent.sh crash LOG SLEEP    the same tree without the failures; every run
-#                               appends "start|end <id> <iteration> <unix-ns> <pid> <type>"
-#                               to LOG and sleeps SLEEP seconds in between.
+#                               appends "start|end <id> <iteration> <unix-ns> <pid> <type> <daemon>"
+#                               to LOG and sleeps SLEEP seconds in between
+#                               (<daemon> is $E2E_DAEMON, which the test sets
+#                               on each daemon it starts and agents inherit).
 #   agent.sh bad                what the loop's title says: bad:hang, bad:flood,
 #                               bad:exit3, bad:malformed, bad:rmworktree, or any
 #                               other title for a healthy run.
@@ -29,7 +31,7 @@ title=$(head -n 1 "$LOOPR_PROMPT_FILE" | sed -n 's/.*, "\(.*\)"\.$/\1/p')
 
 # note appends one line to the crash log in a single write.
 note() {
-	printf '%s %s %s %s %s %s\n' "$1" "$id" "$it" "$(date +%s%N)" "$$" "$LOOPR_LOOP_TYPE" >>"$log"
+	printf '%s %s %s %s %s %s %s\n' "$1" "$id" "$it" "$(date +%s%N)" "$$" "$LOOPR_LOOP_TYPE" "${E2E_DAEMON:-0}" >>"$log"
 }
 
 artifact() {
