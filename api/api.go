@@ -112,6 +112,13 @@ type SchedRow struct {
 	Reasons      []string    `json:"reasons"`
 	ReasonText   []string    `json:"reason_text"`
 	AgeSeconds   int64       `json:"age_seconds"`
+	// Scheduling policy (the policy issue): the type's tier, and with
+	// fairness on the loop's fairness key, the key's accumulated cost when
+	// the scheduler reached the row, and the loop's estimated cost (seconds).
+	Tier        int     `json:"tier,omitzero"`
+	FairnessKey string  `json:"fairness_key,omitzero"`
+	KeyUsed     float64 `json:"key_used,omitzero"`
+	Cost        float64 `json:"cost,omitzero"`
 }
 
 // SchedulerView is the debug plan at one instant (GET /v1/scheduler).
@@ -192,4 +199,7 @@ const (
 	CodeTooLarge    = "too_large"   // 413
 	CodeUnavailable = "unavailable" // 503: disk full, shutting down
 	CodeInternal    = "internal"    // 500
+	// Admission limits (a new loop is refused; retry later): 429.
+	CodeQueueFull     = "queue_full"     // admission.max_pending loops already wait
+	CodeQuotaExceeded = "quota_exceeded" // the owner has quotas.<owner>.max_pending loops waiting
 )

@@ -58,7 +58,10 @@ func (s *Service) CreateBatch(reqs []api.CreateRequest) (api.BatchResult, error)
 func ItemError(err error) *api.ErrorBody {
 	code := api.CodeInvalid
 	var te *loop.TransitionError
+	var le *LimitError
 	switch {
+	case errors.As(err, &le):
+		code = le.Code
 	case errors.Is(err, store.ErrNotFound):
 		code = api.CodeNotFound
 	case errors.As(err, &te), errors.Is(err, store.ErrExists):

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/loopr-dev/loopr/config"
@@ -49,7 +50,8 @@ func IsUsage(err error) bool {
 	var ie *InputError
 	var te *loop.TransitionError
 	var ce *config.Error
-	return errors.As(err, &ie) || errors.As(err, &te) || errors.As(err, &ce) ||
+	var le *LimitError
+	return errors.As(err, &ie) || errors.As(err, &te) || errors.As(err, &ce) || errors.As(err, &le) ||
 		errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists)
 }
 
@@ -60,6 +62,9 @@ type Service struct {
 	now   func() time.Time
 	cfg   func() *config.Config
 	disk  func(path string) (float64, error)
+
+	admMu sync.Mutex
+	adm   admissionCount // the waiting loops counted in the last write transaction
 }
 
 // New returns a Service. cfg is called on every operation so a daemon can
@@ -95,6 +100,7 @@ func Policy(c *config.Config) scheduler.Policy {
 			p.TypeCap[t] = cp
 		}
 	}
+	addTypePolicies(&p, c)
 	return p
 }
 

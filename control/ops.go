@@ -86,7 +86,14 @@ func (s *Service) CreateIn(tx *store.Tx, req api.CreateRequest, now time.Time) (
 	if err != nil {
 		return loop.Loop{}, err
 	}
-	return l, tx.Create(l)
+	if err := s.admit(tx, l.Owner); err != nil {
+		return loop.Loop{}, err
+	}
+	if err := tx.Create(l); err != nil {
+		s.unadmit(tx, l.Owner)
+		return loop.Loop{}, err
+	}
+	return l, nil
 }
 
 // Get returns one loop.

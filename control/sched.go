@@ -51,12 +51,14 @@ type Snapshot struct {
 }
 
 // Snapshot reads everything the scheduler needs in one read transaction:
-// waiting loops, running counts by type, each distinct parent's status
-// once, the rate-limit state; then checks each distinct triggering artifact
-// once and the free disk space.
+// waiting loops, the running loops and their counts by type, each distinct
+// parent's status once, the rate-limit state and, with fairness on, each
+// waiting loop's root (every ancestor read once) and the fairness state;
+// then checks each distinct triggering artifact once and the free disk space.
 func (s *Service) Snapshot() (Snapshot, error) {
 	var snap Snapshot
 	snap.Running = map[string]int{}
+	fair := s.cfg().Scheduler.Fairness.Enabled
 	err := s.Store.View(func(tx *store.Tx) error {
 		parents := map[string]*loop.Loop{}
 		collect := func(l loop.Loop) bool {
@@ -75,6 +77,7 @@ func (s *Service) Snapshot() (Snapshot, error) {
 		if err := tx.ByStatus(loop.Running, func(l loop.Loop) bool {
 			snap.Running[l.Type]++
 			snap.RunningTotal++
+			snap.Active = append(snap.Active, &l)
 			return true
 		}); err != nil {
 			return err
@@ -98,6 +101,24 @@ func (s *Service) Snapshot() (Snapshot, error) {
 				c.ParentMissing = true
 			} else {
 				c.ParentStatus = p.Status
+			}
+		}
+		if fair {
+			r := roots{tx: tx, known: parents, root: map[string]string{}}
+			for i := range snap.Waiting {
+				c := &snap.Waiting[i]
+				if c.Loop.FairnessKey != "" || c.Loop.Parent == "" {
+					continue
+				}
+				root, err := r.of(c.Loop.Parent)
+				if err != nil {
+					return err
+				}
+				c.Root = root
+			}
+			var err error
+			if snap.Fairness, err = loadFairness(tx); err != nil {
+				return err
 			}
 		}
 		_, err := tx.Meta(RateLimitKey, &snap.RateLimit)
@@ -152,6 +173,7 @@ func Row(r scheduler.Row, now time.Time) api.SchedRow {
 		RetryPenalty: r.Score.RetryPenalty, Runnable: r.Runnable,
 		Reasons: []string{}, ReasonText: []string{},
 		AgeSeconds: max(0, int64(now.Sub(r.Loop.CreatedAt)/time.Second)),
+		Tier:       r.Tier, FairnessKey: r.Key, KeyUsed: r.KeyUsed, Cost: r.Cost,
 	}
 	for _, rs := range r.Reasons {
 		out.Reasons = append(out.Reasons, string(rs.Code))
@@ -250,6 +272,27 @@ func (s *Service) Why(id string, now time.Time) (api.Why, error) {
 	}
 	gate(scheduler.TypeCap, fmt.Sprintf("type cap %s %s", l.Type, capText))
 	gate(scheduler.GlobalCap, fmt.Sprintf("global cap %d/%d", snap.RunningTotal, p.MaxLoops))
+	if tier := p.Tier[l.Type]; tier > 0 {
+		n := 0
+		for t, k := range snap.Running {
+			if p.Tier[t] == tier {
+				n += k
+			}
+		}
+		gate(scheduler.TierCap, fmt.Sprintf("tier %d cap %d/%d", tier, n, tier))
+	}
+	if q := p.OwnerCap[l.Owner]; q > 0 {
+		n := 0
+		for _, a := range snap.Active {
+			if a.Owner == l.Owner {
+				n++
+			}
+		}
+		gate(scheduler.Quota, fmt.Sprintf("quota %s %d/%d", l.Owner, n, q))
+	}
+	if g := p.ConflictGroup[l.Type]; g != "" && l.ConflictKey != "" {
+		gate(scheduler.Conflict, fmt.Sprintf("no conflict on %s/%s", g, l.ConflictKey))
+	}
 	return w, nil
 }
 

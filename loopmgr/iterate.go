@@ -183,6 +183,13 @@ func (m *Manager) finish(ctx context.Context, r result) {
 	if err != nil {
 		m.log.Error("apply result", "loop", l.ID, "outcome", res.Outcome, "err", err)
 	}
+	// Fairness learns the wall time of iterations that ran to a verdict
+	// (not those cancelled, rate limited or never started).
+	if r.err == nil && (res.Outcome == runner.Passed || res.Outcome == runner.Failed) {
+		if err := m.svc.Observe(l, now.Sub(a.started), now); err != nil {
+			m.log.Error("fairness observe", "loop", l.ID, "err", err)
+		}
+	}
 	if m.o.OnFinish != nil {
 		m.o.OnFinish(l.ID, time.Now())
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/ratelimit"
 	"github.com/loopr-dev/loopr/runner"
+	"github.com/loopr-dev/loopr/scheduler"
 	"github.com/loopr-dev/loopr/store"
 )
 
@@ -218,13 +219,20 @@ func (m *Manager) tickOnce(ctx context.Context) time.Duration {
 		}
 	}
 	selected := 0
-	for _, id := range start {
+	var charges []scheduler.Charge // fairness: what the started loops cost their keys
+	for i, id := range start {
 		if ctx.Err() != nil {
 			break
 		}
 		if m.start(ctx, id, now) {
 			selected++
+			if i < len(d.Charges) {
+				charges = append(charges, d.Charges[i])
+			}
 		}
+	}
+	if err := m.svc.Charge(charges, now); err != nil {
+		m.log.Error("fairness charge", "err", err)
 	}
 	st := TickStats{At: now, Waiting: d.Waiting, Eligible: d.Eligible, Selected: selected,
 		Running: d.Running + selected, Slots: d.Slots, Duration: time.Since(began)}
