@@ -75,14 +75,16 @@ func readRuns(t *testing.T, path string) []*agentRun {
 
 // TestCrashRecovery kills the daemon with SIGKILL twice while agents run
 // (issue 3, item 2) — once while spec agents run, once while ralph agents
-// run — and restarts it each time. The tree still completes: every loop is
-// created once and completes once, no child is created twice, no two agent
-// runs of one loop overlap, no agent from before a crash survives the
-// restart, every interrupted loop was charged one iteration, and the store
-// passes bbolt's consistency check.
+// run — and stops it cleanly with SIGTERM once while phase agents run,
+// restarting it each time. The tree still completes: every loop is created
+// once and completes once, no child is created twice, no two agent runs of
+// one loop overlap, no agent from before a crash survives the restart (and
+// none outlives a clean stop), every loop interrupted by a crash was charged
+// one iteration while a clean stop cost none, and the store passes bbolt's
+// consistency check.
 func TestCrashRecovery(t *testing.T) {
 	t.Parallel()
-	crashScenario{agentSleep: 2 * time.Second, crashWhile: []string{loop.Spec, loop.Ralph}}.run(t)
+	crashScenario{agentSleep: 2 * time.Second, stops: []stop{{kind: loop.Spec}, {kind: loop.Phase, clean: true}, {kind: loop.Ralph}}}.run(t)
 }
 
 // TestCrashDuringValidation kills the daemon while ralph loops run a slow
@@ -90,17 +92,24 @@ func TestCrashRecovery(t *testing.T) {
 // commands too before it runs the loops again in the same worktrees.
 func TestCrashDuringValidation(t *testing.T) {
 	t.Parallel()
-	crashScenario{agentSleep: 200 * time.Millisecond, validateSleep: 2 * time.Second, crashWhile: []string{"validate"}}.run(t)
+	crashScenario{agentSleep: 200 * time.Millisecond, validateSleep: 2 * time.Second, stops: []stop{{kind: "validate"}}}.run(t)
 }
 
 // crashScenario runs a plan tree with agents (and, when validateSleep is
 // set, ralph validate commands) that take their time and log when they
-// start and end, and kills the daemon once for each entry of crashWhile:
-// when at least two runs of that kind (a loop type, or "validate") are in
-// flight, one of them fresh.
+// start and end, and stops the daemon once for each entry of stops, then
+// starts a new one.
 type crashScenario struct {
 	agentSleep, validateSleep time.Duration
-	crashWhile                []string
+	stops                     []stop
+}
+
+// stop is one end of a daemon: when at least two runs of kind (a loop type,
+// or "validate") are in flight, one of them fresh, SIGKILL (a crash) or
+// SIGTERM (clean).
+type stop struct {
+	kind  string
+	clean bool
 }
 
 // sleepOf is how long a run of kind takes.
@@ -125,10 +134,14 @@ func (sc crashScenario) run(t *testing.T) {
 	var plan loop.Loop
 	mustJSON(t, ok(t, r.dir, "plan", "Survive crashes", "--json"), &plan)
 
-	// crashes[n] is the crash of daemon n.
-	type crashPoint struct{ killed, restarted time.Time }
+	// crashes[n] is how daemon n ended, when it did before the last one.
+	type crashPoint struct {
+		clean             bool
+		killed, restarted time.Time
+	}
 	crashes := map[int]crashPoint{}
-	for _, kind := range sc.crashWhile {
+	for _, at := range sc.stops {
+		kind := at.kind
 		// Wait for two runs of kind, one with well over a second left, so
 		// that only the new daemon can have ended it before its time.
 		fresh := sc.sleepOf(kind) - 1300*time.Millisecond
@@ -145,15 +158,29 @@ func (sc crashScenario) run(t *testing.T) {
 			}
 			return running >= 2 && young
 		})
-		d.crash(t)
-		cp := crashPoint{killed: time.Now()}
-		orphans := 0
+		how := "crash"
+		if at.clean {
+			how = "clean stop"
+			if code := d.stop(); code != 0 {
+				t.Errorf("daemon %d: exit code %d after SIGTERM, want 0", d.n, code)
+			}
+		} else {
+			d.crash(t)
+		}
+		cp := crashPoint{clean: at.clean, killed: time.Now()}
+		inFlight, orphans := 0, 0
 		for _, run := range readRuns(t, runLog) {
-			if run.daemon == d.n && run.end.IsZero() && agentAlive(run.pid) {
-				orphans++
+			if run.daemon == d.n && run.end.IsZero() {
+				inFlight++
+				if agentAlive(run.pid) {
+					orphans++
+				}
 			}
 		}
-		t.Logf("crash of daemon %d while %s runs: %d orphans alive", d.n, kind, orphans)
+		t.Logf("%s of daemon %d while %s runs: %d runs unfinished, %d of them alive", how, d.n, kind, inFlight, orphans)
+		if at.clean && orphans > 0 {
+			t.Errorf("%d agents outlived daemon %d, which stopped cleanly", orphans, d.n)
+		}
 		cp.restarted = time.Now()
 		crashes[d.n] = cp
 		d = startDaemon(t, r)
@@ -186,6 +213,15 @@ func (sc crashScenario) run(t *testing.T) {
 			if run.end.IsZero() {
 				t.Errorf("%s run of loop %s (iteration %d, pid %d) by daemon %d never finished, and no crash explains it", run.typ, run.id, run.iteration, run.pid, run.daemon)
 			}
+		case cp.clean && run.end.After(cp.killed):
+			t.Errorf("%s run of loop %s (iteration %d) ended at %s, after its daemon %d had stopped cleanly at %s",
+				run.typ, run.id, run.iteration, run.end.Format("15:04:05.000"), run.daemon, cp.killed.Format("15:04:05.000"))
+		case cp.clean && run.end.IsZero():
+			// Stopped by its daemon, at the same iteration: a clean stop costs no attempt.
+			if l := byID[run.id]; l.Iteration != run.iteration {
+				t.Errorf("loop %s was stopped cleanly at iteration %d but ended at iteration %d", run.id, run.iteration, l.Iteration)
+			}
+			interval.end = cp.killed
 		case run.end.IsZero() || run.end.After(cp.killed):
 			// In flight when its daemon crashed. Nothing of it may be
 			// left, and a run with more than a second to go when the
