@@ -98,3 +98,17 @@ type Latency struct {
 	P99Ms  float64 `json:"p99_ms"`
 	MaxMs  float64 `json:"max_ms"`
 }
+
+// WebhookPayload is the JSON body loopr POSTs to a webhook (see the
+// webhooks: setting): the journal event and the loop as it is when the
+// delivery is prepared (normally the same instant).
+type WebhookPayload struct {
+	Event     string      `json:"event"` // created, a status (complete, failed, …), rate_limited
+	Seq       uint64      `json:"seq"`   // the event's journal sequence number: unique, increasing
+	Time      time.Time   `json:"time"`
+	From      loop.Status `json:"from,omitzero"`
+	To        loop.Status `json:"to,omitzero"`
+	Iteration int         `json:"iteration,omitzero"`
+	Message   string      `json:"message,omitzero"`
+	Loop      loop.Loop   `json:"loop"`
+}

@@ -244,6 +244,22 @@ func (c *Client) CreateBatch(ctx context.Context, reqs []api.CreateRequest) (api
 	return res, err
 }
 
+// GC runs a retention pass now (POST /v1/gc) and reports what it removed,
+// or with req.DryRun what it would remove.
+func (c *Client) GC(ctx context.Context, req api.GCRequest) (api.GCResult, error) {
+	var res api.GCResult
+	err := c.call(ctx, http.MethodPost, "/v1/gc", req, &res)
+	return res, err
+}
+
+// Stats returns the daemon's summary: the store's counts and rates, and
+// the counters and latencies it measured since it started.
+func (c *Client) Stats(ctx context.Context) (api.Stats, error) {
+	var st api.Stats
+	err := c.call(ctx, http.MethodGet, "/v1/stats", nil, &st)
+	return st, err
+}
+
 // List returns loops matching req in creation order.
 func (c *Client) List(ctx context.Context, req api.ListRequest) ([]loop.Loop, error) {
 	q := url.Values{}

@@ -62,7 +62,6 @@ func TestBadInputIsA4xxJSONError(t *testing.T) {
 		{"batch item unknown field", "POST", "/v1/loops/batch", `{"loops":[{"type":"ralph","task":"x","colour":1}]}`, 400, api.CodeInvalid, "colour"},
 		{"batch item wrong type", "POST", "/v1/loops/batch", `{"loops":[{"type":"ralph","task":"x","max_iterations":"9"}]}`, 400, api.CodeInvalid, "max_iterations"},
 		{"batch too many", "POST", "/v1/loops/batch", `{"loops":[` + strings.Repeat(`{"type":"ralph","task":"x"},`, 1000) + `{"type":"ralph","task":"x"}]}`, 400, api.CodeInvalid, "at most 1000"},
-		{"batch unknown parent", "POST", "/v1/loops/batch", `{"loops":[{"type":"ralph","task":"x","parent":"ghost"}]}`, 404, api.CodeNotFound, "loops[0].parent"},
 		{"get unknown id", "GET", "/v1/loops/nope", ``, 404, api.CodeNotFound, "nope"},
 		{"get invalid id", "GET", "/v1/loops/..%2F..%2Fetc", ``, 400, api.CodeInvalid, "not a loop id"},
 		{"list unknown status", "GET", "/v1/loops?status=sleepy", ``, 400, api.CodeInvalid, "sleepy"},

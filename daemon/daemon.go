@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -47,6 +48,9 @@ type Options struct {
 	Version string
 	// Ready, if set, is called once the socket accepts connections.
 	Ready func(pid int)
+	// WebhookBackoff is the wait before a webhook delivery's first retry;
+	// it doubles before each further one. 0 means 1 s.
+	WebhookBackoff time.Duration
 }
 
 // ShutdownTimeout bounds how long Run waits for HTTP requests in flight
@@ -113,8 +117,11 @@ func Run(ctx context.Context, o Options) error {
 	defer removePIDFile(paths.PIDFile(), pid)
 
 	cfg := o.Config
-	d.svc = control.New(st, paths, func() *config.Config { return cfg }, time.Now)
+	d.cfg.Store(cfg) // swapped by a hot reload of loopr.yml
+	d.svc = control.New(st, paths, d.config, time.Now)
 	d.hub = newHub()
+	d.metrics = newMetrics(d)
+	d.webhooks = newWebhooks(d, o.WebhookBackoff)
 
 	var mgr *loopmgr.Manager
 	run := &runner.Runner{
@@ -135,9 +142,11 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("git: %w", err)
 		}
 	}
+	d.git = git
 	mgr = loopmgr.New(loopmgr.Options{
 		Service: d.svc, Runner: run, Git: git, Log: log,
 		Owner: "pid " + strconv.Itoa(pid), Notify: d.hub.poke,
+		OnTick: d.metrics.onTick, OnDispatch: d.metrics.onDispatch,
 	})
 	d.mgr = mgr
 
@@ -152,6 +161,12 @@ func Run(ctx context.Context, o Options) error {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	// Metrics and webhooks follow the journal from here: what recovery and
+	// this run do, and (webhooks) what happened while no daemon ran.
+	var startSeq uint64
+	if err := st.View(func(tx *store.Tx) error { startSeq = tx.LastSeq(); return nil }); err != nil {
+		return fmt.Errorf("read journal: %w", err)
+	}
 	d.event("daemon started")
 	log.Info("daemon started", "pid", pid, "version", o.Version, "socket", sock, "home", paths.Home, "workspace", paths.Workspace)
 
@@ -163,6 +178,17 @@ func Run(ctx context.Context, o Options) error {
 		close(d.mgrStopped)
 		mgrDone <- err
 	}()
+	// Followers of the journal end after the hub closes, once they have
+	// read what shutdown journals; the cleaner and the config watcher end
+	// with auxCtx.
+	auxCtx, stopAux := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopAux()
+	var followers, aux sync.WaitGroup
+	followers.Go(func() { d.metrics.follow(auxCtx, startSeq) })
+	followers.Go(func() { d.webhooks.run(auxCtx, startSeq) })
+	aux.Go(func() { d.cleaner(auxCtx) })
+	aux.Go(func() { d.watchConfig(auxCtx) })
+
 	srvDone := make(chan error, 1)
 	go func() { srvDone <- srv.Serve(&peerListener{Listener: ln, uid: os.Getuid(), log: log}) }()
 	if o.Ready != nil {
@@ -192,7 +218,7 @@ func Run(ctx context.Context, o Options) error {
 			runErr = fmt.Errorf("loop manager: %w", err)
 		}
 	}
-	d.hub.close() // streams send what the journal holds, then end
+	d.hub.close() // streams and followers send what the journal holds, then end
 	sctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
@@ -200,6 +226,9 @@ func Run(ctx context.Context, o Options) error {
 		srv.Close()
 	}
 	d.streams.Wait()
+	followers.Wait() // webhooks: at most webhookDrain more
+	stopAux()
+	aux.Wait()
 	log.Info("daemon stopped")
 	return runErr
 }
@@ -216,6 +245,11 @@ type daemon struct {
 	svc     *control.Service
 	mgr     *loopmgr.Manager
 	hub     *hub
+	git     *gitflow.Repo // nil: no git flow
+
+	cfg      atomic.Pointer[config.Config]
+	metrics  *metrics
+	webhooks *webhooks
 
 	mgrStopped chan struct{} // closed when the manager's Run returns
 
@@ -255,14 +289,20 @@ func (d *daemon) isAccepting() bool {
 	return d.accepting
 }
 
+// config returns the configuration in force (a hot reload swaps it).
+func (d *daemon) config() *config.Config { return d.cfg.Load() }
+
 // event appends a daemon event to the journal and wakes the streams.
-func (d *daemon) event(msg string) {
+func (d *daemon) event(msg string) { d.journal(loop.EventDaemon, msg) }
+
+// journal appends an event of kind about no loop and wakes the streams.
+func (d *daemon) journal(kind loop.EventKind, msg string) {
 	err := d.store.Update(func(tx *store.Tx) error {
-		_, err := tx.AppendEvent(loop.Event{Time: d.svc.Now(), Kind: loop.EventDaemon, Message: msg})
+		_, err := tx.AppendEvent(loop.Event{Time: d.svc.Now(), Kind: kind, Message: msg})
 		return err
 	})
 	if err != nil {
-		d.log.Warn("journal daemon event", "msg", msg, "err", err)
+		d.log.Warn("journal event", "kind", kind, "msg", msg, "err", err)
 	}
 	d.hub.poke()
 }

@@ -49,7 +49,7 @@ func TestStatusReportsTheDaemon(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	for _, want := range []string{`loopr_loops{status="pending"} 0`, "# TYPE loopr_running gauge", `loopr_running{type="ralph"} 0`, "loopr_rate_limited 0"} {
+	for _, want := range []string{`loopr_loops{status="pending",type="ralph"} 0`, "# TYPE loopr_running gauge", `loopr_running{type="ralph"} 0`, "loopr_rate_limited 0"} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("GET /metrics lacks %q:\n%s", want, body)
 		}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,13 +30,13 @@ const (
 // blocks, so neither the manager nor an API write ever waits for a reader.
 type hub struct {
 	mu   sync.Mutex
-	subs map[chan struct{}]struct{}
+	subs map[chan struct{}]bool // true: the daemon's own follower, not a stream
 	done chan struct{}
 	once sync.Once
 }
 
 func newHub() *hub {
-	return &hub{subs: map[chan struct{}]struct{}{}, done: make(chan struct{})}
+	return &hub{subs: map[chan struct{}]bool{}, done: make(chan struct{})}
 }
 
 // poke tells every stream the journal may have grown.
@@ -51,10 +52,16 @@ func (h *hub) poke() {
 }
 
 // subscribe returns a channel poked on changes; cancel with unsubscribe.
-func (h *hub) subscribe() chan struct{} {
+func (h *hub) subscribe() chan struct{} { return h.add(false) }
+
+// follow is subscribe for the daemon's own journal followers (metrics,
+// webhooks), which count is leaves out.
+func (h *hub) follow() chan struct{} { return h.add(true) }
+
+func (h *hub) add(internal bool) chan struct{} {
 	c := make(chan struct{}, 1)
 	h.mu.Lock()
-	h.subs[c] = struct{}{}
+	h.subs[c] = internal
 	h.mu.Unlock()
 	return c
 }
@@ -65,10 +72,17 @@ func (h *hub) unsubscribe(c chan struct{}) {
 	h.mu.Unlock()
 }
 
+// count returns how many event streams are open.
 func (h *hub) count() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.subs)
+	n := 0
+	for _, internal := range h.subs {
+		if !internal {
+			n++
+		}
+	}
+	return n
 }
 
 // close ends the streams (after each sends what the journal holds).
@@ -285,4 +299,49 @@ func (d *daemon) snapshot() (uint64, []loop.Loop, error) {
 		return 0
 	})
 	return seq, loops, err
+}
+
+// tail calls fn with each batch of journal events after seq, in order, as
+// the journal grows, until ctx ends or the hub closes (then after a last
+// read, so what shutdown journals is seen). fn runs inside a read
+// transaction and must not block. A failed read is logged and retried on
+// the next poke.
+func (d *daemon) tail(ctx context.Context, name string, seq uint64, fn func(tx *store.Tx, evs []loop.Event)) {
+	poke := d.hub.follow()
+	defer d.hub.unsubscribe(poke)
+	safety := time.NewTicker(2 * time.Second) // pokes coalesce but are never lost; belt and braces
+	defer safety.Stop()
+	for {
+		closing := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.hub.done:
+			closing = true
+		case <-poke:
+		case <-safety.C:
+		}
+		for {
+			n := 0
+			err := d.store.View(func(tx *store.Tx) error {
+				evs, err := tx.EventsSince(seq, eventBatch)
+				if err != nil || len(evs) == 0 {
+					return err
+				}
+				fn(tx, evs)
+				n, seq = len(evs), evs[len(evs)-1].Seq
+				return nil
+			})
+			if err != nil {
+				d.log.Warn("read journal", "for", name, "err", err)
+				break
+			}
+			if n < eventBatch {
+				break
+			}
+		}
+		if closing {
+			return
+		}
+	}
 }

@@ -53,7 +53,9 @@ func (d *daemon) routes() http.Handler {
 	handle("GET /v1/export", d.export)
 	handle("POST /v1/import", d.importLoops)
 	handle("GET /v1/events", d.events)
-	handle("GET /metrics", d.metrics)
+	handle("GET /v1/stats", d.getStats)
+	handle("POST /v1/gc", d.postGC)
+	handle("GET /metrics", d.getMetrics)
 	return jsonFallback(mux)
 }
 
@@ -669,53 +671,29 @@ func importError(err error) error {
 	return control.Invalid("", "%v", err)
 }
 
-func (d *daemon) metrics(w http.ResponseWriter, r *http.Request) error {
+// getMetrics serves GET /metrics from the daemon's Prometheus registry.
+func (d *daemon) getMetrics(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r.URL.Query()); err != nil {
 		return err
 	}
-	st, err := d.status()
+	d.metrics.handler().ServeHTTP(w, r)
+	return nil
+}
+
+// getStats serves GET /v1/stats: the store's summary and what the daemon
+// measured since it started.
+func (d *daemon) getStats(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	now := d.svc.Now()
+	st, err := d.svc.Stats(now)
 	if err != nil {
 		return err
 	}
-	var b strings.Builder
-	metric := func(name, help, typ string) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-	}
-	metric("loopr_loops", "Loops by status.", "gauge")
-	for _, s := range loop.Statuses {
-		fmt.Fprintf(&b, "loopr_loops{status=%q} %d\n", s, st.Counts[s])
-	}
-	metric("loopr_running", "Loops running by type, and the type's cap (0: none).", "gauge")
-	for _, t := range st.Types {
-		fmt.Fprintf(&b, "loopr_running{type=%q} %d\n", t.Type, t.Running)
-	}
-	metric("loopr_type_cap", "Most loops of a type that may run at once (0: no cap).", "gauge")
-	for _, t := range st.Types {
-		fmt.Fprintf(&b, "loopr_type_cap{type=%q} %d\n", t.Type, t.Cap)
-	}
-	metric("loopr_max_loops", "Most loops that may run at once.", "gauge")
-	fmt.Fprintf(&b, "loopr_max_loops %d\n", st.MaxLoops)
-	metric("loopr_rate_limited", "1 while the shared 429 backoff blocks new agents.", "gauge")
-	fmt.Fprintf(&b, "loopr_rate_limited %d\n", b2i(st.RateLimited))
-	metric("loopr_rate_limit_hits", "Consecutive rate-limit signals.", "gauge")
-	fmt.Fprintf(&b, "loopr_rate_limit_hits %d\n", st.RateLimit.Hits)
-	metric("loopr_disk_free_gb", "Free space on the home's file system, GB.", "gauge")
-	fmt.Fprintf(&b, "loopr_disk_free_gb %g\n", st.DiskFreeGB)
-	metric("loopr_uptime_seconds", "Seconds since the daemon started.", "counter")
-	fmt.Fprintf(&b, "loopr_uptime_seconds %d\n", st.UptimeSecs)
-	tick := d.mgr.LastTick()
-	metric("loopr_scheduler_tick_seconds", "Duration of the last scheduling tick.", "gauge")
-	fmt.Fprintf(&b, "loopr_scheduler_tick_seconds %g\n", tick.Duration.Seconds())
-	metric("loopr_event_subscribers", "Open /v1/events streams.", "gauge")
-	fmt.Fprintf(&b, "loopr_event_subscribers %d\n", d.hub.count())
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	_, err = io.WriteString(w, b.String())
-	return err
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
+	st.Daemon = true
+	st.Since = d.started
+	st.UptimeSecs = max(0, int64(now.Sub(d.started)/time.Second))
+	d.metrics.stats(&st)
+	return writeJSON(w, http.StatusOK, st)
 }

@@ -1,0 +1,152 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/loopr-dev/loopr/config"
+	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/workspace"
+)
+
+// reloadSettle is how long the config file must stay quiet before it is
+// read: editors write in several steps (truncate + write, or write a temp
+// file and rename it over).
+const reloadSettle = 150 * time.Millisecond
+
+// restartKeys are settings the daemon reads only at start: a change is
+// taken into the configuration, but takes effect after a restart, and the
+// reload event says so.
+var restartKeys = []string{
+	"concurrency.max_api_calls",           // sizes the runner's agent slots
+	"rate_limit.max_concurrent_api_calls", // same
+	"git.worktrees",                       // the git flow is set up at start
+}
+
+func needsRestart(key string) bool {
+	return slices.ContainsFunc(restartKeys, func(k string) bool {
+		return key == k || strings.HasPrefix(key, k+".")
+	})
+}
+
+// configPath is the file the daemon watches: the one in use, or, when the
+// workspace has none yet, the loopr.yml it would have.
+func (d *daemon) configPath() string {
+	if d.paths.Config != "" {
+		return d.paths.Config
+	}
+	if d.paths.Workspace == "" {
+		return ""
+	}
+	return filepath.Join(d.paths.Workspace, workspace.ConfigName)
+}
+
+// watchConfig reloads loopr.yml when it changes, until ctx ends. It
+// watches the file's directory, not the file, so the rename-over-the-old-
+// file that editors and config tools do is seen like a write in place.
+func (d *daemon) watchConfig(ctx context.Context) {
+	path := d.configPath()
+	if path == "" {
+		return
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		d.log.Warn("config watch off: hot reload needs a restart instead", "err", err)
+		return
+	}
+	defer w.Close()
+	if err := w.Add(filepath.Dir(path)); err != nil {
+		d.log.Warn("config watch off: hot reload needs a restart instead", "dir", filepath.Dir(path), "err", err)
+		return
+	}
+	// The file may have changed between the CLI loading it and now.
+	var last []byte
+	d.reload(path, &last)
+
+	settle := time.NewTimer(time.Hour)
+	settle.Stop()
+	defer settle.Stop()
+	name := filepath.Base(path)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			if filepath.Base(ev.Name) == name {
+				settle.Reset(reloadSettle)
+			}
+		case err, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			d.log.Warn("config watch", "err", err) // e.g. queue overflow: re-read to be sure
+			settle.Reset(reloadSettle)
+		case <-settle.C:
+			d.reload(path, &last)
+		}
+	}
+}
+
+// reload reads path and, when its content changed since *last, applies it:
+// a valid file replaces the configuration in force and a config event lists
+// what changed; an invalid one is refused with its file:line:key error, in
+// the log and a config event, and the old configuration stays.
+func (d *daemon) reload(path string, last *[]byte) {
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if *last != nil {
+			d.log.Warn("config file removed: the configuration in force stays until it is back", "file", path)
+		}
+		*last = nil
+		return
+	case err != nil:
+		d.log.Warn("config reload: read", "file", path, "err", err)
+		return
+	}
+	if *last != nil && bytes.Equal(data, *last) {
+		return
+	}
+	first := *last == nil
+	*last = data
+	cfg, err := config.Parse(data, path)
+	if err != nil {
+		d.metrics.reload("refused")
+		d.log.Error("config reload refused: the previous configuration stays in force", "err", err)
+		d.journal(loop.EventConfig, "config reload refused: "+err.Error()+"; the previous configuration stays in force")
+		return
+	}
+	changes := config.Diff(d.config(), cfg)
+	if len(changes) == 0 {
+		if !first {
+			d.log.Info("config file changed; no setting differs", "file", path)
+		}
+		return
+	}
+	var parts []string
+	for _, c := range changes {
+		s := c.String()
+		if needsRestart(c.Key) {
+			s += " (needs a restart)"
+		}
+		parts = append(parts, s)
+	}
+	d.cfg.Store(cfg)
+	d.metrics.reload("applied")
+	msg := "config reloaded from " + filepath.Base(path) + ": " + strings.Join(parts, "; ")
+	d.log.Info("config reloaded", "file", path, "changes", strings.Join(parts, "; "))
+	d.journal(loop.EventConfig, msg)
+	d.mgr.Wake()
+}
