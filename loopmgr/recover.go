@@ -55,6 +55,15 @@ func (m *Manager) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Processes of these loops whose pid never reached the lease (the
+	// daemon died first) and their validate commands: see orphans.go.
+	ids := make(map[string]bool, len(stale))
+	for _, l := range stale {
+		ids[l.ID] = true
+	}
+	if n := killOrphans(m.svc.Paths.Home, ids); n > 0 {
+		m.log.Warn("killed processes a crashed daemon left running", "count", n)
+	}
 	for _, l := range stale {
 		if l.Lease != nil && l.Lease.PID > 0 {
 			killGroup(l.Lease.PID, l.Lease.PIDStart)

@@ -1,0 +1,69 @@
+package loopmgr
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestKillOrphansFindsUnrecordedAgents starts what a crashed daemon leaves
+// behind when it dies before recording an agent's pid: a process group
+// (a shell and its child) carrying the loop's LOOPR_HOME and LOOPR_LOOP_ID.
+// killOrphans kills exactly that group, not the processes of another loop
+// or another home.
+func TestKillOrphansFindsUnrecordedAgents(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("orphans are found in /proc (Linux)")
+	}
+	t.Parallel()
+	home := filepath.Join(t.TempDir(), ".loopr")
+	other := filepath.Join(t.TempDir(), ".loopr")
+	spawn := func(home, id string) *exec.Cmd {
+		// sh waits for its child, so the group has two members.
+		cmd := exec.Command("sh", "-c", "sleep 60; echo done")
+		cmd.Env = append(os.Environ(), "LOOPR_HOME="+home, "LOOPR_LOOP_ID="+id)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+		})
+		return cmd
+	}
+	stale := spawn(home, "stale")
+	otherLoop := spawn(home, "healthy")
+	otherHome := spawn(other, "stale")
+	waited := make(chan error, 1)
+	go func() { waited <- stale.Wait() }()
+	// Let sh fork its sleep.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(findOrphans(home, map[string]bool{"stale": true})) < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	if n := killOrphans(home, map[string]bool{"stale": true}); n != 2 {
+		t.Errorf("killOrphans() found %d processes, want 2 (sh and its sleep)", n)
+	}
+	select {
+	case <-waited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the orphaned agent is still running")
+	}
+	if got := findOrphans(home, map[string]bool{"stale": true}); len(got) != 0 {
+		t.Errorf("processes of the stale loop left alive: %+v", got)
+	}
+	for name, cmd := range map[string]*exec.Cmd{"another loop": otherLoop, "another home": otherHome} {
+		if err := syscall.Kill(cmd.Process.Pid, 0); err != nil {
+			t.Errorf("the process of %s was killed: %v", name, err)
+		}
+	}
+	if n := killOrphans(home, nil); n != 0 {
+		t.Errorf("killOrphans(no ids) = %d, want 0", n)
+	}
+}
