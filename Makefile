@@ -4,7 +4,7 @@ PKGS    ?= ./...
 BIN     ?= bin/loopr
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build test test-short lint fmt bench fuzz clean
+.PHONY: all build test test-short lint fmt bench fuzz crash clean
 
 all: build test
 
@@ -34,6 +34,12 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReadJSONL -fuzztime 10s ./store
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 10s ./artifact
 	$(GO) test -run '^$$' -fuzz FuzzParseHint -fuzztime 10s ./ratelimit
+
+# The crash suite at full strength: a real daemon on a 213-loop tree,
+# SIGKILLed 20 times at random moments (CI runs the same test with 5).
+# LOOPR_CRASH_SEED=N replays a kill schedule; LOOPR_CRASH_KEEP=DIR keeps the logs.
+crash:
+	LOOPR_CRASH_KILLS=$${LOOPR_CRASH_KILLS:-20} $(GO) test -count=1 -timeout 15m -run '^TestCrashSuite$$' -v ./e2e
 
 clean:
 	rm -rf bin bench.out
