@@ -267,7 +267,15 @@ func (sc crashScenario) run(t *testing.T) {
 	// The journal: each loop created once and completed once.
 	s := stopCleanly(t, r, d)
 	created, completed := map[string]int{}, map[string]int{}
+	reclaimed := map[int]time.Duration{} // daemon n → how soon after the restart its loops were reclaimed
 	for _, ev := range journal(t, s) {
+		if ev.Kind == loop.EventTransition && strings.Contains(ev.Message, "lease expired") {
+			for n, cp := range crashes {
+				if _, seen := reclaimed[n]; !seen && !cp.clean && ev.Time.After(cp.restarted) {
+					reclaimed[n] = ev.Time.Sub(cp.restarted)
+				}
+			}
+		}
 		switch {
 		case ev.Kind == loop.EventCreated:
 			created[ev.Loop]++
@@ -283,7 +291,12 @@ func (sc crashScenario) run(t *testing.T) {
 	if len(created) != len(loops) {
 		t.Errorf("the journal created %d loops, the store holds %d", len(created), len(loops))
 	}
-	t.Logf("%d runs for %d loops, wall time %s", len(runs), len(loops), time.Since(began).Round(time.Millisecond))
+	for n, cp := range crashes {
+		if _, seen := reclaimed[n]; !seen && !cp.clean {
+			t.Errorf("no loop was reclaimed after the crash of daemon %d", n)
+		}
+	}
+	t.Logf("%d runs for %d loops; loops reclaimed %v after each restart; wall time %s", len(runs), len(loops), reclaimed, time.Since(began).Round(time.Millisecond))
 }
 
 // agentAlive reports whether pid is a live (not zombie) agent.sh or
