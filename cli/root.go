@@ -125,6 +125,7 @@ func (e *env) rootCmd() *cobra.Command {
 		e.tuiCmd(), e.demoCmd(), e.agentSimCmd(),
 	)
 	root.AddCommand(e.actionCmds()...)
+	root.AddCommand(e.simCmd())
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}

@@ -133,10 +133,7 @@ func (s *Service) Charge(charges []scheduler.Charge, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		f.Evict(now, fp.IdleTTL)
-		for _, c := range charges {
-			f.Charge(c, now, fp)
-		}
+		f.Record(charges, now, fp)
 		return tx.SetMeta(FairnessKey, f)
 	})
 }

@@ -139,6 +139,15 @@ func (f *Fairness) Charge(c Charge, now time.Time, p FairnessPolicy) {
 	f.Keys[c.Key] = u
 }
 
+// Record forgets the keys idle at now, then charges the loops started at
+// now: what a caller does with the Decision.Charges of the loops it started.
+func (f *Fairness) Record(charges []Charge, now time.Time, p FairnessPolicy) {
+	f.Evict(now, p.IdleTTL)
+	for _, c := range charges {
+		f.Charge(c, now, p)
+	}
+}
+
 // Observe learns from a loop of type typ under key that ran for wall:
 // the key's cost for the type moves toward wall by Alpha, starting from the
 // type's default cost. An unknown key starts at the current Floor.

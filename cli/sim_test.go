@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestSimCommand runs `loopr sim` with the workspace's loopr.yml: text and
+// JSON output, and bad workloads refused with exit 2 and the line.
+func TestSimCommand(t *testing.T) {
+	t.Parallel()
+	ws := policyWorkspace(t, "concurrency: {max_loops: 1}\n")
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	good := write("w.yaml", `until: 10
+types: {sync-clone: {base: 100, tier: 8, max_running: 8, conflict_group: git}}
+loops:
+  - {id: a1, type: sync-clone, key: clientA, conflict_key: repo1, cost: 10, duration: 3, at: 1}
+  - {id: a2, type: sync-clone, key: clientA, duration: 1, at: 1}
+`)
+	code, out, errs := run(append(slices.Clone(ws), "sim", good)...)
+	if code != 0 {
+		t.Fatalf("loopr sim = exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"T=  1 ADMIT  a1 sync-clone prio=100 tier=8 conflict_key=repo1 running=1/1\n", // max_loops 1 from loopr.yml
+		"T=  4 DONE   a1\n",
+		"T=  4 ADMIT  a2 ",
+		"KEY      LOOPS  ADMITTED  WAIT AVG  WAIT MAX  DONE AT\nclientA  2      2         1.5       3         4 5\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("loopr sim output lacks %q:\n%s", want, out)
+		}
+	}
+
+	code, out, errs = run(append(slices.Clone(ws), "sim", "--json", good)...)
+	if code != 0 {
+		t.Fatalf("loopr sim --json = exit %d: %s", code, errs)
+	}
+	var events []map[string]any
+	if err := json.Unmarshal([]byte(out), &events); err != nil {
+		t.Fatalf("loopr sim --json: %v\n%s", err, out)
+	}
+	if len(events) != 6 || events[2]["event"] != "admit" || events[2]["id"] != "a1" || events[2]["t"] != 1.0 || len(events[2]) != 3 {
+		t.Errorf("loopr sim --json = %v", events)
+	}
+
+	bad := write("bad.yaml", "loops:\n  - {id: a1, type: sync-clone}\n")
+	code, _, errs = run(append(slices.Clone(ws), "sim", bad)...)
+	if want := "loopr: bad.yaml:2: loops[0].type: unknown type \"sync-clone\" (known: plan, spec, phase, ralph; add it under types:)\n"; code != 2 || errs != want {
+		t.Errorf("loopr sim bad.yaml = exit %d %q, want 2 %q", code, errs, want)
+	}
+	code, _, errs = run(append(slices.Clone(ws), "sim", filepath.Join(dir, "missing.yaml"))...)
+	if code != 2 || !strings.Contains(errs, "missing.yaml") {
+		t.Errorf("loopr sim missing.yaml = exit %d %q", code, errs)
+	}
+}

@@ -1,0 +1,291 @@
+// Package sim runs a workload through loopr's scheduler under a virtual
+// clock (`loopr sim WORKLOAD.yaml`), so that a configuration can be tried
+// before it is deployed. It uses the same code as the daemon: the
+// configuration is loopr.yml with the workload's overrides decoded by the
+// config package, the policy is control.Policy, and every admission is
+// decided by scheduler.Plan with the fairness state kept the way the daemon
+// keeps it.
+//
+// A workload:
+//
+//	until: 30                  # last virtual second simulated (0 or absent: until all is done)
+//	config: {concurrency: {max_loops: 8}, scheduler: {fairness: {enabled: true}}}
+//	types: {sync-clone: {base: 100, tier: 8, max_running: 8, conflict_group: git}}
+//	loops:
+//	  - {id: a1, type: sync-clone, key: clientA, conflict_key: repo1, cost: 10, duration: 3, at: 1}
+//
+// Each virtual second: arrivals first, then completions (a loop admitted at
+// t with duration d completes at t+d), then loops past their deadline
+// expire, then admissions until nothing more is admissible.
+package sim
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/loopr-dev/loopr/config"
+	"github.com/loopr-dev/loopr/loop"
+)
+
+// Loop is one loop of a workload.
+type Loop struct {
+	ID          string
+	Type        string
+	Key         string  // fairness key; "" = the root of its tree (the loop itself when it has no parent)
+	Owner       string  // for quotas
+	ConflictKey string  // resource held within the type's conflict group
+	Parent      string  // a loop of the workload that must complete first
+	Cost        float64 // cost hint in seconds; 0 = learned or the type's default_cost
+	Duration    int     // virtual seconds it runs once admitted (>= 1)
+	At          int     // the second it arrives
+	Deadline    int     // expires if still waiting at this second; 0 = none
+	Line        int     // where it is in the workload file
+}
+
+// Workload is a parsed workload file.
+type Workload struct {
+	Until  int            // last second simulated; 0 = until nothing is left to happen
+	Config *config.Config // loopr.yml with the workload's config: and types:
+	Loops  []Loop         // in file order
+	File   string
+}
+
+// maxLoops bounds a workload, and maxUntil its virtual time, so that a typo
+// cannot make `loopr sim` run for hours.
+const (
+	maxLoops = 100_000
+	maxUntil = 10_000_000
+)
+
+// Parse decodes a workload over base (the configuration in force) strictly:
+// unknown keys, wrong types, bad values and unknown loop types are errors
+// that name the file, line and key, as *config.Error.
+func Parse(data []byte, filename string, base *config.Config) (*Workload, error) {
+	p := parser{file: baseName(filename)}
+	w := &Workload{File: filename, Config: base}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, p.errorf(0, "", "empty workload: want loops")
+		}
+		msg, line := strings.TrimPrefix(err.Error(), "yaml: "), 0
+		if m := yamlLine.FindStringSubmatch(msg); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			msg = m[2]
+		}
+		return nil, p.errorf(line, "", "invalid YAML: %s", msg)
+	}
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, p.errorf(doc.Line, "", "must be a mapping with loops")
+	}
+	root := doc.Content[0]
+	var cfgNode, typesNode, loopsNode *yaml.Node
+	typesLine := 0
+	seen := map[string]int{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		if first, dup := seen[k.Value]; dup {
+			return nil, p.errorf(k.Line, k.Value, "duplicate key (first at line %d)", first)
+		}
+		seen[k.Value] = k.Line
+		switch k.Value {
+		case "until":
+			n, err := p.integer(v, "until", 0, maxUntil)
+			if err != nil {
+				return nil, err
+			}
+			w.Until = n
+		case "config":
+			cfgNode = v
+		case "types":
+			typesNode, typesLine = v, k.Line
+		case "loops":
+			loopsNode = v
+		default:
+			return nil, p.errorf(k.Line, k.Value, "unknown key (want until, config, types, loops)")
+		}
+	}
+	var err error
+	if cfgNode != nil {
+		if w.Config, err = config.Overlay(w.Config, cfgNode, filename, "config"); err != nil {
+			return nil, err
+		}
+	}
+	if typesNode != nil {
+		wrapped := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+			{Kind: yaml.ScalarNode, Tag: "!!str", Value: "types", Line: typesLine}, typesNode}}
+		if w.Config, err = config.Overlay(w.Config, wrapped, filename, ""); err != nil {
+			return nil, err
+		}
+	}
+	if loopsNode == nil {
+		return nil, p.errorf(root.Line, "loops", "missing: a workload lists its loops")
+	}
+	if w.Loops, err = p.loops(loopsNode, w.Config); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+var yamlLine = regexp.MustCompile(`^line (\d+): (.*)$`)
+
+// parser decodes the workload's own keys.
+type parser struct{ file string }
+
+func (p parser) errorf(line int, key, format string, args ...any) *config.Error {
+	return &config.Error{File: p.file, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (p parser) integer(n *yaml.Node, key string, lo, hi int) (int, error) {
+	var v int
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&v) != nil {
+		return 0, p.errorf(n.Line, key, "must be an integer, got %s", describe(n))
+	}
+	if v < lo || v > hi {
+		return 0, p.errorf(n.Line, key, "must be between %d and %d", lo, hi)
+	}
+	return v, nil
+}
+
+func (p parser) number(n *yaml.Node, key string) (float64, error) {
+	var v float64
+	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") || n.Decode(&v) != nil {
+		return 0, p.errorf(n.Line, key, "must be a number, got %s", describe(n))
+	}
+	if v < 0 || v > 1e9 || v != v {
+		return 0, p.errorf(n.Line, key, "must be between 0 and 1e9")
+	}
+	return v, nil
+}
+
+func (p parser) text(n *yaml.Node, key string) (string, error) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
+		return "", p.errorf(n.Line, key, "must be a string, got %s", describe(n))
+	}
+	return n.Value, nil
+}
+
+// loops decodes the list of loops and checks ids, types and parents.
+func (p parser) loops(n *yaml.Node, c *config.Config) ([]Loop, error) {
+	if n.Kind != yaml.SequenceNode {
+		return nil, p.errorf(n.Line, "loops", "must be a list of loops, got %s", describe(n))
+	}
+	if len(n.Content) == 0 {
+		return nil, p.errorf(n.Line, "loops", "empty: a workload needs at least one loop")
+	}
+	if len(n.Content) > maxLoops {
+		return nil, p.errorf(n.Line, "loops", "%d loops: at most %d", len(n.Content), maxLoops)
+	}
+	out := make([]Loop, 0, len(n.Content))
+	index := map[string]int{}
+	for i, el := range n.Content {
+		key := fmt.Sprintf("loops[%d]", i)
+		if el.Kind != yaml.MappingNode {
+			return nil, p.errorf(el.Line, key, "must be a mapping like {id: a1, type: ralph, duration: 3}, got %s", describe(el))
+		}
+		l := Loop{Duration: 1, Line: el.Line}
+		lines := map[string]int{}
+		for j := 0; j+1 < len(el.Content); j += 2 {
+			k, v := el.Content[j], el.Content[j+1]
+			sub := key + "." + k.Value
+			if first, dup := lines[k.Value]; dup {
+				return nil, p.errorf(k.Line, sub, "duplicate key (first at line %d)", first)
+			}
+			lines[k.Value] = k.Line
+			var err error
+			switch k.Value {
+			case "id":
+				l.ID, err = p.text(v, sub)
+			case "type":
+				l.Type, err = p.text(v, sub)
+			case "key":
+				l.Key, err = p.text(v, sub)
+			case "owner":
+				l.Owner, err = p.text(v, sub)
+			case "conflict_key":
+				l.ConflictKey, err = p.text(v, sub)
+			case "parent":
+				l.Parent, err = p.text(v, sub)
+			case "cost":
+				l.Cost, err = p.number(v, sub)
+			case "duration":
+				l.Duration, err = p.integer(v, sub, 1, maxUntil)
+			case "at":
+				l.At, err = p.integer(v, sub, 0, maxUntil)
+			case "deadline":
+				l.Deadline, err = p.integer(v, sub, 1, maxUntil)
+			default:
+				err = p.errorf(k.Line, sub, "unknown key (want id, type, key, owner, conflict_key, parent, cost, duration, at, deadline)")
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		line := func(k string) int {
+			if l, ok := lines[k]; ok {
+				return l
+			}
+			return el.Line
+		}
+		switch {
+		case l.ID == "":
+			return nil, p.errorf(el.Line, key+".id", "missing")
+		case !loop.ValidID(l.ID):
+			return nil, p.errorf(line("id"), key+".id", "%q: use 1-64 letters, digits, '-' and '_'", l.ID)
+		case l.Type == "":
+			return nil, p.errorf(el.Line, key+".type", "missing (one of %s)", strings.Join(c.Types(), ", "))
+		case !c.KnownType(l.Type):
+			return nil, p.errorf(line("type"), key+".type", "unknown type %q (known: %s; add it under types:)", l.Type, strings.Join(c.Types(), ", "))
+		}
+		if first, dup := index[l.ID]; dup {
+			return nil, p.errorf(line("id"), key+".id", "duplicate id %q (first at line %d)", l.ID, out[first].Line)
+		}
+		if l.Parent != "" {
+			pi, ok := index[l.Parent]
+			switch {
+			case !ok:
+				return nil, p.errorf(line("parent"), key+".parent", "no loop %q before this one", l.Parent)
+			case out[pi].At > l.At:
+				return nil, p.errorf(line("at"), key+".at", "%d: before its parent %s arrives (at %d)", l.At, l.Parent, out[pi].At)
+			}
+		}
+		index[l.ID] = len(out)
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func baseName(path string) string {
+	if i := strings.LastIndexByte(path, '/'); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}
+
+// describe names what a YAML node holds, for "got …" in messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.ShortTag() == "!!null" {
+			return "null"
+		}
+		s := n.Value
+		if r := []rune(s); len(r) > 40 {
+			s = string(r[:39]) + "…"
+		}
+		return strconv.Quote(s)
+	}
+	return "an alias"
+}
