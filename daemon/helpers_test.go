@@ -77,14 +77,22 @@ func newPaths(t *testing.T) workspace.Paths {
 // once it serves, with a client dialled to it.
 func startDaemon(t *testing.T, paths workspace.Paths, cfg *config.Config) *testDaemon {
 	t.Helper()
+	return startDaemonWith(t, paths, cfg, nil)
+}
+
+// startDaemonWith is startDaemon with a hook that adjusts the options.
+func startDaemonWith(t *testing.T, paths workspace.Paths, cfg *config.Config, adjust func(*daemon.Options)) *testDaemon {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &testDaemon{paths: paths, cancel: cancel, done: make(chan error, 1), log: &syncBuffer{}}
 	ready := make(chan int, 1)
 	log := slog.New(slog.NewTextHandler(d.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	go func() {
-		d.done <- daemon.Run(ctx, daemon.Options{Paths: paths, Config: cfg, Log: log, Version: "test",
-			Ready: func(pid int) { ready <- pid }})
-	}()
+	o := daemon.Options{Paths: paths, Config: cfg, Log: log, Version: "test",
+		Ready: func(pid int) { ready <- pid }}
+	if adjust != nil {
+		adjust(&o)
+	}
+	go func() { d.done <- daemon.Run(ctx, o) }()
 	t.Cleanup(func() {
 		d.stop(t)
 		if t.Failed() {

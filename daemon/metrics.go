@@ -310,7 +310,13 @@ var (
 	descGC          = prometheus.NewDesc("loopr_gc_removed_loops_total", "Loops removed by retention.", nil, nil)
 )
 
-func (c *collector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descLoops, descRunning, descTypeCap, descMaxLoops, descRateLimited,
+		descRLStreak, descDisk, descUptime, descStreams, descStarts, descCompletions, descFailures,
+		descIterations, descRLHits, descRLBlocked, descWebhooks, descReloads, descGC} {
+		ch <- d
+	}
+}
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	m := (*metrics)(c)
