@@ -15,6 +15,12 @@
 //	         − min(max(iteration−1, 0) × retry_penalty_per_iteration, retry_penalty_max)
 //
 // Rows are ordered by priority desc, created_at asc, id asc, and that order
-// also decides who gets the free slots. README.md draws the pipeline and
-// lists the reason codes.
+// also decides who gets the free slots.
+//
+// The policies of seeds 000–003 live in the same pipeline, each off unless
+// the Policy sets it: priority tiers (ordered first, tier N runs at most N
+// loops), conflict groups (one holder per group and conflict key), owners'
+// running quotas, and fair queuing between fairness keys (within a tier,
+// the key that has used least goes first; Fairness is the learned state the
+// caller persists). README.md draws the pipeline and lists the reason codes.
 package scheduler
