@@ -270,3 +270,34 @@ func TestObserveCost(t *testing.T) {
 		}
 	}
 }
+
+// TestWhyPolicyGates: `loopr why` lists the tier, quota and conflict gates
+// of a loop that has them, passed or failed, with numbers.
+func TestWhyPolicyGates(t *testing.T) {
+	t.Parallel()
+	svc, _ := policyService(t, "loops: {ralph: {tier: 1}}\nquotas: {alice: {max_running: 1}}\n")
+	mk := func(id string, st loop.Status) loop.Loop {
+		return loop.Loop{ID: id, Type: loop.Ralph, Status: st, Title: id, Iteration: 1, MaxIterations: 3,
+			CreatedAt: now, UpdatedAt: now, Owner: "alice", ConflictKey: "db"}
+	}
+	if _, err := svc.Store.Import([]loop.Loop{mk("r0", loop.Running), mk("r1", loop.Pending)}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := svc.Why("r1", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]api.Gate{}
+	for _, g := range w.Gates {
+		got[g.Code] = g
+	}
+	for _, want := range []api.Gate{
+		{Code: "tier_cap", OK: false, Text: "tier 1 cap 1/1"},
+		{Code: "quota", OK: false, Text: "quota alice 1/1"},
+		{Code: "conflict", OK: false, Text: "conflict code/db: held by r0 (running)"},
+	} {
+		if diff := cmp.Diff(want, got[want.Code]); diff != "" {
+			t.Errorf("Why() gate %s mismatch (-want +got)\n%s", want.Code, diff)
+		}
+	}
+}
