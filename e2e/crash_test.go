@@ -201,6 +201,16 @@ func (sc crashScenario) run(t *testing.T) {
 	}
 
 	runs := readRuns(t, runLog)
+	// next returns the run of the same loop that started after run, or nil.
+	next := func(run *agentRun) *agentRun {
+		var n *agentRun
+		for _, o := range runs {
+			if o.id == run.id && o.start.After(run.start) && (n == nil || o.start.Before(n.start)) {
+				n = o
+			}
+		}
+		return n
+	}
 	perLoop := map[string][]*agentRun{}
 	for _, run := range runs {
 		if _, ok := byID[run.id]; !ok {
@@ -217,9 +227,10 @@ func (sc crashScenario) run(t *testing.T) {
 			t.Errorf("%s run of loop %s (iteration %d) ended at %s, after its daemon %d had stopped cleanly at %s",
 				run.typ, run.id, run.iteration, run.end.Format("15:04:05.000"), run.daemon, cp.killed.Format("15:04:05.000"))
 		case cp.clean && run.end.IsZero():
-			// Stopped by its daemon, at the same iteration: a clean stop costs no attempt.
-			if l := byID[run.id]; l.Iteration != run.iteration {
-				t.Errorf("loop %s was stopped cleanly at iteration %d but ended at iteration %d", run.id, run.iteration, l.Iteration)
+			// Stopped by its daemon; the next daemon runs the same
+			// iteration again: a clean stop costs no attempt.
+			if n := next(run); n == nil || n.iteration != run.iteration {
+				t.Errorf("loop %s was stopped cleanly at iteration %d; its next run is %+v, want the same iteration", run.id, run.iteration, n)
 			}
 			interval.end = cp.killed
 		case run.end.IsZero() || run.end.After(cp.killed):
@@ -234,8 +245,8 @@ func (sc crashScenario) run(t *testing.T) {
 					run.typ, run.id, run.iteration, run.daemon, run.end.Format("15:04:05.000"), cp.restarted.Format("15:04:05.000"))
 			}
 			// The interrupted iteration counts as one attempt.
-			if l := byID[run.id]; l.Iteration <= run.iteration {
-				t.Errorf("loop %s was interrupted by a crash at iteration %d but ended at iteration %d", run.id, run.iteration, l.Iteration)
+			if n := next(run); n == nil || n.iteration != run.iteration+1 {
+				t.Errorf("loop %s was interrupted by a crash at iteration %d; its next run is %+v, want iteration %d", run.id, run.iteration, n, run.iteration+1)
 			}
 			if run.end.IsZero() {
 				interval.end = cp.restarted // killed, at the latest, when the next daemon started
