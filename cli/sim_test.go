@@ -36,7 +36,7 @@ loops:
 		"T=  1 ADMIT  a1 sync-clone prio=100 tier=8 conflict_key=repo1 running=1/1\n", // max_loops 1 from loopr.yml
 		"T=  4 DONE   a1\n",
 		"T=  4 ADMIT  a2 ",
-		"KEY      LOOPS  ADMITTED  WAIT AVG  WAIT MAX  DONE AT\nclientA  2      2         1.5       3         4 5\n",
+		"KEY      LOOPS  ADMITTED  DONE  WAIT AVG  WAIT MAX  DONE AT\nclientA  2      2         2     1.5       3         4 5\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("loopr sim output lacks %q:\n%s", want, out)

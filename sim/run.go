@@ -132,10 +132,9 @@ func Run(w *Workload) Result {
 
 	res := Result{Until: w.Until, Fairness: fp.Enabled}
 	var (
-		fair    scheduler.Fairness
-		run     []*simLoop // running, in admission order
-		last    scheduler.Decision
-		stalled bool // the last plan admitted nothing and nothing happened since
+		fair scheduler.Fairness
+		run  []*simLoop // running, in admission order
+		last scheduler.Decision
 	)
 	emit := func(t int, ev, id, info string) {
 		res.Events = append(res.Events, Event{T: t, Event: ev, ID: id, info: info})
@@ -178,34 +177,31 @@ func Run(w *Workload) Result {
 				emit(t, Expire, l.ID, fmt.Sprintf("deadline %d", l.Deadline))
 			}
 		}
-		// 4. Admissions until nothing more is admissible. Plan admits all it
-		// can at once; planning again checks that nothing is left.
-		if changed || !stalled {
-			stalled = false
-			for {
-				last = scheduler.Plan(snapshot(ls, run, byID, fair), now, pol)
-				if len(last.Start) == 0 {
-					stalled = true
-					break
-				}
-				rows := map[string]*scheduler.Row{}
-				for i := range last.Rows {
-					if last.Rows[i].Runnable {
-						rows[last.Rows[i].Loop.ID] = &last.Rows[i]
-					}
-				}
-				for _, id := range last.Start {
-					l := byID[id]
-					l.st, l.rec.Status, l.admitted, l.finish = running, loop.Running, t, t+l.Duration
-					run = append(run, l)
-					emit(t, Admit, id, admitText(l, rows[id], len(run), pol.MaxLoops))
-				}
-				if fp.Enabled {
-					fair.Record(last.Charges, now, fp)
+		// 4. Admissions until nothing more is admissible: one plan admits
+		// all it can (an admission only tightens the gates of the loops after
+		// it, so planning again would admit nothing), and nothing more is
+		// admissible until an arrival, a completion or an expiry.
+		admitted := false
+		if changed {
+			last = scheduler.Plan(snapshot(ls, run, byID, fair), now, pol)
+			rows := map[string]*scheduler.Row{}
+			for i := range last.Rows {
+				if last.Rows[i].Runnable {
+					rows[last.Rows[i].Loop.ID] = &last.Rows[i]
 				}
 			}
+			for _, id := range last.Start {
+				l := byID[id]
+				l.st, l.rec.Status, l.admitted, l.finish = running, loop.Running, t, t+l.Duration
+				run = append(run, l)
+				emit(t, Admit, id, admitText(l, rows[id], len(run), pol.MaxLoops))
+				admitted = true
+			}
+			if fp.Enabled {
+				fair.Record(last.Charges, now, fp)
+			}
 		}
-		if w.Until == 0 && t >= lastArrival && len(run) == 0 && stalled {
+		if w.Until == 0 && t >= lastArrival && len(run) == 0 && !admitted {
 			res.Until = t
 			break
 		}
@@ -336,7 +332,7 @@ func (r Result) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "\nsimulated 0..%d s; fairness %s\n\n", r.Until, map[bool]string{true: "on", false: "off"}[r.Fairness])
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tLOOPS\tADMITTED\tWAIT AVG\tWAIT MAX\tDONE AT")
+	fmt.Fprintln(tw, "KEY\tLOOPS\tADMITTED\tDONE\tWAIT AVG\tWAIT MAX\tDONE AT")
 	for _, k := range r.Keys {
 		avg, mx := "-", "-"
 		if len(k.Waits) > 0 {
@@ -353,13 +349,16 @@ func (r Result) WriteText(w io.Writer) error {
 			for i, t := range k.DoneAt {
 				parts[i] = strconv.Itoa(t)
 			}
+			if len(parts) > 12 { // the first and last five
+				parts = append(append(parts[:5:5], "…"), parts[len(parts)-5:]...)
+			}
 			doneAt = strings.Join(parts, " ")
 		}
 		admitted := strconv.Itoa(k.Admitted)
 		if k.Expired > 0 {
 			admitted += fmt.Sprintf(" (%d expired)", k.Expired)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", k.Key, k.Loops, admitted, avg, mx, doneAt)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\n", k.Key, k.Loops, admitted, len(k.DoneAt), avg, mx, doneAt)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
