@@ -32,13 +32,35 @@ func (e *env) addCmd() *cobra.Command {
 	var (
 		req        api.CreateRequest
 		at, in, dl string
+		file       string
 		jsonOut    bool
 	)
 	c := &cobra.Command{
-		Use:   "add --type T [--parent ID] [--task TEXT] [--title S]",
-		Short: "Add a loop of any type",
-		Args:  cobra.NoArgs,
+		Use:   "add --type T [--parent ID] [--task TEXT] [--title S] | add --file LOOPS.yaml",
+		Short: "Add a loop of any type, or the loops listed in a file",
+		Long: `Add one loop, or with --file every loop of a YAML list of create requests:
+
+  - {type: ralph, task: "Fix the flaky login test", owner: alice}
+  - type: review
+    title: Review the API
+    in: 10m                        # or runnable_at: 2026-01-25T12:00:00Z
+    deadline: 2026-01-26T00:00:00Z
+
+Item keys are the JSON fields of POST /v1/loops (type, parent, task, title,
+max_iterations, runnable_at, deadline, fairness_key, conflict_key,
+cost_hint, owner) plus in. Each item is created or refused on its own; one
+line per item is printed. Exit 1 if any item was refused, 2 if the file
+itself is invalid (nothing is created then).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if file != "" {
+				for _, f := range []string{"type", "parent", "task", "title", "max-iterations", "at", "in", "deadline", "owner", "key", "conflict-key"} {
+					if cmd.Flags().Changed(f) {
+						return &UsageError{fmt.Errorf("--file and --%s: the file gives every field of its loops", f)}
+					}
+				}
+				return e.addFile(cmd, file, jsonOut)
+			}
 			var err error
 			if at != "" && in != "" {
 				return &UsageError{fmt.Errorf("--at and --in: give one, not both")}
@@ -75,7 +97,8 @@ func (e *env) addCmd() *cobra.Command {
 	f.StringVar(&req.Owner, "owner", "", "owner, for quotas")
 	f.StringVar(&req.FairnessKey, "key", "", "fairness key (default: the root plan)")
 	f.StringVar(&req.ConflictKey, "conflict-key", "", "resource the loop must hold exclusively within its conflict group")
-	f.BoolVar(&jsonOut, "json", false, "print the created loop as JSON")
+	f.StringVar(&file, "file", "", "create the loops of a YAML list of create requests (see below)")
+	f.BoolVar(&jsonOut, "json", false, "print the created loop as JSON (with --file: the result of each item)")
 	return c
 }
 

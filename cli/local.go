@@ -39,4 +39,18 @@ func (b *local) Export(_ context.Context, w io.Writer) (int, error) { return b.s
 func (b *local) Import(_ context.Context, loops []loop.Loop) (int, error) {
 	return b.svc.Import(loops)
 }
+func (b *local) CreateBatch(_ context.Context, reqs []api.CreateRequest) (api.BatchResult, error) {
+	return b.svc.CreateBatch(reqs)
+}
+
+// GC runs the retention pass on the store. Worktrees of removed loops, if
+// any, are swept by the next daemon at start.
+func (b *local) GC(_ context.Context, req api.GCRequest) (api.GCResult, error) {
+	return b.svc.GC(req)
+}
+
+// Stats is the store's part of the summary: counters and latencies need
+// the daemon.
+func (b *local) Stats(_ context.Context) (api.Stats, error) { return b.svc.Stats(b.svc.Now()) }
+
 func (b *local) Close() error { return b.svc.Store.Close() }

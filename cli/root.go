@@ -37,6 +37,9 @@ type Backend interface {
 	Status(ctx context.Context) (api.Status, error)
 	Export(ctx context.Context, w io.Writer) (int, error)
 	Import(ctx context.Context, loops []loop.Loop) (int, error)
+	CreateBatch(ctx context.Context, reqs []api.CreateRequest) (api.BatchResult, error)
+	GC(ctx context.Context, req api.GCRequest) (api.GCResult, error)
+	Stats(ctx context.Context) (api.Stats, error)
 	Close() error
 }
 
@@ -126,6 +129,7 @@ func (e *env) rootCmd() *cobra.Command {
 	)
 	root.AddCommand(e.actionCmds()...)
 	root.AddCommand(e.simCmd())
+	root.AddCommand(e.gcCmd(), e.statsCmd())
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}
