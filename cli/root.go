@@ -186,9 +186,24 @@ const dialTimeout = time.Second
 // missing socket or a refused connection means no daemon; a daemon that
 // answers with another protocol version, or does not answer in time, is an
 // error: opening the store behind its back would fail on the lock anyway.
+//
+// A loopr.yml that does not parse is an error unless a daemon answers: the
+// daemon refused that edit and keeps the configuration in force, so the
+// command goes through it, with a warning.
 func (e *env) backend() (Backend, error) {
 	if err := e.resolve(); err != nil {
-		return nil, err
+		var ce *config.Error
+		if !errors.As(err, &ce) || e.paths.Home == "" {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+		defer cancel()
+		c, derr := client.Dial(ctx, e.paths.Socket())
+		if derr != nil {
+			return nil, err
+		}
+		fmt.Fprintf(e.stderr, "loopr: warning: %v (the daemon keeps the configuration in force)\n", ce)
+		return c, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 	defer cancel()
