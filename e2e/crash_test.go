@@ -186,7 +186,7 @@ func (sc crashScenario) run(t *testing.T) {
 		d = startDaemon(t, r)
 	}
 
-	waitFor(t, 60*time.Second, "the plan tree to settle", func() bool {
+	waitEvery(t, 60*time.Second, slowPoll, "the plan tree to settle", func() bool {
 		if d.exited() {
 			t.Fatalf("daemon exited: %v\n%s", d.cmd.ProcessState, tail(d.output(), 40))
 		}

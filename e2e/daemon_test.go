@@ -31,9 +31,16 @@ func TestTreeRunsToCompletion(t *testing.T) {
 	mustJSON(t, ok(t, r.dir, "plan", "Build the e2e widget", "--json"), &plan)
 
 	// Follow `loopr status` until nothing is left to run, keeping what it
-	// said while the rate limit lasted.
+	// said while the rate limit lasted; quickly until the backoff is over.
 	var limited []api.Status
-	waitFor(t, 60*time.Second, "the plan tree to settle", func() bool {
+	backoffOver := false
+	every := func() time.Duration {
+		if backoffOver {
+			return slowPoll()
+		}
+		return poll
+	}
+	waitEvery(t, 60*time.Second, every, "the plan tree to settle", func() bool {
 		if d.exited() {
 			t.Fatalf("daemon exited: %v\n%s", d.cmd.ProcessState, tail(d.output(), 40))
 		}
@@ -41,6 +48,7 @@ func TestTreeRunsToCompletion(t *testing.T) {
 		if st.RateLimited {
 			limited = append(limited, st)
 		}
+		backoffOver = len(limited) > 0 && !st.RateLimited
 		return settled(st) && st.Counts[loop.Complete] > 0
 	})
 	loops := list(t, r)

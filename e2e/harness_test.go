@@ -205,17 +205,29 @@ func (d *daemonProc) crash(t *testing.T) {
 	<-d.done
 }
 
-// waitFor polls cond until it holds, failing the test after timeout.
+// waitFor polls cond every 100ms until it holds, failing the test after
+// timeout.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	waitEvery(t, timeout, func() time.Duration { return poll }, what, cond)
+}
+
+// waitEvery is waitFor with the pause between polls given by every: each
+// poll of `loopr status` is a process start, which costs CPU the daemons
+// under test need.
+func waitEvery(t *testing.T, timeout time.Duration, every func() time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
-		time.Sleep(poll)
+		time.Sleep(every())
 	}
 }
+
+// slowPoll paces waits for a whole tree to settle.
+func slowPoll() time.Duration { return 300 * time.Millisecond }
 
 // status runs `loopr status --json` in the workspace.
 func status(t *testing.T, r repo) api.Status {
