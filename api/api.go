@@ -176,6 +176,7 @@ type Status struct {
 	ResumeAt    time.Time           `json:"resume_at,omitzero"`
 	DiskFreeGB  float64             `json:"disk_free_gb"`
 	DiskLow     bool                `json:"disk_low"`
+	DiskFull    bool                `json:"disk_full"` // below control.DiskFloorBytes free: no loop starts, new loops refused
 	Accepting   bool                `json:"accepting"`
 	Warning     string              `json:"warning,omitzero"`
 }

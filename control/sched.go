@@ -142,14 +142,15 @@ func (s *Service) Snapshot() (Snapshot, error) {
 		}
 		c.ArtifactMissing = !ok
 	}
-	if min := s.cfg().Storage.DiskQuotaMinGB; min > 0 {
-		free, err := s.disk(s.Paths.Home)
-		if err == nil {
-			snap.DiskFreeGB = free
-			if free < min {
-				snap.DiskLow = true
-				snap.DiskLowText = fmt.Sprintf("disk low: %.1f GB free < %g GB", free, min)
-			}
+	if free, err := s.disk(s.Paths.Home); err == nil {
+		snap.DiskFreeGB = free
+		switch min := s.cfg().Storage.DiskQuotaMinGB; {
+		case free < diskFloorGB: // full, whatever the quota (disk.go)
+			snap.DiskLow = true
+			snap.DiskLowText = fmt.Sprintf("disk full: %s < %d MiB", freeText(free), DiskFloorBytes>>20)
+		case min > 0 && free < min:
+			snap.DiskLow = true
+			snap.DiskLowText = fmt.Sprintf("disk low: %.1f GB free < %g GB", free, min)
 		}
 	}
 	return snap, nil
@@ -262,7 +263,7 @@ func (s *Service) Why(id string, now time.Time) (api.Why, error) {
 	if !l.Deadline.IsZero() {
 		gate(scheduler.DeadlinePassed, "deadline "+l.Deadline.Format(time.RFC3339))
 	}
-	if c.Storage.DiskQuotaMinGB > 0 {
+	if c.Storage.DiskQuotaMinGB > 0 || snap.DiskLow {
 		gate(scheduler.DiskLow, fmt.Sprintf("disk %.1f GB free", snap.DiskFreeGB))
 	}
 	gate(scheduler.RateLimited, "not rate limited")
@@ -335,6 +336,8 @@ func (s *Service) Status(now time.Time) (api.Status, error) {
 	if free, err := s.disk(s.Paths.Home); err == nil {
 		st.DiskFreeGB = free
 		st.DiskLow = c.Storage.DiskQuotaMinGB > 0 && free < c.Storage.DiskQuotaMinGB
+		st.DiskFull = free < diskFloorGB
+		st.DiskLow = st.DiskLow || st.DiskFull
 	}
 	return st, nil
 }

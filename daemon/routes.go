@@ -43,15 +43,15 @@ func (d *daemon) routes() http.Handler {
 	handle := func(pattern string, h apiHandler) { mux.Handle(pattern, d.wrap(h)) }
 	handle("GET /v1/status", d.getStatus)
 	handle("GET /v1/loops", d.listLoops)
-	handle("POST /v1/loops", d.createLoop)
-	handle("POST /v1/loops/batch", d.createBatch)
+	handle("POST /v1/loops", d.needDisk(d.createLoop))
+	handle("POST /v1/loops/batch", d.needDisk(d.createBatch))
 	handle("GET /v1/loops/{id}", d.getLoop)
 	handle("POST /v1/loops/{id}/{action}", d.act)
 	handle("GET /v1/loops/{id}/why", d.why)
 	handle("GET /v1/loops/{id}/output", d.output)
 	handle("GET /v1/scheduler", d.scheduler)
 	handle("GET /v1/export", d.export)
-	handle("POST /v1/import", d.importLoops)
+	handle("POST /v1/import", d.needDisk(d.importLoops))
 	handle("GET /v1/events", d.events)
 	handle("GET /v1/stats", d.getStats)
 	handle("POST /v1/gc", d.postGC)
@@ -145,9 +145,12 @@ func (d *daemon) wrap(h apiHandler) http.Handler {
 			return
 		}
 		status, code := errorStatus(err)
-		if status >= 500 {
+		switch {
+		case status == http.StatusServiceUnavailable: // shutting down, disk full: not a bug
+			d.log.Warn("api", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+		case status >= 500:
 			d.log.Error("api", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
-		} else {
+		default:
 			d.log.Debug("api", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
 		}
 		if tw.wrote {
@@ -169,7 +172,7 @@ func apiMessage(err error) string {
 	if m := flagPrefix.FindStringSubmatch(msg); m != nil { // "--parent: loop x: not found"
 		msg = jsonField(m[1]) + msg[len(m[1]):]
 	}
-	return msg
+	return diskMessage(err, msg)
 }
 
 // flagPrefix matches a message that starts with a flag name.
@@ -394,6 +397,9 @@ func (d *daemon) status() (api.Status, error) {
 	st.Accepting = d.isAccepting()
 	if d.warning != "" {
 		st.Warning = d.warning
+	}
+	if w := d.diskWarning(); w != "" {
+		st.Warning = strings.TrimPrefix(st.Warning+"; "+w, "; ")
 	}
 	return st, nil
 }

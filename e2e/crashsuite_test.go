@@ -168,9 +168,6 @@ storage:
 		}
 		t.Logf("logs kept in %s (LOOPR_CRASH_KEEP)", keep)
 	}
-	if t.Failed() {
-		t.Logf("daemon log (tail):\n%s", e.tail(60))
-	}
 }
 
 // relSectionRe matches the child headings of SPEC §7 artifacts.

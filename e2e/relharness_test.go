@@ -46,6 +46,11 @@ func newRelEnv(t *testing.T, cfg string) *relEnv {
 	e.home = filepath.Join(e.dir, ".loopr")
 	e.log = filepath.Join(t.TempDir(), "daemon.log")
 	e.env = append(os.Environ(), "LOOPR_HOME=", "NO_COLOR=1")
+	t.Cleanup(func() {
+		if t.Failed() && e.output() != "" {
+			t.Logf("daemon log (last 80 lines):\n%s", e.tail(80))
+		}
+	})
 	if cfg != "" {
 		if err := os.WriteFile(filepath.Join(e.dir, "loopr.yml"), []byte(cfg), 0o644); err != nil {
 			t.Fatal(err)

@@ -178,10 +178,17 @@ func (m *Manager) finish(ctx context.Context, r result) {
 	case runner.Passed:
 		err = m.passed(ctx, l, a.iteration, res, now)
 	default:
-		err = m.failIteration(l.ID, a.iteration, res.Reason, res.Feedback, now)
+		if m.svc.DiskFull() != nil {
+			// Not the agent's fault: try again at the same iteration
+			// once there is room (no loop starts while the disk is full).
+			err = m.requeue(l.ID, a.iteration, now, "the disk is full: requeued at the same iteration ("+res.Reason+")")
+		} else {
+			err = m.failIteration(l.ID, a.iteration, res.Reason, res.Feedback, now)
+		}
 	}
 	if err != nil {
 		m.log.Error("apply result", "loop", l.ID, "outcome", res.Outcome, "err", err)
+		m.unrecorded(l.ID, a.iteration)
 	}
 	// Fairness learns the wall time of iterations that ran to a verdict
 	// (not those cancelled, rate limited or never started).

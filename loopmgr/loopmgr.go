@@ -77,6 +77,7 @@ type Manager struct {
 	mu      sync.Mutex
 	active  map[string]*active // owned by Run; mu guards reads from other goroutines
 	lastRec time.Time          // last start during rate-limit recovery
+	unrec   map[string]int     // loop → iteration whose result was not recorded (unrecorded.go); owned by Run
 	stopped bool
 	tick    TickStats
 }
@@ -200,6 +201,7 @@ func (m *Manager) Run(ctx context.Context) error {
 func (m *Manager) tickOnce(ctx context.Context) time.Duration {
 	began := time.Now()
 	now := m.now()
+	m.retryUnrecorded(now)
 	if err := m.sweep(now); err != nil {
 		m.log.Error("sweep", "err", err)
 	}
@@ -414,6 +416,7 @@ func (m *Manager) shutdown() error {
 		r := <-m.results
 		m.finish(context.Background(), r)
 	}
+	m.retryUnrecorded(m.now())
 	return nil
 }
 
