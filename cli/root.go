@@ -214,8 +214,32 @@ func (e *env) backend() (Backend, error) {
 	if !errors.Is(err, client.ErrNoDaemon) {
 		return nil, err
 	}
-	return e.openLocal()
+	b, err := e.openLocal()
+	var le *store.LockedError
+	if !errors.As(err, &le) {
+		return b, err
+	}
+	// The store is held but nothing answers on the socket yet: a daemon
+	// that is starting (recovering, sweeping worktrees). Wait for it.
+	deadline := time.Now().Add(daemonStartWait)
+	for time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+		c, derr := client.Dial(ctx, e.paths.Socket())
+		cancel()
+		if derr == nil {
+			return c, nil
+		}
+		if !errors.Is(derr, client.ErrNoDaemon) {
+			return nil, derr
+		}
+	}
+	return nil, err
 }
+
+// daemonStartWait is how long a command waits for a daemon that holds the
+// store but does not answer yet.
+const daemonStartWait = 5 * time.Second
 
 func (e *env) openLocal() (Backend, error) {
 	st, err := store.Open(e.paths.DB(), store.Options{Timeout: time.Second})
