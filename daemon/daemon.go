@@ -8,6 +8,12 @@
 // mode 0600 inside a 0700 home, and every connection is checked with
 // SO_PEERCRED: peers of another uid are dropped before a byte is read.
 //
+// Around the manager it runs the journal followers — metrics (served from a
+// Prometheus registry of its own at /metrics and summarised by /v1/stats)
+// and webhook delivery — the retention cleaner (at start and hourly), and a
+// watch on loopr.yml that swaps the configuration in force on a valid
+// change and refuses an invalid one (see API.md).
+//
 // Shutdown, on context cancellation: writes are refused (503), in-flight
 // writes finish, the manager stops its agents and requeues their loops at
 // the same iteration, the event streams drain what the journal holds and
