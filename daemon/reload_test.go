@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/client"
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/workspace"
@@ -145,13 +147,19 @@ concurrency:
 	run := create(t, d.c, "runs", true)
 	waitStatus(t, d, run.ID, loop.Complete, 20*time.Second)
 
-	// Fixing the file applies it; a removed file changes nothing.
-	writeAtomic(t, paths.Config, reloadYAML("scheduler:\n  priority: {ralph: 90}\n"))
-	if msg := configEvent("the second reload"); !strings.Contains(msg, "scheduler.priority.ralph: 120 → 90") {
+	// Fixing the file applies it — the admission limits too; a removed
+	// file changes nothing.
+	writeAtomic(t, paths.Config, reloadYAML("scheduler:\n  priority: {ralph: 90}\nadmission:\n  max_pending: 1\n"))
+	if msg := configEvent("the second reload"); !strings.Contains(msg, "scheduler.priority.ralph: 120 → 90") || !strings.Contains(msg, "admission.max_pending: 0 → 1") {
 		t.Errorf("second reload event = %q", msg)
 	}
 	if p := ralphPriority(t, d, waiting.ID); p != 90 {
 		t.Errorf("priority after the second reload = %d, want 90", p)
+	}
+	_, err = d.c.Create(ctx, api.CreateRequest{Type: loop.Ralph, Title: "one too many", RunnableAt: later()})
+	var ae *client.APIError
+	if !errors.As(err, &ae) || ae.Code != api.CodeQueueFull {
+		t.Errorf("create past the reloaded admission.max_pending = %v; want %s", err, api.CodeQueueFull)
 	}
 	if err := os.Remove(paths.Config); err != nil {
 		t.Fatal(err)
