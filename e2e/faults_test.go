@@ -267,7 +267,7 @@ func TestFaultDiskFull(t *testing.T) {
 	mu.Unlock()
 }
 
-func first(s []string) string {
+func relFirst(s []string) string {
 	if len(s) == 0 {
 		return ""
 	}
