@@ -208,7 +208,6 @@ func relPercentiles(ds []time.Duration) [3]time.Duration {
 	return [3]time.Duration{at(0.50), at(0.99), s[len(s)-1].Round(10 * time.Microsecond)}
 }
 
-
 // relTickDurations returns the durations of the scheduler ticks the daemon
 // logged (at info level: those that changed something) with more than
 // minPending loops pending.
