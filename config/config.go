@@ -33,6 +33,10 @@
 //   - agent.rate_limit_pattern may not match empty output (it would mark
 //     every run rate limited); '[^\s\S]' matches nothing and turns it off.
 //   - Errors name the file by its base name, as loopr.yml appears in messages.
+//   - `webhooks:` is a list of mappings, each decoded like a section, so
+//     errors name the entry (webhooks[1].url); only http and https URLs and
+//     the names in WebhookEvents are accepted. Diff lists what a hot reload
+//     changes, by the same dotted keys.
 package config
 
 import (
