@@ -19,9 +19,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -94,6 +96,11 @@ func Dial(ctx context.Context, socketPath string) (*Client, error) {
 		// No daemon can listen there (it refuses to start on such a home).
 		return nil, fmt.Errorf("%w: socket path %s is too long for a unix socket (%d bytes, max %d)",
 			ErrNoDaemon, socketPath, len(socketPath), maxSocketPath)
+	}
+	// No socket file, no daemon: say so at once rather than racing the
+	// caller's deadline on a loaded machine.
+	if _, err := os.Stat(socketPath); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w at %s: %w", ErrNoDaemon, socketPath, err)
 	}
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
