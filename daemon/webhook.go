@@ -37,7 +37,9 @@ const (
 // manager or the API. The journal position is saved in the store's meta, so
 // events written while no daemon ran (the CLI on the store) go out at the
 // next start; deliveries still queued at shutdown after webhookDrain are
-// dropped (logged): delivery is at most once.
+// dropped (logged). The position is saved at most once a second, so after a
+// crash the last second's events may go out again (receivers can dedupe on
+// X-Loopr-Delivery, the journal seq).
 type webhooks struct {
 	d       *daemon
 	client  *http.Client
