@@ -5,10 +5,11 @@
 // # Layout
 //
 // Every bucket is top level; keys are bytes, values are the codec's encoding
-// (codec.go, JSON today):
+// (codec.go; loop records in the binary layout of loopcodec.go since schema
+// version 2, everything else JSON):
 //
 //	meta        key → JSON value; "schema_version" (an int) and daemon state such as "ratelimit"
-//	loops       loop id → loop record
+//	loops       loop id → loop record (binary: its head — every scheduling field — then its long texts)
 //	idx_status  status 0x00 loop id → empty     (which loops have a status, in id order)
 //	idx_parent  parent 0x00 loop id → empty     (a loop's children, in id order)
 //	events      seq (8 bytes, big endian) → event (the global journal, in seq order)
@@ -36,6 +37,10 @@
 //     written by a newer loopr.
 //   - Records are decoded inside the transaction; nothing returned by this
 //     package aliases bbolt's memory-mapped pages.
+//
+//   - Followers (Follow) are told every committed change to the loop records,
+//     in commit order, exactly once: the daemon's in-memory scheduling index
+//     stays in step with the file without reading it again.
 //
 // Import and Export move loop records as JSON Lines (one encoding/json object
 // of loop.Loop per line, in id order). An import is all-or-nothing.

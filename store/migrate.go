@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -8,7 +9,7 @@ import (
 )
 
 // SchemaVersion is the store layout this loopr reads and writes.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // keySchemaVersion is the meta key holding the layout version as a JSON int.
 // A file without it (a new file) is version 0.
@@ -21,6 +22,39 @@ var migrations = []func(*bolt.Tx) error{
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		return nil
+	},
+	1: func(tx *bolt.Tx) error { // JSON loop records → the binary codec (loopcodec.go)
+		b := tx.Bucket(bucketLoops)
+		if b == nil {
+			return fmt.Errorf("bucket %s missing", bucketLoops)
+		}
+		// Collect, then write: writing under a bbolt cursor can skip keys.
+		type rec struct{ k, v []byte }
+		var recs []rec
+		err := b.ForEach(func(k, v []byte) error {
+			if len(v) > 0 && v[0] == tagBinary {
+				return nil
+			}
+			l, err := decodeLoop(k, v)
+			if err != nil {
+				return err
+			}
+			nv, err := encodeLoop(l)
+			if err != nil {
+				return err
+			}
+			recs = append(recs, rec{bytes.Clone(k), nv})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if err := b.Put(r.k, r.v); err != nil {
+				return err
 			}
 		}
 		return nil

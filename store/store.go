@@ -77,6 +77,7 @@ type Store struct {
 	path    string
 	pidPath string // the pid file this Store wrote, "" if none
 	now     func() time.Time
+	w       *writePath // every write transaction goes through it (follow.go)
 }
 
 // Open opens the store at path, creating it (and its directory, mode 0700)
@@ -118,8 +119,8 @@ func Open(path string, opt Options) (*Store, error) {
 	}
 	// Group commit: concurrent Batch calls share one fsynced transaction.
 	// A short window keeps a lone writer's latency low.
-	db.MaxBatchDelay = 2 * time.Millisecond
-	s := &Store{db: db, path: path, now: opt.Now}
+	s := &Store{db: db, path: path, now: opt.Now,
+		w: &writePath{maxDelay: 2 * time.Millisecond, maxSize: db.MaxBatchSize}}
 	if !opt.ReadOnly {
 		// Written while we hold the lock, so whoever times out waiting
 		// for it reads our pid; removed by Close before the lock goes.
@@ -158,17 +159,13 @@ func (s *Store) View(fn func(*Tx) error) error {
 // Update runs fn in a read-write transaction, committed if fn returns nil
 // and rolled back otherwise. Put one logical change — a record and the event
 // that explains it — in one Update.
-func (s *Store) Update(fn func(*Tx) error) error {
-	return s.db.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
-}
+func (s *Store) Update(fn func(*Tx) error) error { return s.update(fn) }
 
-// Batch is Update for many small concurrent writes: bbolt may commit several
-// callers' fns in one transaction (group commit). fn may run more than once,
-// so it must only touch the store (no other side effects), and it must not
-// assume its writes commit until Batch returns nil.
-func (s *Store) Batch(fn func(*Tx) error) error {
-	return s.db.Batch(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
-}
+// Batch is Update for many small concurrent writes: several callers' fns
+// may commit in one transaction (group commit, follow.go). fn may run more
+// than once, so it must only touch the store (no other side effects), and
+// it must not assume its writes commit until Batch returns nil.
+func (s *Store) Batch(fn func(*Tx) error) error { return s.batched(fn) }
 
 // Check verifies bbolt's page structure and that the secondary indexes agree
 // with the records, and returns the first problem found.

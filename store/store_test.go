@@ -702,7 +702,7 @@ func TestOpenNewerSchema(t *testing.T) {
 		if diff := cmp.Diff(SchemaError{Found: 7, Supported: SchemaVersion}, *se); diff != "" {
 			t.Errorf("Open(%+v) SchemaError mismatch (-want +got):\n%s", opt, diff)
 		}
-		if want := "store schema version 7 is newer than this loopr supports (1); upgrade loopr"; err.Error() != want {
+		if want := fmt.Sprintf("store schema version 7 is newer than this loopr supports (%d); upgrade loopr", SchemaVersion); err.Error() != want {
 			t.Errorf("Error() = %q, want %q", err, want)
 		}
 	}

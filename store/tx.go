@@ -16,7 +16,8 @@ import (
 // call that made it. Methods that write fail in a read-only transaction.
 // Every loop and event a Tx returns is a decoded copy, safe to keep.
 type Tx struct {
-	tx *bolt.Tx
+	tx      *bolt.Tx
+	changes *[]Change // loop records written, for the store's followers; nil: none follow
 }
 
 // empty is the value of every index entry: the key says it all.
@@ -55,17 +56,17 @@ func (tx *Tx) Put(l loop.Loop) error {
 	loops := tx.bucket(bucketLoops)
 	key := []byte(l.ID)
 	if old := loops.Get(key); old != nil {
-		prev, err := decodeLoop(key, old)
+		prevStatus, prevParent, err := peekStatusParent(key, old)
 		if err != nil {
 			return err
 		}
-		if prev.Status != l.Status {
-			if err := tx.bucket(bucketIdxStatus).Delete(indexKey(string(prev.Status), l.ID)); err != nil {
+		if prevStatus != l.Status {
+			if err := tx.bucket(bucketIdxStatus).Delete(indexKey(string(prevStatus), l.ID)); err != nil {
 				return err
 			}
 		}
-		if prev.Parent != l.Parent && prev.Parent != "" {
-			if err := tx.bucket(bucketIdxParent).Delete(indexKey(prev.Parent, l.ID)); err != nil {
+		if prevParent != l.Parent && prevParent != "" {
+			if err := tx.bucket(bucketIdxParent).Delete(indexKey(prevParent, l.ID)); err != nil {
 				return err
 			}
 		}
@@ -76,6 +77,9 @@ func (tx *Tx) Put(l loop.Loop) error {
 	}
 	if err := loops.Put(key, v); err != nil {
 		return fmt.Errorf("loop %s: %w", l.ID, err)
+	}
+	if tx.changes != nil {
+		*tx.changes = append(*tx.changes, Change{ID: l.ID, Loop: utc(l)})
 	}
 	if err := tx.bucket(bucketIdxStatus).Put(indexKey(string(l.Status), l.ID), empty); err != nil {
 		return err
@@ -160,7 +164,13 @@ func (tx *Tx) Delete(id string) error {
 	if err := deleteKeys(tx.bucket(bucketIdxEvents), evKeys); err != nil {
 		return err
 	}
-	return loops.Delete(key)
+	if err := loops.Delete(key); err != nil {
+		return err
+	}
+	if tx.changes != nil {
+		*tx.changes = append(*tx.changes, Change{ID: id, Deleted: true})
+	}
+	return nil
 }
 
 func deleteKeys(b *bolt.Bucket, keys [][]byte) error {

@@ -1,0 +1,230 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/loopr-dev/loopr/loop"
+)
+
+// randomLoop fills every exported field of loop.Loop by reflection, so a
+// field added to the record and forgotten by the codec fails the round trip.
+func randomLoop(r *rand.Rand) loop.Loop {
+	var l loop.Loop
+	fill(r, reflect.ValueOf(&l).Elem())
+	l.ID = fmt.Sprintf("L%d", r.IntN(1e6))
+	return l
+}
+
+var timeType = reflect.TypeFor[time.Time]()
+
+func fill(r *rand.Rand, v reflect.Value) {
+	if r.IntN(4) == 0 {
+		return // leave a zero value: zero times, empty strings, nil lease
+	}
+	switch {
+	case v.Type() == timeType:
+		sec := r.Int64N(1<<34) - 1<<33 // about ±270 years around 1970
+		v.Set(reflect.ValueOf(time.Unix(sec, r.Int64N(1e9)).UTC()))
+		return
+	}
+	switch v.Kind() {
+	case reflect.String:
+		alphabet := []string{"a", "Z", "9", "-", "é", "\x00", "\n", "\"", "日本", " "}
+		var b strings.Builder
+		for range r.IntN(12) {
+			b.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		v.SetString(b.String())
+	case reflect.Int, reflect.Int64:
+		v.SetInt(r.Int64N(1<<40) - 1<<39)
+	case reflect.Uint64:
+		v.SetUint(r.Uint64())
+	case reflect.Float64:
+		v.SetFloat([]float64{0.5, 1e300, -3, math.SmallestNonzeroFloat64, 60}[r.IntN(5)])
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fill(r, v.Elem())
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fill(r, v.Field(i))
+			}
+		}
+	default:
+		panic(fmt.Sprintf("fill: %s: add this kind to the test and to the codec", v.Type()))
+	}
+}
+
+func TestLoopCodecRoundTrip(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(7, 2))
+	for i := range 5000 {
+		l := randomLoop(r)
+		if st := r.IntN(len(loop.Statuses) + 1); st < len(loop.Statuses) {
+			l.Status = loop.Statuses[st]
+		} // else: a status the codec spells out
+		b, err := encodeLoop(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeLoop([]byte(l.ID), b)
+		if err != nil {
+			t.Fatalf("case %d: decodeLoop() error: %v", i, err)
+		}
+		if diff := cmp.Diff(l, got); diff != "" {
+			t.Fatalf("case %d: round trip mismatch (-want +got):\n%s", i, diff)
+		}
+		// The head is the record without its long texts and lease.
+		head, err := decodeHead([]byte(l.ID), b)
+		if err != nil {
+			t.Fatalf("case %d: decodeHead() error: %v", i, err)
+		}
+		want := l
+		want.Task, want.Artifact, want.Workdir, want.Feedback, want.Reason, want.Lease = "", "", "", "", "", nil
+		if diff := cmp.Diff(want, head); diff != "" {
+			t.Fatalf("case %d: head mismatch (-want +got):\n%s", i, diff)
+		}
+		st, parent, err := peekStatusParent([]byte(l.ID), b)
+		if err != nil || st != l.Status || parent != l.Parent {
+			t.Fatalf("case %d: peekStatusParent() = %q, %q, %v; want %q, %q", i, st, parent, err, l.Status, l.Parent)
+		}
+		// Every cut is an error, never a panic or a silent success.
+		for _, n := range []int{0, 1, len(b) / 2, len(b) - 1} {
+			if _, err := decodeLoop([]byte(l.ID), b[:n]); err == nil {
+				t.Fatalf("case %d: decodeLoop(first %d of %d bytes) error = nil", i, n, len(b))
+			}
+		}
+	}
+}
+
+// TestLoopCodecKnowsEveryField fails when loop.Loop gains a field: add it
+// to appendLoop and recReader (head or body), then to this list.
+func TestLoopCodecKnowsEveryField(t *testing.T) {
+	t.Parallel()
+	known := []string{"ID", "Type", "Status", "Parent", "Depth", "TriggeredBy", "Task", "Title", "Iteration",
+		"MaxIterations", "CreatedAt", "UpdatedAt", "StartedAt", "FinishedAt", "RunnableAt", "Deadline", "Artifact",
+		"Workdir", "Feedback", "Lease", "FairnessKey", "ConflictKey", "CostHint", "Owner", "Reason"}
+	var got []string
+	rt := reflect.TypeFor[loop.Loop]()
+	for i := range rt.NumField() {
+		got = append(got, rt.Field(i).Name)
+	}
+	if diff := cmp.Diff(known, got); diff != "" {
+		t.Errorf("loop.Loop fields changed (-codec knows +record has): update loopcodec.go\n%s", diff)
+	}
+	if n := reflect.TypeFor[loop.Lease]().NumField(); n != 4 {
+		t.Errorf("loop.Lease has %d fields, the codec knows 4: update loopcodec.go", n)
+	}
+}
+
+// TestMigrateJSONRecords opens a schema-1 store (JSON records) and finds
+// every record intact, now in the binary layout, with its indexes.
+func TestMigrateJSONRecords(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "loopr.db")
+	r := rand.New(rand.NewPCG(3, 3))
+	var want []loop.Loop
+	rawUpdate(t, path, func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		for i := range 200 {
+			l := randomLoop(r)
+			l.ID = fmt.Sprintf("L%03d", i)
+			l.Status = loop.Statuses[i%len(loop.Statuses)]
+			l.Parent = []string{"", "L000", "L001", "gone"}[i%4]
+			l = utc(l)
+			v, err := json.Marshal(l)
+			if err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketLoops).Put([]byte(l.ID), v); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketIdxStatus).Put(indexKey(string(l.Status), l.ID), empty); err != nil {
+				return err
+			}
+			if l.Parent != "" {
+				if err := tx.Bucket(bucketIdxParent).Put(indexKey(l.Parent, l.ID), empty); err != nil {
+					return err
+				}
+			}
+			want = append(want, l)
+		}
+		return tx.Bucket(bucketMeta).Put([]byte(keySchemaVersion), []byte("1"))
+	})
+	s, err := Open(path, Options{NoSync: true})
+	if err != nil {
+		t.Fatalf("Open(schema 1) error: %v", err)
+	}
+	defer s.Close()
+	got, err := s.List(Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("records after migration (-want +got):\n%s", diff)
+	}
+	s.View(func(tx *Tx) error {
+		return tx.bucket(bucketLoops).ForEach(func(k, v []byte) error {
+			if v[0] != tagBinary {
+				t.Errorf("loop %s still JSON after migration", k)
+			}
+			return nil
+		})
+	})
+	mustCheck(t, s)
+}
+
+func BenchmarkLoopCodec(b *testing.B) {
+	l := loop.Loop{ID: "01JD3K9Q5ZB7X0000000000000", Type: loop.Ralph, Status: loop.Pending, Parent: "01JD3K9Q5ZB7X0000000000001",
+		Depth: 3, Title: "Add the OAuth callback handler", Task: strings.Repeat("Implement the thing. ", 20),
+		Iteration: 2, MaxIterations: 100, CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC(),
+		TriggeredBy: "/home/u/repo/.loopr/loops/01JD3K9Q5ZB7X0000000000001/iterations/001/phase.md"}
+	b.Run("binary/encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			encodeLoop(l)
+		}
+	})
+	enc, _ := encodeLoop(l)
+	b.Run("binary/decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			decodeLoop([]byte(l.ID), enc)
+		}
+	})
+	b.Run("binary/head", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			decodeHead([]byte(l.ID), enc)
+		}
+	})
+	b.Run("json/encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			json.Marshal(l)
+		}
+	})
+	js, _ := json.Marshal(l)
+	b.Run("json/decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var x loop.Loop
+			json.Unmarshal(js, &x)
+		}
+	})
+}
