@@ -207,9 +207,12 @@ func tooLarge(err error) error {
 func errorStatus(err error) (int, string) {
 	var mbe *http.MaxBytesError
 	var te *loop.TransitionError
+	var le *control.LimitError
 	switch {
 	case errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, api.CodeTooLarge
+	case errors.As(err, &le):
+		return http.StatusTooManyRequests, le.Code
 	case errors.Is(err, errStopping), errors.Is(err, syscall.ENOSPC):
 		return http.StatusServiceUnavailable, api.CodeUnavailable
 	case errors.Is(err, store.ErrNotFound):
