@@ -28,12 +28,16 @@ fmt:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -count 1 ./scheduler ./store ./tui 2>/dev/null | tee bench.out | grep -E '^(Benchmark|goos|goarch|cpu|pkg)' || true
 
-# A short fuzz pass over every parser (seconds each).
+# A short fuzz pass over every parser and the API (seconds each).
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 10s ./config
 	$(GO) test -run '^$$' -fuzz FuzzReadJSONL -fuzztime 10s ./store
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 10s ./artifact
 	$(GO) test -run '^$$' -fuzz FuzzParseHint -fuzztime 10s ./ratelimit
+	$(GO) test -run '^$$' -fuzz FuzzDecodeCreateRequest -fuzztime 10s ./daemon
+	$(GO) test -run '^$$' -fuzz FuzzDecodeActionRequest -fuzztime 10s ./daemon
+	$(GO) test -run '^$$' -fuzz FuzzDecodeBatchRequest -fuzztime 10s ./daemon
+	$(GO) test -run '^$$' -fuzz FuzzAPI -fuzztime 30s ./daemon
 
 # The crash suite at full strength: a real daemon on a 213-loop tree,
 # SIGKILLed 20 times at random moments (CI runs the same test with 5).
