@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loopr-dev/loopr/client"
-	"github.com/loopr-dev/loopr/config"
+	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/tui"
 )
 
@@ -65,25 +65,6 @@ func (e *env) tuiOptions(c *client.Client) tui.Options {
 		Workspace: e.paths.Workspace,
 		NoColor:   e.getenv("NO_COLOR") != "",
 		Version:   Version,
-		Policy:    policyView(e.cfg),
+		Policy:    control.Policy(e.cfg),
 	}
-}
-
-// policyView is the part of the configuration the dashboard scores with.
-func policyView(c *config.Config) tui.PolicyView {
-	p := tui.PolicyView{
-		Base:                     map[string]int{},
-		TypeCap:                  map[string]int{},
-		AgeBoostPerMinute:        c.Scheduler.Priority.AgeBoostPerMinute,
-		AgeBoostMax:              c.Scheduler.Priority.AgeBoostMax,
-		DepthBoostPerLevel:       c.Scheduler.Priority.DepthBoostPerLevel,
-		RetryPenaltyPerIteration: c.Scheduler.Priority.RetryPenaltyPerIteration,
-		RetryPenaltyMax:          c.Scheduler.Priority.RetryPenaltyMax,
-		MaxLoops:                 c.Concurrency.MaxLoops,
-	}
-	for _, t := range c.Types() {
-		p.Base[t] = c.Base(t)
-		p.TypeCap[t] = c.TypeCap(t)
-	}
-	return p
 }

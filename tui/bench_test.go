@@ -93,11 +93,25 @@ func BenchmarkEvent(b *testing.B) {
 	}
 }
 
-// BenchmarkTick is the once-a-second clock tick on the same model.
+// BenchmarkTick is the once-a-second clock tick on the same model when time
+// changes nothing the plan decides on: no plan is made.
 func BenchmarkTick(b *testing.B) {
 	m := bigModel(b)
 	b.ReportAllocs()
 	for b.Loop() {
+		nm, _ := m.Update(tickMsg{now: testNow})
+		m = nm.(Model)
+	}
+}
+
+// BenchmarkTickReplan is a tick on which time changed the plan (a waiting
+// loop's age reached a whole minute, a backoff ended): scheduler.Plan runs
+// over the 10,050 loops.
+func BenchmarkTickReplan(b *testing.B) {
+	m := bigModel(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		m.sched.stale = true
 		nm, _ := m.Update(tickMsg{now: testNow})
 		m = nm.(Model)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/ratelimit"
 )
 
 // row is one visible line of the loop list.
@@ -32,13 +33,19 @@ func (m *Model) applySnapshot(sm api.StreamMsg) {
 	m.rebuildChildren()
 	m.defaultFolds()
 	m.dirty = true
+	m.sched.stale = true
 }
 
 // setStatus takes a fresh daemon status; its counts replace the ones kept
 // up to date from events since the last status.
 func (m *Model) setStatus(st api.Status) {
+	old, had := m.status, m.haveStatus
 	m.status = st
 	m.haveStatus = true
+	if !had || old.DiskLow != st.DiskLow || !sameRateLimit(old.RateLimit, st.RateLimit) {
+		m.sched.stale = true
+	}
+	m.usePolicy()
 	m.counts = make(map[loop.Status]int, len(st.Counts))
 	for k, v := range st.Counts {
 		m.counts[k] = v
@@ -56,6 +63,9 @@ func (m *Model) applyEvent(sm api.StreamMsg) {
 		}
 		l := *sm.Loop
 		m.loops[l.ID] = &l
+		if schedChange(old, &l) {
+			m.sched.stale = true
+		}
 		if old == nil || old.Parent != l.Parent {
 			m.structDirty = true
 			m.dirty = true
@@ -79,6 +89,20 @@ func (m *Model) applyEvent(sm api.StreamMsg) {
 			m.counts[to]++
 		}
 	}
+}
+
+// schedChange reports whether replacing old (nil: new) with l can change
+// the plan. A running loop's progress (iterations, output) cannot: the plan
+// reads only its type, owner and conflict key, and its children only its
+// status.
+func schedChange(old, l *loop.Loop) bool {
+	return old == nil || old.Status != l.Status || l.Status.Waiting() || old.Parent != l.Parent ||
+		old.Type != l.Type || old.Owner != l.Owner || old.ConflictKey != l.ConflictKey
+}
+
+// sameRateLimit reports whether two rate-limit states block and ramp alike.
+func sameRateLimit(a, b ratelimit.State) bool {
+	return a.BackoffUntil.Equal(b.BackoffUntil) && a.RecoveryUntil.Equal(b.RecoveryUntil)
 }
 
 // applyLoop takes the record an action returned, ahead of its event.
@@ -143,14 +167,17 @@ func (m *Model) isOpen(id string) bool {
 }
 
 // rebuild recomputes what depends on the loops, the clock and the view
-// settings: the local schedule and the visible rows. The selection stays on
-// the same loop when it is still visible.
+// settings: the plan, when its inputs changed or time changed it, and the
+// visible rows. The selection stays on the same loop when it is still
+// visible.
 func (m *Model) rebuild() {
 	if m.structDirty {
 		m.rebuildChildren()
 	}
-	m.computeSchedule()
-	if m.dirty || m.flat {
+	if m.refreshSchedule() && m.flat {
+		m.dirty = true // the flat rows are the plan's order
+	}
+	if m.dirty {
 		m.buildRows()
 	}
 }
@@ -161,7 +188,8 @@ func (m *Model) buildRows() {
 	f := parseFilter(m.filter)
 	rows := m.rows[:0:0]
 	if m.flat {
-		for i, id := range m.sched.order {
+		for i := range m.sched.rows {
+			id := m.sched.rows[i].Loop.ID
 			if f.match(m.loops[id]) {
 				rows = append(rows, row{id: id, rank: i + 1})
 			}

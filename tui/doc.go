@@ -8,10 +8,16 @@
 // declares; the client package implements it over the daemon's socket. State
 // arrives on the event stream (a snapshot, then pushed changes), so the
 // dashboard never polls for loops. Priorities, ages and countdowns tick
-// locally from the loop records, the policy weights (PolicyView) and a
-// one-second clock tick; the why pane asks the daemon for the authoritative
-// breakdown. The only periodic request is the agent output tail, once a
-// second while the output pane is open.
+// locally from the loop records and a one-second clock tick. NEXT / WHY and
+// the flat view come from the scheduler itself: the dashboard runs the pure
+// scheduler.Plan over the loops it holds, with the workspace's policy
+// (Options.Policy: tiers, conflict groups, quotas, fairness) and the caps,
+// rate limit and disk state the daemon reports, again only when those change
+// or time alone changes the plan. With fairness on the order shown is
+// approximate: the learned fairness state lives in the daemon, and the
+// dashboard plans from the zero state. The why pane (w) asks the daemon for
+// the authoritative breakdown. The only periodic request is the agent
+// output tail, once a second while the output pane is open.
 //
 // The program is pure Elm (STYLE rule 14): Update changes the model and
 // returns commands, every call to the client runs inside a tea.Cmd, keys are

@@ -17,6 +17,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/scheduler"
 )
 
 // Timeouts and sizes of the requests the dashboard makes.
@@ -127,7 +128,8 @@ type Model struct {
 	ctx       context.Context
 	clock     func() time.Time
 	now       time.Time
-	policy    PolicyView
+	policy    scheduler.Policy // as configured
+	plan      scheduler.Policy // policy with the daemon's caps: what the plan runs with
 	workspace string
 	version   string
 	keys      keyMap
@@ -155,8 +157,9 @@ type Model struct {
 	haveStatus  bool
 	counts      map[loop.Status]int
 	doneHint    string
-	sched       schedule
-	cv          capsView // usage when the schedule was computed
+	sched       schedule              // scheduler.Plan over the loops held (sched.go)
+	cv          capsView              // usage when the plan was made
+	scratch     []scheduler.Candidate // reused by computeSchedule
 	structDirty bool
 	dirty       bool
 
@@ -187,8 +190,8 @@ func New(o Options) Model {
 		clock = time.Now
 	}
 	pol := o.Policy
-	if pol.Base == nil {
-		pol = DefaultPolicyView()
+	if pol.Base == nil && pol.MaxLoops == 0 {
+		pol = scheduler.DefaultPolicy()
 	}
 	st := newStyles(lipgloss.NewRenderer(os.Stdout), o.NoColor)
 	m := Model{
@@ -196,6 +199,7 @@ func New(o Options) Model {
 		clock:       clock,
 		now:         clock(),
 		policy:      pol,
+		plan:        pol,
 		workspace:   shortPath(o.Workspace),
 		version:     o.Version,
 		doneHint:    o.DoneHint,
@@ -276,10 +280,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tickMsg:
 		m.now = msg.now
 		if m.synced {
-			m.computeSchedule()
-			if m.flat || m.dirty {
-				m.buildRows()
-			}
+			m.rebuild() // the plan only when time changed it
 		}
 		return m, m.tick()
 

@@ -1,82 +1,127 @@
 package tui
 
 import (
-	"cmp"
 	"fmt"
+	"maps"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/scheduler"
 )
 
-// Reason codes the dashboard derives locally (the subset of SPEC §4 it can
-// see from the records and the daemon status). codeNext means every gate
-// passes and a slot is free: the scheduler would start the loop now.
-const (
-	codeNext             = "next"
-	codePaused           = "paused"
-	codeParentIncomplete = "parent_incomplete"
-	codeBackoff          = "backoff"
-	codeDeadline         = "deadline_passed"
-	codeDiskLow          = "disk_low"
-	codeRateLimited      = "rate_limited"
-	codeRecovery         = "recovery" // rate_limited in the daemon: the one-start-per-poll ramp after a 429 backoff
-	codeTypeCap          = "type_cap"
-	codeGlobalCap        = "global_cap"
-)
+// The dashboard does not re-implement the scheduler: it runs scheduler.Plan
+// (pure, no I/O) over the loops it holds, with the configured policy, the
+// daemon's caps and its rate-limit and disk state, so NEXT / WHY and the
+// flat view say what the daemon decides. What it cannot see is filled in as
+// the daemon would most likely have it, and `w` asks the daemon:
+//
+//   - a parent the model does not hold finished long ago (the stream's
+//     snapshot holds only recent terminal loops): it counts as complete;
+//   - triggering artifacts are not checked (artifact_missing never shows);
+//   - the learned fairness state lives in the daemon: with fairness on the
+//     plan starts every key from zero, so the order is approximate.
+//
+// The plan is made again only when its inputs change (a loop's status or
+// scheduling fields, the caps, the rate limit or the disk) or when time
+// alone changes it (a waiting loop's age reaches its next whole minute, a
+// backoff, deadline or rate-limit phase ends); not on every clock tick.
 
-// reason is the first blocking reason of a waiting loop. Its words are
-// formatted when shown (text), so countdowns follow the clock and the
-// schedule of thousands of loops costs no formatting.
-type reason struct {
-	Code  string
-	Type  string      // type_cap: the type
-	N, Of int         // caps: running (and starting) of cap
-	Until time.Time   // backoff, rate_limited: when it ends
-	Other loop.Status // parent_incomplete, orphaned: the parent's status
-	Free  float64     // disk_low: GB free
+// codeNext marks a waiting loop the plan starts now: "next to start".
+const codeNext = "next"
+
+// schedule is the plan the dashboard shows, made at one instant.
+type schedule struct {
+	rows []scheduler.Row  // every waiting loop, in scheduling order
+	at   map[string]int32 // loop id → index in rows
+	// holders names the loop holding each conflict group and key: a running
+	// loop, or one the plan starts (only with conflict groups configured).
+	holders map[holdKey]string
+	blocked bool      // the rate limit's backoff ran (rate_limited is otherwise its recovery ramp)
+	made    time.Time // when the plan was made
+	next    time.Time // when time alone changes the plan; zero: never
+	stale   bool      // an input changed since the plan was made
+	count   int       // plans made so far (tests check that idle ticks make none)
 }
 
-// text says r in plain words at now.
-func (r reason) text(now time.Time) string {
+type holdKey struct{ group, key string }
+
+// reason is what NEXT / WHY says about a waiting loop: codeNext, or the
+// first failing gate of its row (the scheduler lists them in gate order).
+// It is worded when shown (reasonText), so countdowns follow the clock and
+// a plan of thousands of loops costs no formatting.
+type reason struct {
+	Code string           // a scheduler.Code, codeNext, or "" when the plan does not hold the loop
+	r    scheduler.Reason // the scheduler's first reason: its text carries the numbers of the caps
+	l    *loop.Loop       // the record that was planned
+}
+
+// reasonOf returns the reason of waiting loop id in the current plan.
+func (m *Model) reasonOf(id string) reason {
+	i, ok := m.sched.at[id]
+	if !ok {
+		return reason{}
+	}
+	row := &m.sched.rows[i]
+	if row.Runnable || len(row.Reasons) == 0 {
+		return reason{Code: codeNext, l: row.Loop}
+	}
+	return reason{Code: string(row.Reasons[0].Code), r: row.Reasons[0], l: row.Loop}
+}
+
+// reasonText words r at the model's now. The dashboard's own words where it
+// has them (countdowns rather than clock times, the parent's status); the
+// scheduler's text for the caps, the tier cap and the quota, which carry the
+// counts of the moment the walk reached the row.
+func (m *Model) reasonText(r reason) string {
+	now := m.now
 	switch r.Code {
+	case "":
+		return ""
 	case codeNext:
 		return "next to start"
-	case codePaused:
-		return "paused"
-	case codeParentIncomplete:
-		if r.Other.Terminal() {
-			return "parent " + string(r.Other)
-		}
-		return "waiting for parent (" + statusText(r.Other, true) + ")"
-	case codeBackoff:
-		return "backoff " + countdown(r.Until.Sub(now))
-	case codeDeadline:
-		return "deadline passed"
-	case codeDiskLow:
-		return fmt.Sprintf("disk low (%.1f GB free)", r.Free)
-	case codeRateLimited:
-		return "rate limited " + countdown(r.Until.Sub(now))
-	case codeRecovery:
-		return "429 recovery: one start per poll"
-	case codeTypeCap:
-		return fmt.Sprintf("type cap %s %d/%d", r.Type, r.N, r.Of)
-	case codeGlobalCap:
-		return fmt.Sprintf("global cap %d/%d", r.N, r.Of)
 	}
-	return ""
-}
-
-// schedule is the local replay of the scheduler at one instant: the waiting
-// loops in scheduling order and the first reason of each.
-type schedule struct {
-	order  []string // pending and paused ids: priority desc, created_at asc, id asc
-	reason map[string]reason
+	switch scheduler.Code(r.Code) {
+	case scheduler.Paused:
+		return "paused"
+	case scheduler.Orphaned:
+		return "parent not found"
+	case scheduler.ParentIncomplete:
+		if p := m.loops[r.l.Parent]; p != nil {
+			if p.Status.Terminal() {
+				return "parent " + string(p.Status)
+			}
+			return "waiting for parent (" + statusText(p.Status, true) + ")"
+		}
+	case scheduler.ArtifactMissing:
+		return "artifact missing"
+	case scheduler.Backoff:
+		return "backoff " + countdown(r.l.RunnableAt.Sub(now))
+	case scheduler.DeadlinePassed:
+		return "deadline passed"
+	case scheduler.DiskLow:
+		return fmt.Sprintf("disk low (%.1f GB free)", m.status.DiskFreeGB)
+	case scheduler.RateLimited:
+		if m.sched.blocked {
+			return "rate limited " + countdown(m.status.RateLimit.BackoffUntil.Sub(now))
+		}
+		return "429 recovery: one start per poll"
+	case scheduler.Conflict:
+		group := m.plan.ConflictGroup[r.l.Type]
+		if h := m.loops[m.sched.holders[holdKey{group, r.l.ConflictKey}]]; h != nil {
+			state := "starting"
+			if h.Status == loop.Running {
+				state = "running"
+			}
+			return fmt.Sprintf("conflict %s/%s: held by %q (%s)", group, r.l.ConflictKey, title(h), state)
+		}
+	}
+	return r.r.Text
 }
 
 // capsView is the running count and cap per type and globally, live from
-// the model's running loops and the daemon's caps (or the policy's).
+// the model's running loops and the effective policy.
 type capsView struct {
 	types    []string
 	running  map[string]int
@@ -85,7 +130,7 @@ type capsView struct {
 	maxLoops int
 }
 
-// caps returns the usage the last schedule computed, or computes it.
+// caps returns the usage the last plan counted, or counts it.
 func (m *Model) caps() capsView {
 	if m.cv.running != nil {
 		return m.cv
@@ -94,32 +139,38 @@ func (m *Model) caps() capsView {
 }
 
 func (m *Model) computeCaps() capsView {
-	cv := capsView{running: map[string]int{}, cap: map[string]int{}, maxLoops: m.policy.MaxLoops}
+	running, total := map[string]int{}, 0
 	for _, l := range m.loops {
 		if l.Status == loop.Running {
-			cv.running[l.Type]++
-			cv.total++
+			running[l.Type]++
+			total++
 		}
 	}
-	if m.haveStatus && m.status.MaxLoops > 0 {
-		cv.maxLoops = m.status.MaxLoops
-	}
+	return m.capsOf(running, total)
+}
+
+// capsOf completes the usage of running loops by type (total in all) with
+// the caps and the types to show.
+func (m *Model) capsOf(running map[string]int, total int) capsView {
+	cv := capsView{running: running, total: total, cap: m.plan.TypeCap, maxLoops: m.plan.MaxLoops}
 	if m.haveStatus && len(m.status.Types) > 0 {
 		for _, t := range m.status.Types {
 			cv.types = append(cv.types, t.Type)
-			cv.cap[t.Type] = t.Cap
 		}
 		return cv
 	}
+	seen := map[string]bool{}
 	for _, t := range loop.BuiltinTypes {
 		cv.types = append(cv.types, t)
-		cv.cap[t] = m.policy.TypeCap[t]
+		seen[t] = true
 	}
 	var extra []string
-	for t, c := range m.policy.TypeCap {
-		if _, ok := cv.cap[t]; !ok {
-			extra = append(extra, t)
-			cv.cap[t] = c
+	for _, tm := range []map[string]int{m.plan.Base, m.plan.TypeCap} {
+		for t := range tm {
+			if !seen[t] {
+				extra = append(extra, t)
+				seen[t] = true
+			}
 		}
 	}
 	slices.Sort(extra)
@@ -127,95 +178,177 @@ func (m *Model) computeCaps() capsView {
 	return cv
 }
 
-// computeSchedule replays SPEC §4 over the loops the model holds: it orders
-// the waiting loops and gives each its first failing gate, in the order the
-// scheduler checks them (paused, parent, backoff, deadline, disk, rate
-// limit, global cap, type cap). Loops that pass every gate take a slot in
-// order, so only as many as the caps allow are "next to start"; the rest
-// show the cap that stops them. Gates the dashboard cannot see (a missing
-// artifact, a parent record the snapshot does not hold) are left to the why
-// pane, which asks the daemon.
-func (m *Model) computeSchedule() {
-	now := m.now
-	type item struct {
-		l       *loop.Loop
-		prio    int
-		created int64
+// effectivePolicy is the configured policy with the daemon's caps, which
+// win when it reports them: its configuration may have been reloaded.
+func effectivePolicy(p scheduler.Policy, st api.Status, haveStatus bool) scheduler.Policy {
+	if !haveStatus {
+		return p
 	}
-	items := make([]item, 0, len(m.sched.order)+8)
-	for _, l := range m.loops {
-		if l.Status.Waiting() {
-			items = append(items, item{l, m.policy.score(l, now).Priority, l.CreatedAt.UnixNano()})
-		}
+	if st.MaxLoops > 0 {
+		p.MaxLoops = st.MaxLoops
 	}
-	slices.SortFunc(items, func(a, b item) int {
-		if c := cmp.Compare(b.prio, a.prio); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.created, b.created); c != 0 {
-			return c
-		}
-		return strings.Compare(a.l.ID, b.l.ID)
-	})
-	cv := m.computeCaps()
-	m.cv = cv
-	rl := m.status.RateLimit
-	blocked, recovering := rl.Blocked(now), rl.Recovering(now)
-	started, startedType := 0, map[string]int{}
-	s := schedule{order: make([]string, len(items)), reason: make(map[string]reason, len(items))}
-	for i, it := range items {
-		l := it.l
-		s.order[i] = l.ID
-		r := m.gates(l, blocked)
-		if r.Code == "" {
-			tc := cv.cap[l.Type]
-			switch {
-			case recovering && started > 0:
-				r = reason{Code: codeRecovery}
-			case cv.maxLoops > 0 && cv.total+started >= cv.maxLoops:
-				r = reason{Code: codeGlobalCap, N: cv.total + started, Of: cv.maxLoops}
-			case tc > 0 && cv.running[l.Type]+startedType[l.Type] >= tc:
-				r = reason{Code: codeTypeCap, Type: l.Type, N: cv.running[l.Type] + startedType[l.Type], Of: tc}
-			default:
-				r = reason{Code: codeNext}
-				started++
-				startedType[l.Type]++
+	if len(st.Types) > 0 {
+		caps := make(map[string]int, len(st.Types))
+		for _, t := range st.Types {
+			if t.Cap > 0 {
+				caps[t.Type] = t.Cap
 			}
 		}
-		s.reason[l.ID] = r
+		p.TypeCap = caps
 	}
-	m.sched = s
+	return p
 }
 
-// gates returns the first failing gate of l that does not depend on slots,
-// or the zero reason.
-func (m *Model) gates(l *loop.Loop, rateBlocked bool) reason {
-	now := m.now
-	if l.Status == loop.Paused {
-		return reason{Code: codePaused}
+// usePolicy installs the effective policy and marks the plan stale when it
+// changed what the plan decides on.
+func (m *Model) usePolicy() {
+	p := effectivePolicy(m.policy, m.status, m.haveStatus)
+	if p.MaxLoops != m.plan.MaxLoops || !maps.Equal(p.TypeCap, m.plan.TypeCap) {
+		m.sched.stale = true
 	}
-	if l.Parent != "" {
-		// A parent missing from the model finished long ago (the snapshot
-		// holds only recent terminal loops): the daemon checks it.
-		if p, ok := m.loops[l.Parent]; ok {
-			if p.Status != loop.Complete {
-				return reason{Code: codeParentIncomplete, Other: p.Status}
+	m.plan = p
+}
+
+// refreshSchedule makes the plan again when an input changed or time alone
+// changed it, and reports whether it did.
+func (m *Model) refreshSchedule() bool {
+	s := &m.sched
+	due := s.stale || s.made.IsZero() || m.now.Before(s.made) || (!s.next.IsZero() && !m.now.Before(s.next))
+	if !due {
+		return false
+	}
+	m.computeSchedule()
+	return true
+}
+
+// computeSchedule runs scheduler.Plan over the loops the model holds.
+func (m *Model) computeSchedule() {
+	now, p := m.now, m.plan
+	fair := p.Fairness.Enabled
+	// The candidates' backing array is reused: Plan keeps none of it.
+	snap := scheduler.Snapshot{Waiting: m.scratch[:0], Running: map[string]int{}}
+	total := 0
+	if m.haveStatus {
+		snap.RateLimit = m.status.RateLimit
+		snap.DiskLow = m.status.DiskLow
+	}
+	var roots map[string]string
+	if fair {
+		roots = make(map[string]string, len(m.loops)/4+1)
+	}
+	next := time.Time{}
+	soon := func(t time.Time) {
+		if t.After(now) && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	wt := p.Weights
+	for _, l := range m.loops {
+		switch {
+		case l.Status == loop.Running:
+			snap.Running[l.Type]++
+			snap.Active = append(snap.Active, l)
+			total++
+		case l.Status.Waiting():
+			c := scheduler.Candidate{Loop: l}
+			if l.Parent != "" {
+				c.ParentStatus = loop.Complete // not held: finished long ago
+				if pl := m.loops[l.Parent]; pl != nil {
+					c.ParentStatus = pl.Status
+				}
+				if fair {
+					c.Root = m.rootOf(l.Parent, roots)
+				}
+			}
+			snap.Waiting = append(snap.Waiting, c)
+			// When time alone changes the plan: the next whole minute of
+			// age while the age boost still grows, the end of a backoff,
+			// a deadline.
+			if wt.AgeBoostPerMinute > 0 {
+				mins := 0
+				if age := now.Sub(l.CreatedAt); age > 0 {
+					mins = int(age / time.Minute)
+				}
+				if mins*wt.AgeBoostPerMinute < wt.AgeBoostMax {
+					soon(l.CreatedAt.Add(time.Duration(mins+1) * time.Minute))
+				}
+			}
+			soon(l.RunnableAt)
+			if !l.Deadline.IsZero() {
+				soon(l.Deadline)
 			}
 		}
 	}
-	if l.RunnableAt.After(now) {
-		return reason{Code: codeBackoff, Until: l.RunnableAt}
+	soon(snap.RateLimit.BackoffUntil)
+	soon(snap.RateLimit.RecoveryUntil)
+
+	d := scheduler.Plan(snap, now, p)
+	clear(snap.Waiting) // drop the record pointers until the next plan
+	m.scratch = snap.Waiting
+
+	at := make(map[string]int32, len(d.Rows)) // fresh: earlier Model values keep theirs
+	conflicts := false
+	for i := range d.Rows {
+		at[d.Rows[i].Loop.ID] = int32(i)
+		conflicts = conflicts || (!d.Rows[i].Runnable && d.Rows[i].Has(scheduler.Conflict))
 	}
-	if !l.Deadline.IsZero() && now.After(l.Deadline) {
-		return reason{Code: codeDeadline}
+	var holders map[holdKey]string
+	if conflicts {
+		holders = conflictHolders(p, snap.Active, d.Rows)
 	}
-	if m.haveStatus && m.status.DiskLow {
-		return reason{Code: codeDiskLow, Free: m.status.DiskFreeGB}
+	m.sched = schedule{
+		rows: d.Rows, at: at, holders: holders,
+		blocked: snap.RateLimit.Blocked(now), made: now, next: next, count: m.sched.count + 1,
 	}
-	if rateBlocked {
-		return reason{Code: codeRateLimited, Until: m.status.RateLimit.BackoffUntil}
+	m.cv = m.capsOf(snap.Running, total)
+}
+
+// conflictHolders names the holder of each conflict group and key the way
+// the scheduler finds it: the running loop (the lowest id when several
+// do), else the loop the plan starts. Only the reason's words need it.
+func conflictHolders(p scheduler.Policy, active []*loop.Loop, rows []scheduler.Row) map[holdKey]string {
+	h := map[holdKey]string{}
+	for _, l := range active {
+		if g := p.ConflictGroup[l.Type]; g != "" && l.ConflictKey != "" {
+			k := holdKey{g, l.ConflictKey}
+			if cur, ok := h[k]; !ok || l.ID < cur {
+				h[k] = l.ID
+			}
+		}
 	}
-	return reason{}
+	for i := range rows {
+		l := rows[i].Loop
+		if g := p.ConflictGroup[l.Type]; rows[i].Runnable && g != "" && l.ConflictKey != "" {
+			if _, ok := h[holdKey{g, l.ConflictKey}]; !ok {
+				h[holdKey{g, l.ConflictKey}] = l.ID
+			}
+		}
+	}
+	return h
+}
+
+// rootOf returns the root of the tree id belongs to, as far as the model
+// knows it (an ancestor it does not hold ends the walk), memoised in roots.
+func (m *Model) rootOf(id string, roots map[string]string) string {
+	var path []string
+	r := id
+	for {
+		if known, ok := roots[r]; ok {
+			r = known
+			break
+		}
+		l := m.loops[r]
+		if l == nil || l.Parent == "" || len(path) > 64 {
+			break
+		}
+		path = append(path, r)
+		r = l.Parent
+	}
+	for _, p := range path {
+		roots[p] = r
+	}
+	roots[id] = r
+	return r
 }
 
 // countdown formats a wait, rounded up to the second: 12s, 2m10s, 1h5m.

@@ -104,8 +104,10 @@ func (m Model) applyStream(msg streamMsg) (tea.Model, tea.Cmd) {
 		}
 	}
 	var cmds []tea.Cmd
-	if m.synced && changed { // a heartbeat changes nothing
+	if m.synced && changed {
 		m.rebuild()
+	} else if m.synced && m.refreshSchedule() && m.flat { // the clock moved: a heartbeat
+		m.buildRows()
 	}
 	if refetchWhy && m.pane == paneWhy && m.sel != "" {
 		cmds = append(cmds, m.openWhy())

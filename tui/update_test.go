@@ -14,6 +14,7 @@ import (
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/ratelimit"
+	"github.com/loopr-dev/loopr/scheduler"
 	"github.com/muesli/termenv"
 )
 
@@ -472,10 +473,11 @@ func TestRedialDelay(t *testing.T) {
 	}
 }
 
-// TestScoreSeedExamples: the seed 004 examples hold exactly.
+// TestScoreSeedExamples: with no policy given the dashboard scores with
+// seed 004's, and its examples hold exactly.
 func TestScoreSeedExamples(t *testing.T) {
 	t.Parallel()
-	p := DefaultPolicyView()
+	p := New(Options{}).plan
 	now := testNow
 	tests := []struct {
 		name string
@@ -490,7 +492,7 @@ func TestScoreSeedExamples(t *testing.T) {
 		{"unknown type has base 0", loop.Loop{Type: "review", Iteration: 1, CreatedAt: now.Add(time.Minute)}, 0},
 	}
 	for _, tt := range tests {
-		if got := p.score(&tt.l, now).Priority; got != tt.want {
+		if got := scheduler.ScoreOf(&tt.l, now, p).Priority; got != tt.want {
 			t.Errorf("%s: priority %d, want %d", tt.name, got, tt.want)
 		}
 	}
@@ -519,7 +521,7 @@ func TestFirstReason(t *testing.T) {
 		fc.snap.Status = &tt.status
 		m := loaded(t, fc, 160, 30)
 		for id, want := range tt.want {
-			if got := m.sched.reason[id].text(m.now); got != want {
+			if got := m.reasonText(m.reasonOf(id)); got != want {
 				t.Errorf("%s: %s reason %q, want %q", tt.name, id, got, want)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/scheduler"
 )
 
 const gap = "  "
@@ -527,8 +528,8 @@ func (m *Model) whyStyle(l *loop.Loop, code string) lipgloss.Style {
 func (m *Model) nextWhy(l *loop.Loop) (string, string) {
 	switch l.Status {
 	case loop.Pending, loop.Paused:
-		r := m.sched.reason[l.ID]
-		return r.text(m.now), r.Code
+		r := m.reasonOf(l.ID)
+		return m.reasonText(r), r.Code
 	case loop.Running:
 		if l.StartedAt.IsZero() {
 			return "agent", ""
@@ -548,7 +549,7 @@ func (m *Model) nextWhy(l *loop.Loop) (string, string) {
 func (m *Model) prioText(l *loop.Loop) string {
 	switch {
 	case l.Status.Waiting():
-		return strconv.Itoa(m.policy.score(l, m.now).Priority)
+		return strconv.Itoa(scheduler.ScoreOf(l, m.now, m.plan).Priority)
 	case l.Status == loop.Running:
 		return "—"
 	}
@@ -659,6 +660,9 @@ func (m *Model) statusLine(w int) string {
 	left := " tree"
 	if m.flat {
 		left = " flat: waiting loops in scheduling order"
+		if m.plan.Fairness.Enabled {
+			left += " (fairness: approximate, w asks the daemon)"
+		}
 	}
 	if m.filter != "" {
 		left += "   filter /" + m.filter
