@@ -1,0 +1,405 @@
+// Package readyset is the scheduler's incremental view of the store: an
+// in-memory index of every waiting loop's scheduling fields (never its task
+// text), every loop's status and parent, and the running loops, kept in step
+// with the store by its followers (store.Follow) and queried once per
+// scheduling tick without reading or decoding a single record.
+//
+// Decide answers exactly what scheduler.Plan would start — the same ids in
+// the same order — in time that depends on the loops it looks at, not on
+// how many wait. Ready loops are kept in groups of equal type and equal
+// static score part (depth boost − retry penalty): within a group the age
+// boost, whatever the whole-minute floor and the cap, never rises with
+// created_at, so the group's order is created_at then id, which never
+// changes, and a heap keeps it. A decision merges the groups' heads by the
+// exact priority at now (tier desc, priority desc, created_at asc, id asc),
+// admits under the same caps, quotas and conflicts as Plan, and stops when
+// the slots are full. Backoffs and deadlines move loops in and out of the
+// groups through two time heaps, so nothing is scanned when time passes.
+//
+// Where the fast walk cannot be exact cheaply — fair queuing on, time going
+// backwards, or a walk that skips too many loops held by quotas, conflicts
+// or missing artifacts — Decide runs scheduler.Plan over a snapshot of the
+// index instead (Snapshot): still no store read, but O(n log n).
+//
+// Like the scheduler it does no I/O: the caller passes now, the rate-limit
+// state and a function that says whether an artifact exists. Its methods
+// are safe for concurrent use.
+package readyset
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/scheduler"
+)
+
+// Change is one loop record written (Loop set) or deleted (Loop nil).
+type Change struct {
+	ID   string
+	Loop *loop.Loop
+}
+
+// node is what the index knows about every loop: enough for its children's
+// parent gate and for the roots of fairness keys.
+type node struct {
+	status loop.Status
+	parent string
+}
+
+// entry is one waiting (pending or paused) loop's scheduling fields.
+type entry struct {
+	id, typ, parent, title, triggeredBy string
+	fairnessKey, conflictKey, owner     string
+	status                              loop.Status
+	depth, iteration, maxIterations     int
+	created, updated                    time.Time
+	runnableAt, deadline                time.Time
+	costHint                            float64
+
+	parentOK bool // no parent, or the parent exists and is complete
+	delayed  bool // runnable_at after the index's watermark
+	dead     bool // deadline at or before the watermark
+	grp      *group
+	gi       int // position in grp's heap; -1: not ready
+	di, dli  int // positions in the delay and deadline heaps; -1: not in them
+	ci       int // position in the index's children list of its parent
+}
+
+// ready reports whether e passes every gate that depends on its own record
+// and its parent at the watermark (the artifact is checked by Decide).
+func (e *entry) ready() bool {
+	return e.status == loop.Pending && e.parentOK && !e.delayed && !e.dead
+}
+
+// lite returns the loop record the entry stands for, without its long
+// texts and lease: what scheduler.Plan reads.
+func (e *entry) lite() loop.Loop {
+	return loop.Loop{
+		ID: e.id, Type: e.typ, Status: e.status, Parent: e.parent, Depth: e.depth,
+		TriggeredBy: e.triggeredBy, Title: e.title, Iteration: e.iteration, MaxIterations: e.maxIterations,
+		CreatedAt: e.created, UpdatedAt: e.updated, RunnableAt: e.runnableAt, Deadline: e.deadline,
+		FairnessKey: e.fairnessKey, ConflictKey: e.conflictKey, CostHint: e.costHint, Owner: e.owner,
+	}
+}
+
+// groupKey identifies a group: a type and the static part of the score.
+type groupKey struct {
+	typ    string
+	static int // depth × depth boost − retry penalty
+}
+
+// group holds the ready loops of one groupKey in created_at, id order.
+type group struct {
+	key groupKey
+	h   heapOf
+}
+
+func byCreated(a, b *entry) bool {
+	if c := a.created.Compare(b.created); c != 0 {
+		return c < 0
+	}
+	return a.id < b.id
+}
+
+// Index is the incremental ready state. The zero value is not usable: call New.
+type Index struct {
+	mu       sync.Mutex
+	nodes    map[string]node
+	waiting  map[string]*entry
+	children map[string][]*entry // waiting loops by parent id
+	running  map[string]loop.Loop
+	groups   map[groupKey]*group
+	w        scheduler.Weights // the weights the groups were formed with
+	t        time.Time         // watermark: delayed and dead are as of t
+	delay    heapOf            // entries with runnable_at after t
+	dline    heapOf            // entries with a deadline after t
+	nready   int
+	orphans  map[*entry]struct{} // waiting loops whose parent does not exist
+	expired  map[*entry]struct{} // waiting loops whose deadline passed at t
+}
+
+// New returns an empty index whose groups use the weights w.
+func New(w scheduler.Weights) *Index {
+	ix := &Index{
+		nodes: map[string]node{}, waiting: map[string]*entry{}, children: map[string][]*entry{},
+		running: map[string]loop.Loop{}, groups: map[groupKey]*group{}, w: w,
+		orphans: map[*entry]struct{}{}, expired: map[*entry]struct{}{},
+	}
+	ix.delay = heapOf{
+		less: func(a, b *entry) bool { return a.runnableAt.Before(b.runnableAt) },
+		pos:  func(e *entry) *int { return &e.di },
+	}
+	ix.dline = heapOf{
+		less: func(a, b *entry) bool { return a.deadline.Before(b.deadline) },
+		pos:  func(e *entry) *int { return &e.dli },
+	}
+	return ix
+}
+
+// Apply brings the index up to date with committed changes, in order.
+func (ix *Index) Apply(changes []Change) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for _, c := range changes {
+		if c.Loop == nil {
+			ix.remove(c.ID)
+		} else {
+			ix.put(c.Loop)
+		}
+	}
+}
+
+// Put is Apply with records written.
+func (ix *Index) Put(loops ...*loop.Loop) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for _, l := range loops {
+		ix.put(l)
+	}
+}
+
+// Len returns how many loops the index knows, and how many of them wait.
+func (ix *Index) Len() (loops, waiting int) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return len(ix.nodes), len(ix.waiting)
+}
+
+func (ix *Index) put(l *loop.Loop) {
+	old, existed := ix.nodes[l.ID]
+	ix.nodes[l.ID] = node{status: l.Status, parent: l.Parent}
+
+	if e := ix.waiting[l.ID]; e != nil {
+		ix.dropEntry(e)
+	}
+	if l.Status.Waiting() {
+		ix.addEntry(l)
+	}
+	if l.Status == loop.Running {
+		ix.running[l.ID] = loop.Loop{ID: l.ID, Type: l.Type, Status: l.Status, Parent: l.Parent,
+			Owner: l.Owner, ConflictKey: l.ConflictKey, FairnessKey: l.FairnessKey}
+	} else {
+		delete(ix.running, l.ID)
+	}
+	if !existed || (old.status == loop.Complete) != (l.Status == loop.Complete) {
+		ix.refreshChildren(l.ID)
+	}
+}
+
+func (ix *Index) remove(id string) {
+	if _, ok := ix.nodes[id]; !ok {
+		return
+	}
+	delete(ix.nodes, id)
+	if e := ix.waiting[id]; e != nil {
+		ix.dropEntry(e)
+	}
+	delete(ix.running, id)
+	ix.refreshChildren(id)
+}
+
+// refreshChildren re-evaluates the parent gate of id's waiting children.
+func (ix *Index) refreshChildren(id string) {
+	for _, c := range ix.children[id] {
+		ix.setParent(c)
+	}
+}
+
+// setParent re-evaluates e's parent gate and where it belongs.
+func (ix *Index) setParent(e *entry) {
+	if e.parent == "" {
+		e.parentOK = true
+		return
+	}
+	p, ok := ix.nodes[e.parent]
+	if ok {
+		delete(ix.orphans, e)
+	} else {
+		ix.orphans[e] = struct{}{}
+	}
+	e.parentOK = ok && p.status == loop.Complete
+	ix.place(e)
+}
+
+// staticScore is the part of the score that depends on the record only.
+func staticScore(w scheduler.Weights, depth, iteration int) int {
+	return depth*w.DepthBoostPerLevel - min(max(iteration-1, 0)*w.RetryPenaltyPerIteration, w.RetryPenaltyMax)
+}
+
+func (ix *Index) addEntry(l *loop.Loop) {
+	e := &entry{
+		id: l.ID, typ: l.Type, parent: l.Parent, title: l.Title, triggeredBy: l.TriggeredBy,
+		fairnessKey: l.FairnessKey, conflictKey: l.ConflictKey, owner: l.Owner, status: l.Status,
+		depth: l.Depth, iteration: l.Iteration, maxIterations: l.MaxIterations,
+		created: l.CreatedAt, updated: l.UpdatedAt, runnableAt: l.RunnableAt, deadline: l.Deadline,
+		costHint: l.CostHint, gi: -1, di: -1, dli: -1, ci: -1,
+	}
+	ix.waiting[e.id] = e
+	if e.parent != "" {
+		kids := ix.children[e.parent]
+		e.ci = len(kids)
+		ix.children[e.parent] = append(kids, e)
+	}
+	e.delayed = e.runnableAt.After(ix.t)
+	if e.delayed {
+		ix.delay.push(e)
+	}
+	if !e.deadline.IsZero() {
+		if e.deadline.After(ix.t) {
+			ix.dline.push(e)
+		} else {
+			e.dead = true
+			ix.expired[e] = struct{}{}
+		}
+	}
+	e.parentOK = true
+	if e.parent != "" {
+		ix.setParent(e) // places e
+		return
+	}
+	ix.place(e)
+}
+
+func (ix *Index) dropEntry(e *entry) {
+	ix.unready(e)
+	if e.di >= 0 {
+		ix.delay.remove(e)
+	}
+	if e.dli >= 0 {
+		ix.dline.remove(e)
+	}
+	if e.ci >= 0 {
+		kids := ix.children[e.parent]
+		last := len(kids) - 1
+		kids[e.ci] = kids[last]
+		kids[e.ci].ci = e.ci
+		kids[last] = nil
+		if last == 0 {
+			delete(ix.children, e.parent)
+		} else {
+			ix.children[e.parent] = kids[:last]
+		}
+		e.ci = -1
+	}
+	delete(ix.orphans, e)
+	delete(ix.expired, e)
+	delete(ix.waiting, e.id)
+}
+
+// place puts e in its group when it is ready and takes it out when not.
+func (ix *Index) place(e *entry) {
+	switch ready := e.ready(); {
+	case ready && e.gi < 0:
+		k := groupKey{e.typ, staticScore(ix.w, e.depth, e.iteration)}
+		g := ix.groups[k]
+		if g == nil {
+			g = &group{key: k, h: heapOf{less: byCreated, pos: func(e *entry) *int { return &e.gi }}}
+			ix.groups[k] = g
+		}
+		e.grp = g
+		g.h.push(e)
+		ix.nready++
+	case !ready && e.gi >= 0:
+		ix.unready(e)
+	}
+}
+
+func (ix *Index) unready(e *entry) {
+	if e.gi < 0 {
+		return
+	}
+	g := e.grp
+	g.h.remove(e)
+	e.grp = nil
+	ix.nready--
+	if g.h.len() == 0 {
+		delete(ix.groups, g.key)
+	}
+}
+
+// advance moves the watermark to now (not before it): backoffs that ended
+// make loops ready, deadlines that passed make them not.
+func (ix *Index) advance(now time.Time) {
+	if !now.After(ix.t) {
+		return
+	}
+	ix.t = now
+	for ix.delay.len() > 0 && !ix.delay.top().runnableAt.After(now) {
+		e := ix.delay.pop()
+		e.delayed = false
+		ix.place(e)
+	}
+	for ix.dline.len() > 0 && !ix.dline.top().deadline.After(now) {
+		e := ix.dline.pop()
+		e.dead = true
+		ix.expired[e] = struct{}{}
+		ix.place(e)
+	}
+}
+
+// setWeights regroups the ready loops when the score weights changed.
+func (ix *Index) setWeights(w scheduler.Weights) {
+	if w == ix.w {
+		return
+	}
+	var ready []*entry
+	for _, g := range ix.groups {
+		ready = append(ready, g.h.items...)
+	}
+	for _, e := range ready {
+		ix.unready(e)
+	}
+	ix.w = w
+	for _, e := range ready {
+		ix.place(e)
+	}
+}
+
+// Due returns, at now, the waiting loops whose deadline passed and those
+// whose parent does not exist, in id order: what the manager's sweep
+// expires and fails, found without scanning.
+func (ix *Index) Due(now time.Time) (expired, orphaned []string) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if now.Before(ix.t) { // time went back: ask every waiting loop
+		for _, e := range ix.waiting {
+			if !e.deadline.IsZero() && !e.deadline.After(now) {
+				expired = append(expired, e.id)
+			}
+		}
+	} else {
+		ix.advance(now)
+		for e := range ix.expired {
+			expired = append(expired, e.id)
+		}
+	}
+	for e := range ix.orphans {
+		orphaned = append(orphaned, e.id)
+	}
+	slices.Sort(expired)
+	slices.Sort(orphaned)
+	return expired, orphaned
+}
+
+// Next returns the earliest runnable_at after now among the waiting loops
+// (zero when none): when a backoff ends and the next decision may differ.
+func (ix *Index) Next(now time.Time) time.Time {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if !now.Before(ix.t) {
+		ix.advance(now)
+		if ix.delay.len() > 0 {
+			return ix.delay.top().runnableAt
+		}
+		return time.Time{}
+	}
+	var next time.Time
+	for _, e := range ix.waiting {
+		if e.runnableAt.After(now) && (next.IsZero() || e.runnableAt.Before(next)) {
+			next = e.runnableAt
+		}
+	}
+	return next
+}
