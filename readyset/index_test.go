@@ -25,7 +25,7 @@ var (
 	ckeys   = []string{"", "repo1", "repo2"}
 	fkeys   = []string{"", "", "", "k1", "k2"}
 	parts   = []string{"/a/1.md", "/a/2.md", "/a/3.md"}
-	ageing  = []int{0, 1, 1, 2, 3}  // age boost per minute
+	ageing  = []int{0, 1, 1, 2, 3} // age boost per minute
 	ageCaps = []int{50, 0, 5, 120} // age boost max
 )
 
