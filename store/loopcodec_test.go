@@ -228,3 +228,32 @@ func BenchmarkLoopCodec(b *testing.B) {
 		}
 	})
 }
+
+func TestForEachHead(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	r := rand.New(rand.NewPCG(9, 9))
+	var want []loop.Loop
+	mustUpdate(t, s, func(tx *Tx) error {
+		for i := range 50 {
+			l := randomLoop(r)
+			l.ID, l.Parent, l.Status, l.Type = fmt.Sprintf("L%02d", i), "", loop.Pending, loop.Ralph
+			l.Iteration, l.MaxIterations, l.Depth = 1+i%3, 5, i%4
+			l.CreatedAt = time.Unix(int64(1e9+i), 0).UTC()
+			if err := tx.Put(l); err != nil {
+				return err
+			}
+			l = utc(l)
+			l.Task, l.Artifact, l.Workdir, l.Feedback, l.Reason, l.Lease = "", "", "", "", "", nil
+			want = append(want, l)
+		}
+		return nil
+	})
+	var got []loop.Loop
+	s.View(func(tx *Tx) error {
+		return tx.ForEachHead(func(l *loop.Loop) bool { got = append(got, *l); return true })
+	})
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ForEachHead() mismatch (-want +got):\n%s", diff)
+	}
+}
