@@ -9,6 +9,7 @@ import (
 
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/ratelimit"
+	"github.com/loopr-dev/loopr/scheduler"
 )
 
 // ProtocolVersion is checked by clients on connect; bump it on any
@@ -179,6 +180,9 @@ type Status struct {
 	DiskFull    bool                `json:"disk_full"` // below control.DiskFloorBytes free: no loop starts, new loops refused
 	Accepting   bool                `json:"accepting"`
 	Warning     string              `json:"warning,omitzero"`
+	// Policy is the scheduling policy in force (it follows hot reloads), so
+	// a dashboard scores loops exactly as the daemon does.
+	Policy *scheduler.Policy `json:"policy,omitempty"`
 }
 
 // Error is the body of every API error: {"error": {"code": ..., "message": ...}}.
@@ -200,6 +204,9 @@ const (
 	CodeTooLarge    = "too_large"   // 413
 	CodeUnavailable = "unavailable" // 503: disk full, shutting down
 	CodeInternal    = "internal"    // 500
+	// CodeUnauthorized (401): a request on the TCP listener without the
+	// bearer token.
+	CodeUnauthorized = "unauthorized"
 	// Admission limits (a new loop is refused; retry later): 429.
 	CodeQueueFull     = "queue_full"     // admission.max_pending loops already wait
 	CodeQuotaExceeded = "quota_exceeded" // the owner has quotas.<owner>.max_pending loops waiting

@@ -398,6 +398,8 @@ func (d *daemon) status() (api.Status, error) {
 	st.StartedAt = d.started
 	st.UptimeSecs = max(0, int64(now.Sub(d.started)/time.Second))
 	st.Accepting = d.isAccepting()
+	pol := control.Policy(d.svc.Config())
+	st.Policy = &pol
 	if d.warning != "" {
 		st.Warning = d.warning
 	}

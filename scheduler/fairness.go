@@ -15,17 +15,17 @@ const DefaultCost = 60.0
 // FairnessPolicy configures fair queuing between fairness keys (seed 002,
 // loopr.yml scheduler.fairness and the types' default_cost).
 type FairnessPolicy struct {
-	Enabled bool
+	Enabled bool `json:"enabled"`
 	// Alpha is the smoothing factor of the learned cost: each observed wall
 	// time w moves the estimate e to Alpha·w + (1−Alpha)·e. 0 < Alpha ≤ 1.
-	Alpha float64
+	Alpha float64 `json:"alpha,omitzero"`
 	// IdleTTL is how long a key stays known after it was last charged or
 	// observed; an idle key is forgotten and comes back at the current
 	// minimum. 0: keys are never forgotten.
-	IdleTTL time.Duration
+	IdleTTL time.Duration `json:"idle_ttl_ns,omitzero"`
 	// DefaultCost is the cost, in seconds, of a loop type before anything
 	// was learned for its key; missing or <= 0: DefaultCost.
-	DefaultCost map[string]float64
+	DefaultCost map[string]float64 `json:"default_cost,omitempty"`
 }
 
 // defaultCost returns the starting estimate of type t.

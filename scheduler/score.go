@@ -9,36 +9,36 @@ import (
 
 // Weights tune the priority formula (loopr.yml scheduler.priority.*).
 type Weights struct {
-	AgeBoostPerMinute        int // added per whole minute since created_at
-	AgeBoostMax              int // cap of the age boost
-	DepthBoostPerLevel       int // added per ancestor
-	RetryPenaltyPerIteration int // subtracted per iteration after the first
-	RetryPenaltyMax          int // cap of the retry penalty
+	AgeBoostPerMinute        int `json:"age_boost_per_minute"`        // added per whole minute since created_at
+	AgeBoostMax              int `json:"age_boost_max"`               // cap of the age boost
+	DepthBoostPerLevel       int `json:"depth_boost_per_level"`       // added per ancestor
+	RetryPenaltyPerIteration int `json:"retry_penalty_per_iteration"` // subtracted per iteration after the first
+	RetryPenaltyMax          int `json:"retry_penalty_max"`           // cap of the retry penalty
 }
 
 // Policy is everything the scheduler is told by configuration. The fields
 // after TypeCap are the scheduling policies of seeds 001–003; their zero
 // values turn them off, which leaves seed 004's order and gates unchanged.
 type Policy struct {
-	Base     map[string]int // base priority per loop type (user types too); unknown type → 0
-	Weights  Weights
-	MaxLoops int            // global cap on running loops, counting those already running; <= 0 starts nothing
-	TypeCap  map[string]int // per-type cap on running loops; missing or 0 = none
+	Base     map[string]int `json:"base"` // base priority per loop type (user types too); unknown type → 0
+	Weights  Weights        `json:"weights"`
+	MaxLoops int            `json:"max_loops"` // global cap on running loops, counting those already running; <= 0 starts nothing
+	TypeCap  map[string]int `json:"type_cap"`  // per-type cap on running loops; missing or 0 = none
 
 	// Tier is the priority tier of each type (seed 002); missing or 0 = none.
 	// Higher tiers are ordered first, and at most N loops of tier N run at
 	// once, all types of the tier together (reason tier_cap).
-	Tier map[string]int
+	Tier map[string]int `json:"tier,omitempty"`
 	// ConflictGroup is the conflict group of each type; missing or "" = none.
 	// Two loops conflict when their types share a group and the loops share
 	// a non-empty conflict_key: one waits while the other runs (reason conflict).
-	ConflictGroup map[string]string
+	ConflictGroup map[string]string `json:"conflict_group,omitempty"`
 	// OwnerCap is the most loops each owner may run at once
 	// (quotas.<owner>.max_running); missing or 0 = none (reason quota).
-	OwnerCap map[string]int
+	OwnerCap map[string]int `json:"owner_cap,omitempty"`
 	// Fairness orders loops within a tier by their fairness key's
 	// accumulated cost when Enabled.
-	Fairness FairnessPolicy
+	Fairness FairnessPolicy `json:"fairness"`
 }
 
 // DefaultPolicy returns seed 004's policy: base plan 40, spec 60, phase 80,

@@ -2,7 +2,7 @@ package tui
 
 import (
 	"fmt"
-	"maps"
+	"reflect"
 	"slices"
 	"time"
 
@@ -202,8 +202,12 @@ func effectivePolicy(p scheduler.Policy, st api.Status, haveStatus bool) schedul
 // usePolicy installs the effective policy and marks the plan stale when it
 // changed what the plan decides on.
 func (m *Model) usePolicy() {
+	if m.haveStatus && m.status.Policy != nil {
+		// The daemon's policy is the one in force: it follows hot reloads.
+		m.policy = *m.status.Policy
+	}
 	p := effectivePolicy(m.policy, m.status, m.haveStatus)
-	if p.MaxLoops != m.plan.MaxLoops || !maps.Equal(p.TypeCap, m.plan.TypeCap) {
+	if !reflect.DeepEqual(p, m.plan) {
 		m.sched.stale = true
 	}
 	m.plan = p

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -227,5 +228,22 @@ func TestFairnessApproximate(t *testing.T) {
 	}
 	if v := press(t, m, "t").View(); !strings.Contains(v, "(fairness: approximate, w asks the daemon)") {
 		t.Errorf("the flat view does not say its order is approximate:\n%s", v)
+	}
+}
+
+// TestPolicyFollowsDaemon: a status carrying the daemon's policy (after a
+// hot reload) changes the priorities shown, without restarting the dashboard.
+func TestPolicyFollowsDaemon(t *testing.T) {
+	t.Parallel()
+	m := loaded(t, newFake(), 120, 30)
+	before := lineOf(m.View(), "Create users table")
+	st := fixtureStatus()
+	pol := scheduler.DefaultPolicy()
+	pol.Base[loop.Ralph] = 1000
+	st.Policy = &pol
+	m = update(t, m, streamMsg{gen: m.gen, now: testNow, msgs: []api.StreamMsg{{Type: api.StreamStatus, Status: &st}}})
+	after := lineOf(m.View(), "Create users table")
+	if before == after || !regexp.MustCompile(`\b1[0-9]{3}\b`).MatchString(after) {
+		t.Errorf("priority did not follow the daemon's policy:\nbefore %q\nafter  %q", before, after)
 	}
 }
