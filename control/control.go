@@ -65,6 +65,8 @@ type Service struct {
 
 	admMu sync.Mutex
 	adm   admissionCount // the waiting loops counted in the last write transaction
+
+	idx indexState // the in-memory scheduling index, once enabled (index.go)
 }
 
 // New returns a Service. cfg is called on every operation so a daemon can

@@ -56,6 +56,9 @@ type Snapshot struct {
 // waiting loop's root (every ancestor read once) and the fairness state;
 // then checks each distinct triggering artifact once and the free disk space.
 func (s *Service) Snapshot() (Snapshot, error) {
+	if ix := s.Index(); ix != nil {
+		return s.indexSnapshot(ix)
+	}
 	var snap Snapshot
 	snap.Running = map[string]int{}
 	fair := s.cfg().Scheduler.Fairness.Enabled
@@ -142,18 +145,24 @@ func (s *Service) Snapshot() (Snapshot, error) {
 		}
 		c.ArtifactMissing = !ok
 	}
-	if free, err := s.disk(s.Paths.Home); err == nil {
-		snap.DiskFreeGB = free
-		switch min := s.cfg().Storage.DiskQuotaMinGB; {
-		case free < diskFloorGB: // full, whatever the quota (disk.go)
-			snap.DiskLow = true
-			snap.DiskLowText = fmt.Sprintf("disk full: %s < %d MiB", freeText(free), DiskFloorBytes>>20)
-		case min > 0 && free < min:
-			snap.DiskLow = true
-			snap.DiskLowText = fmt.Sprintf("disk low: %.1f GB free < %g GB", free, min)
-		}
-	}
+	snap.DiskFreeGB, snap.DiskLow, snap.DiskLowText = s.diskGate()
 	return snap, nil
+}
+
+// diskGate measures the home's free space and says whether the disk_low
+// gate holds, with its text.
+func (s *Service) diskGate() (free float64, low bool, text string) {
+	free, err := s.disk(s.Paths.Home)
+	if err != nil {
+		return 0, false, ""
+	}
+	switch min := s.cfg().Storage.DiskQuotaMinGB; {
+	case free < diskFloorGB: // full, whatever the quota (disk.go)
+		return free, true, fmt.Sprintf("disk full: %s < %d MiB", freeText(free), DiskFloorBytes>>20)
+	case min > 0 && free < min:
+		return free, true, fmt.Sprintf("disk low: %.1f GB free < %g GB", free, min)
+	}
+	return free, false, ""
 }
 
 // Plan runs the scheduler over a fresh snapshot at now.

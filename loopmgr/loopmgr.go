@@ -160,6 +160,11 @@ func (m *Manager) cfg() *config.Config { return m.svc.Config() }
 // Run recovers what a previous daemon left, then schedules until ctx is
 // cancelled; then it stops every agent and requeues their loops.
 func (m *Manager) Run(ctx context.Context) error {
+	// Decisions read the in-memory index, kept in step with every commit,
+	// instead of decoding every waiting loop each tick.
+	if err := m.svc.EnableIndex(); err != nil {
+		return err
+	}
 	if err := m.recover(ctx); err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
@@ -205,13 +210,13 @@ func (m *Manager) tickOnce(ctx context.Context) time.Duration {
 	if err := m.sweep(now); err != nil {
 		m.log.Error("sweep", "err", err)
 	}
-	snap, d, err := m.svc.Plan(now)
+	d, err := m.svc.Decide(now)
 	if err != nil {
-		m.log.Error("scheduler snapshot", "err", err)
+		m.log.Error("scheduler decision", "err", err)
 		return 0
 	}
 	start := d.Start
-	if snap.RateLimit.Recovering(now) && len(start) > 0 {
+	if d.RateLimit.Recovering(now) && len(start) > 0 {
 		// Recovery ramp: at most one start per poll interval, however often we wake.
 		if now.Sub(m.lastRec) < m.cfg().PollInterval() {
 			start = nil
@@ -251,42 +256,44 @@ func (m *Manager) tickOnce(ctx context.Context) time.Duration {
 	}
 	m.log.Log(ctx, lvl, "scheduler tick", "pending", st.Waiting, "runnable", st.Eligible,
 		"selected", st.Selected, "running", st.Running, "slots", st.Slots, "took", st.Duration.Round(time.Microsecond))
-	return nextWake(snap, now)
+	if d.Next.IsZero() {
+		return 0
+	}
+	return d.Next.Sub(now) // the earliest backoff or rate limit ending
 }
 
-// nextWake is the time until the earliest backoff or rate limit ends.
-func nextWake(snap control.Snapshot, now time.Time) time.Duration {
-	var soonest time.Duration
-	consider := func(t time.Time) {
-		if d := t.Sub(now); d > 0 && (soonest == 0 || d < soonest) {
-			soonest = d
-		}
-	}
-	for _, c := range snap.Waiting {
-		consider(c.Loop.RunnableAt)
-	}
-	consider(snap.RateLimit.BackoffUntil)
-	return soonest
-}
-
-// sweep expires pending loops past their deadline and fails orphans.
+// sweep expires pending loops past their deadline and fails orphans. With
+// the index it looks only at the loops the index names, and writes nothing
+// when there are none.
 func (m *Manager) sweep(now time.Time) error {
+	cands, indexed := m.svc.SweepCandidates(now)
+	if indexed && len(cands) == 0 {
+		return nil
+	}
 	changed := false
 	err := m.svc.Store.Update(func(tx *store.Tx) error {
 		var expire, orphan []loop.Loop
-		for _, st := range []loop.Status{loop.Pending, loop.Paused} {
-			err := tx.ByStatus(st, func(l loop.Loop) bool {
-				if !l.Deadline.IsZero() && !now.Before(l.Deadline) {
-					expire = append(expire, l)
-				} else if l.Parent != "" {
-					if _, err := tx.Get(l.Parent); errors.Is(err, store.ErrNotFound) {
-						orphan = append(orphan, l)
-					}
+		visit := func(l loop.Loop) bool {
+			if !l.Deadline.IsZero() && !now.Before(l.Deadline) {
+				expire = append(expire, l)
+			} else if l.Parent != "" {
+				if _, err := tx.Get(l.Parent); errors.Is(err, store.ErrNotFound) {
+					orphan = append(orphan, l)
 				}
-				return true
-			})
-			if err != nil {
-				return err
+			}
+			return true
+		}
+		for _, st := range []loop.Status{loop.Pending, loop.Paused} {
+			if !indexed {
+				if err := tx.ByStatus(st, visit); err != nil {
+					return err
+				}
+				continue
+			}
+			for _, id := range cands { // in id order, like ByStatus
+				if l, err := tx.Get(id); err == nil && l.Status == st {
+					visit(l)
+				}
 			}
 		}
 		for _, l := range expire {

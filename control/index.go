@@ -1,0 +1,171 @@
+package control
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/ratelimit"
+	"github.com/loopr-dev/loopr/readyset"
+	"github.com/loopr-dev/loopr/scheduler"
+	"github.com/loopr-dev/loopr/store"
+)
+
+// indexState is the service's in-memory scheduling index (readyset), kept
+// in step with the store by a store follower once EnableIndex ran.
+type indexState struct {
+	once sync.Once
+	ix   atomic.Pointer[readyset.Index]
+	err  error
+}
+
+// EnableIndex builds the in-memory scheduling index from the store — every
+// record's head, no long texts — and keeps it in step with every commit
+// from then on. The daemon enables it at start; from then on Snapshot,
+// Plan, Scheduler, Why and Decide read the index instead of decoding every
+// waiting loop. It is idempotent. The direct CLI never enables it: one
+// command, one read of the store.
+func (s *Service) EnableIndex() error {
+	s.idx.once.Do(func() {
+		ix := readyset.New(Policy(s.cfg()).Weights)
+		s.idx.err = s.Store.Follow(func(tx *store.Tx) error {
+			return tx.ForEachHead(func(l *loop.Loop) bool { ix.Put(l); return true })
+		}, func(c store.Commit) {
+			changes := make([]readyset.Change, len(c.Changes))
+			for i := range c.Changes {
+				ch := &c.Changes[i]
+				changes[i].ID = ch.ID
+				if !ch.Deleted {
+					changes[i].Loop = &ch.Loop
+				}
+			}
+			ix.Apply(changes)
+		})
+		if s.idx.err == nil {
+			s.idx.ix.Store(ix)
+		} else {
+			s.idx.err = fmt.Errorf("scheduling index: %w", s.idx.err)
+		}
+	})
+	return s.idx.err
+}
+
+// Index returns the scheduling index, nil until EnableIndex succeeded.
+func (s *Service) Index() *readyset.Index { return s.idx.ix.Load() }
+
+// env gathers what a decision needs besides the loops: the rate-limit and
+// fairness state (two small meta values), the disk gate and the artifact
+// check.
+func (s *Service) env(fair bool) (readyset.Env, float64, error) {
+	var env readyset.Env
+	err := s.Store.View(func(tx *store.Tx) error {
+		if _, err := tx.Meta(RateLimitKey, &env.RateLimit); err != nil {
+			return err
+		}
+		if fair {
+			var err error
+			env.Fairness, err = loadFairness(tx)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return readyset.Env{}, 0, err
+	}
+	free, low, text := s.diskGate()
+	env.DiskLow, env.DiskLowText = low, text
+	env.ArtifactExists = func(path string) bool { _, err := os.Stat(path); return err == nil }
+	return env, free, nil
+}
+
+// indexSnapshot is Snapshot read from the index instead of the store.
+func (s *Service) indexSnapshot(ix *readyset.Index) (Snapshot, error) {
+	env, free, err := s.env(s.cfg().Scheduler.Fairness.Enabled)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	snap := Snapshot{Snapshot: ix.Snapshot(env), DiskFreeGB: free}
+	for _, n := range snap.Running {
+		snap.RunningTotal += n
+	}
+	return snap, nil
+}
+
+// Tick is one scheduling decision of the manager.
+type Tick struct {
+	Start   []string           // the loops to start, in order (scheduler.Plan's Start)
+	Charges []scheduler.Charge // fairness: what each started loop costs its key
+	// RateLimit is the shared 429 state the decision saw.
+	RateLimit ratelimit.State
+	// Waiting, Eligible, Running, Slots: as in scheduler.Decision (Eligible
+	// counts loops ready by their own gates when the index decided).
+	Waiting, Eligible, Running, Slots int
+	// Next is when a decision may change by itself: the earliest backoff
+	// or rate limit ending after now; zero when none.
+	Next time.Time
+	// Fast: the index's incremental walk decided (no snapshot, no sort).
+	Fast bool
+}
+
+// Decide decides which loops start at now: with the index, incrementally
+// (readyset.Index.Decide, exactly what Plan would start); without it, Plan
+// over a snapshot read from the store.
+func (s *Service) Decide(now time.Time) (Tick, error) {
+	p := Policy(s.cfg())
+	ix := s.Index()
+	if ix == nil {
+		snap, d, err := s.Plan(now)
+		if err != nil {
+			return Tick{}, err
+		}
+		t := Tick{Start: d.Start, Charges: d.Charges, RateLimit: snap.RateLimit,
+			Waiting: d.Waiting, Eligible: d.Eligible, Running: d.Running, Slots: d.Slots}
+		for _, c := range snap.Waiting {
+			t.Next = sooner(t.Next, c.Loop.RunnableAt, now)
+		}
+		t.Next = sooner(t.Next, snap.RateLimit.BackoffUntil, now)
+		return t, nil
+	}
+	env, _, err := s.env(p.Fairness.Enabled)
+	if err != nil {
+		return Tick{}, err
+	}
+	d := ix.Decide(now, p, env)
+	t := Tick{Start: d.Start, Charges: d.Charges, RateLimit: env.RateLimit,
+		Waiting: d.Waiting, Eligible: d.Ready, Running: d.Running, Slots: d.Slots, Fast: d.Fast}
+	t.Next = sooner(ix.Next(now), env.RateLimit.BackoffUntil, now)
+	return t, nil
+}
+
+// sooner returns the earlier of a and b among those after now (zero: none).
+func sooner(a, b, now time.Time) time.Time {
+	if !a.After(now) {
+		a = time.Time{}
+	}
+	if !b.After(now) {
+		return a
+	}
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// SweepCandidates returns, from the index, the waiting loops whose
+// deadline passed at now and those whose parent does not exist: the only
+// loops the manager's sweep may change. ok is false without the index (the
+// sweep then reads every waiting loop).
+func (s *Service) SweepCandidates(now time.Time) (ids []string, ok bool) {
+	ix := s.Index()
+	if ix == nil {
+		return nil, false
+	}
+	expired, orphaned := ix.Due(now)
+	ids = append(expired, orphaned...)
+	slices.Sort(ids)
+	return slices.Compact(ids), true
+}
