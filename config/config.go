@@ -42,6 +42,7 @@ package config
 import (
 	"maps"
 	"math"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"time"
@@ -64,6 +65,7 @@ type Config struct {
 	Git         Git                     `yaml:"git"`
 	Storage     Storage                 `yaml:"storage"`
 	Retention   Retention               `yaml:"retention"`
+	API         API                     `yaml:"api"`
 	// Webhooks lists the receivers of loop events (the daemon POSTs them).
 	Webhooks []Webhook `yaml:"webhooks"`
 	// UserTypes is the file's `types:` section: extra loop types by name.
@@ -295,6 +297,30 @@ type Retention struct {
 	// and `loopr gc` remove older ones with their directories and journal
 	// entries. 0 keeps every loop forever.
 	Days int `yaml:"days"`
+}
+
+// API is the `api:` section: an optional TCP listener for the daemon's
+// API besides the unix socket. The socket trusts its peer's uid; TCP has
+// no such check, so every request must carry the token of TokenFile as
+// `Authorization: Bearer <token>`. Both take effect at the daemon's start.
+type API struct {
+	// Listen is a host:port to serve the API on, e.g. "127.0.0.1:7070";
+	// "" serves the socket only.
+	Listen string `yaml:"listen"`
+	// TokenFile holds the bearer token (required with Listen). A relative
+	// path is relative to the configuration file's directory. The daemon
+	// refuses to start when the file is readable by other users.
+	TokenFile string `yaml:"token_file"`
+}
+
+// TokenPath returns TokenFile resolved against the configuration file's
+// directory (the workspace), or "" when unset.
+func (c *Config) TokenPath() string {
+	p := c.API.TokenFile
+	if p == "" || filepath.IsAbs(p) || c.File == "" {
+		return p
+	}
+	return filepath.Join(filepath.Dir(c.File), p)
 }
 
 // Webhook is one entry of `webhooks:`: a receiver the daemon POSTs loop

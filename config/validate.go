@@ -169,6 +169,7 @@ func (c *Config) check(v *checker) error {
 	}
 
 	v.nonNegative("retention.days", c.Retention.Days)
+	v.api(c.API)
 	for i, w := range c.Webhooks {
 		v.webhook(fmt.Sprintf("webhooks[%d]", i), w)
 	}

@@ -79,6 +79,10 @@ func Run(ctx context.Context, o Options) error {
 	}
 	log := o.Log
 	paths := o.Paths
+	token, err := apiToken(o.Config) // refuse early: a TCP listener needs a private token
+	if err != nil {
+		return err
+	}
 	if paths.Home == "" {
 		return errors.New("daemon: no home directory")
 	}
@@ -166,8 +170,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer os.Remove(sock)
+	handler := d.routes()
 	srv := &http.Server{
-		Handler:           d.routes(),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -177,6 +182,11 @@ func Run(ctx context.Context, o Options) error {
 	var startSeq uint64
 	if err := st.View(func(tx *store.Tx) error { startSeq = tx.LastSeq(); return nil }); err != nil {
 		return fmt.Errorf("read journal: %w", err)
+	}
+	tcp, err := listenTCP(cfg, token, handler, log) // api.listen, behind the bearer token (tcp.go)
+	if err != nil {
+		ln.Close()
+		return err
 	}
 	d.event("daemon started")
 	log.Info("daemon started", "pid", pid, "version", o.Version, "socket", sock, "home", paths.Home, "workspace", paths.Workspace)
@@ -236,6 +246,7 @@ func Run(ctx context.Context, o Options) error {
 		log.Warn("http shutdown", "err", err)
 		srv.Close()
 	}
+	tcp.shutdown(sctx, log)
 	d.streams.Wait()
 	followers.Wait() // webhooks: at most webhookDrain more
 	stopAux()

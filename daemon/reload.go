@@ -30,6 +30,7 @@ var restartKeys = []string{
 	"concurrency.max_api_calls",           // sizes the runner's agent slots
 	"rate_limit.max_concurrent_api_calls", // same
 	"git.worktrees",                       // the git flow is set up at start
+	"api",                                 // the TCP listener and its token are opened at start
 }
 
 func needsRestart(key string) bool {
