@@ -33,7 +33,19 @@ func (s *Service) EnableIndex() error {
 	s.idx.once.Do(func() {
 		ix := readyset.New(Policy(s.cfg()).Weights)
 		s.idx.err = s.Store.Follow(func(tx *store.Tx) error {
-			return tx.ForEachHead(func(l *loop.Loop) bool { ix.Put(l); return true })
+			counts, err := tx.Counts()
+			if err != nil {
+				return err
+			}
+			total := 0
+			for _, n := range counts {
+				total += n
+			}
+			// Finished loops matter only as parents: their status and parent.
+			full := func(st loop.Status) bool { return st.Waiting() || st == loop.Running }
+			return ix.Load(total, counts[loop.Pending]+counts[loop.Paused], func(put func(*loop.Loop)) error {
+				return tx.ForEachHead(full, func(l *loop.Loop) bool { put(l); return true })
+			})
 		}, func(c store.Commit) {
 			changes := make([]readyset.Change, len(c.Changes))
 			for i := range c.Changes {

@@ -49,6 +49,22 @@ func (h *heapOf) down(i int) bool {
 	return i > i0
 }
 
+// init restores the heap order after items were appended without it.
+func (h *heapOf) init() {
+	for i, e := range h.items {
+		*h.pos(e) = i
+	}
+	for i := len(h.items)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+// add appends e without restoring the order (call init after a run of adds).
+func (h *heapOf) add(e *entry) {
+	*h.pos(e) = len(h.items)
+	h.items = append(h.items, e)
+}
+
 func (h *heapOf) push(e *entry) {
 	*h.pos(e) = len(h.items)
 	h.items = append(h.items, e)

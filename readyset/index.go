@@ -59,6 +59,7 @@ type entry struct {
 	costHint                            float64
 
 	parentOK bool // no parent, or the parent exists and is complete
+	orphan   bool // the parent does not exist (in Index.orphans)
 	delayed  bool // runnable_at after the index's watermark
 	dead     bool // deadline at or before the watermark
 	grp      *group
@@ -116,6 +117,7 @@ type Index struct {
 	delay    heapOf            // entries with runnable_at after t
 	dline    heapOf            // entries with a deadline after t
 	nready   int
+	loading  bool                // Load: heaps are appended to, ordered at the end
 	orphans  map[*entry]struct{} // waiting loops whose parent does not exist
 	expired  map[*entry]struct{} // waiting loops whose deadline passed at t
 }
@@ -136,6 +138,29 @@ func New(w scheduler.Weights) *Index {
 		pos:  func(e *entry) *int { return &e.dli },
 	}
 	return ix
+}
+
+// Load fills an empty index with every record: each calls put once per
+// record (loops records, waiting of them pending or paused: room to make
+// up front). The heaps are built once at the end, in linear time.
+func (ix *Index) Load(loops, waiting int, each func(put func(*loop.Loop)) error) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if len(ix.nodes) == 0 {
+		ix.nodes = make(map[string]node, loops)
+		ix.waiting = make(map[string]*entry, waiting)
+		ix.children = make(map[string][]*entry, waiting/8)
+	}
+	ix.loading = true
+	err := each(ix.put)
+	ix.loading = false
+	for _, h := range []*heapOf{&ix.delay, &ix.dline} {
+		h.init()
+	}
+	for _, g := range ix.groups {
+		g.h.init()
+	}
+	return err
 }
 
 // Apply brings the index up to date with committed changes, in order.
@@ -214,10 +239,12 @@ func (ix *Index) setParent(e *entry) {
 		return
 	}
 	p, ok := ix.nodes[e.parent]
-	if ok {
-		delete(ix.orphans, e)
-	} else {
-		ix.orphans[e] = struct{}{}
+	if ok == e.orphan { // the parent appeared or vanished
+		if e.orphan = !ok; e.orphan {
+			ix.orphans[e] = struct{}{}
+		} else {
+			delete(ix.orphans, e)
+		}
 	}
 	e.parentOK = ok && p.status == loop.Complete
 	ix.place(e)
@@ -244,11 +271,11 @@ func (ix *Index) addEntry(l *loop.Loop) {
 	}
 	e.delayed = e.runnableAt.After(ix.t)
 	if e.delayed {
-		ix.delay.push(e)
+		ix.pushTo(&ix.delay, e)
 	}
 	if !e.deadline.IsZero() {
 		if e.deadline.After(ix.t) {
-			ix.dline.push(e)
+			ix.pushTo(&ix.dline, e)
 		} else {
 			e.dead = true
 			ix.expired[e] = struct{}{}
@@ -260,6 +287,15 @@ func (ix *Index) addEntry(l *loop.Loop) {
 		return
 	}
 	ix.place(e)
+}
+
+// pushTo pushes e onto h, or only appends it while loading.
+func (ix *Index) pushTo(h *heapOf, e *entry) {
+	if ix.loading {
+		h.add(e)
+		return
+	}
+	h.push(e)
 }
 
 func (ix *Index) dropEntry(e *entry) {
@@ -283,8 +319,12 @@ func (ix *Index) dropEntry(e *entry) {
 		}
 		e.ci = -1
 	}
-	delete(ix.orphans, e)
-	delete(ix.expired, e)
+	if e.orphan {
+		delete(ix.orphans, e)
+	}
+	if e.dead {
+		delete(ix.expired, e)
+	}
 	delete(ix.waiting, e.id)
 }
 
@@ -299,7 +339,7 @@ func (ix *Index) place(e *entry) {
 			ix.groups[k] = g
 		}
 		e.grp = g
-		g.h.push(e)
+		ix.pushTo(&g.h, e)
 		ix.nready++
 	case !ready && e.gi >= 0:
 		ix.unready(e)

@@ -255,6 +255,25 @@ func TestDecideMatchesPlan(t *testing.T) {
 		p := randomPolicy(r)
 		m := &model{loops: map[string]loop.Loop{}, ix: readyset.New(p.Weights), r: r}
 		now := t0
+		if seed%2 == 1 { // start from a loaded store rather than from empty
+			for range 60 {
+				l := m.create(now)
+				if r.IntN(3) == 0 {
+					l.Status = loop.Statuses[r.IntN(len(loop.Statuses))]
+				}
+				m.loops[l.ID] = l
+			}
+			err := m.ix.Load(len(m.loops), 0, func(put func(*loop.Loop)) error {
+				for _, id := range m.ids() {
+					l := m.loops[id]
+					put(&l)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
 		missing := map[string]bool{}
 		for step := range 250 {
 			m.step(now)

@@ -5,13 +5,28 @@ import "github.com/loopr-dev/loopr/loop"
 // ForEachHead calls fn with every loop in id order until fn returns false,
 // each decoded without its long texts (task, artifact, workdir, feedback,
 // reason) and its lease: every field the scheduler reads, at a fraction of
-// the cost of ForEach. fn gets the same *loop.Loop each time, overwritten
-// by the next record: copy what it keeps.
-func (tx *Tx) ForEachHead(fn func(*loop.Loop) bool) error {
+// the cost of ForEach. When full is not nil, a loop whose status full
+// rejects is decoded even less: only its id, status and parent are set.
+// fn gets the same *loop.Loop each time, overwritten by the next record:
+// copy what it keeps.
+func (tx *Tx) ForEachHead(full func(loop.Status) bool, fn func(*loop.Loop) bool) error {
 	var l loop.Loop
 	c := tx.bucket(bucketLoops).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		l = loop.Loop{}
+		if full != nil {
+			st, parent, err := peekStatusParent(k, v)
+			if err != nil {
+				return err
+			}
+			if !full(st) {
+				l.ID, l.Status, l.Parent = string(k), st, parent
+				if !fn(&l) {
+					return nil
+				}
+				continue
+			}
+		}
 		if err := decodeLoopInto(k, v, &l, true); err != nil {
 			return err
 		}

@@ -251,9 +251,19 @@ func TestForEachHead(t *testing.T) {
 	})
 	var got []loop.Loop
 	s.View(func(tx *Tx) error {
-		return tx.ForEachHead(func(l *loop.Loop) bool { got = append(got, *l); return true })
+		return tx.ForEachHead(nil, func(l *loop.Loop) bool { got = append(got, *l); return true })
 	})
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ForEachHead() mismatch (-want +got):\n%s", diff)
+	}
+	got = nil
+	s.View(func(tx *Tx) error {
+		return tx.ForEachHead(func(loop.Status) bool { return false }, func(l *loop.Loop) bool { got = append(got, *l); return true })
+	})
+	for i := range want {
+		want[i] = loop.Loop{ID: want[i].ID, Status: want[i].Status, Parent: want[i].Parent}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ForEachHead(none full) mismatch (-want +got):\n%s", diff)
 	}
 }

@@ -100,9 +100,11 @@ func Open(path string, opt Options) (*Store, error) {
 		Timeout:  opt.Timeout,
 		ReadOnly: opt.ReadOnly,
 		NoSync:   opt.NoSync,
-		// The freelist is rebuilt from the pages at open instead of being
-		// written on every commit: fewer pages per durable transition.
-		NoFreelistSync: true,
+		// The freelist is written on every commit (one small page more,
+		// no extra sync) instead of being rebuilt at open, which reads the
+		// header of every page of the file: seconds and the whole file
+		// resident at 100k loops (BENCHMARKS.md).
+		NoFreelistSync: false,
 		FreelistType:   bolt.FreelistMapType,
 		// Map generously up front so growth rarely remaps (a remap waits
 		// for every reader).

@@ -29,7 +29,18 @@ func (tx *Tx) bucket(name []byte) *bolt.Bucket {
 		// Open migrates before returning, so every bucket exists.
 		panic(fmt.Sprintf("store: bucket %s missing", name))
 	}
+	if fill, ok := fillPercent[string(name)]; ok {
+		b.FillPercent = fill
+	}
 	return b
+}
+
+// fillPercent packs the buckets whose keys mostly grow at the end (ULID
+// loop ids, event sequence numbers): bbolt splits a full page at
+// FillPercent, and with keys that only grow the left page never fills
+// again, so the default 0.5 would leave the file half empty.
+var fillPercent = map[string]float64{
+	string(bucketLoops): 0.9, string(bucketEvents): 0.95, string(bucketIdxEvents): 0.9,
 }
 
 // Get returns the loop with id, or an error wrapping ErrNotFound.
