@@ -37,7 +37,6 @@
 //     written by a newer loopr.
 //   - Records are decoded inside the transaction; nothing returned by this
 //     package aliases bbolt's memory-mapped pages.
-//
 //   - Followers (Follow) are told every committed change to the loop records,
 //     in commit order, exactly once: the daemon's in-memory scheduling index
 //     stays in step with the file without reading it again.
