@@ -28,6 +28,11 @@ func (e *env) listCmd() *cobra.Command {
 				}
 			}
 			return e.withBackend(func(b Backend) error {
+				if jsonOut {
+					if streamed, err := writeListJSON(cmd.Context(), b, req, e.stdout); streamed {
+						return err
+					}
+				}
 				loops, err := b.List(cmd.Context(), req)
 				if err != nil {
 					return err

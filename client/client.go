@@ -269,6 +269,13 @@ func (c *Client) Stats(ctx context.Context) (api.Stats, error) {
 
 // List returns loops matching req in creation order.
 func (c *Client) List(ctx context.Context, req api.ListRequest) ([]loop.Loop, error) {
+	var loops []loop.Loop
+	err := c.call(ctx, http.MethodGet, listPath(req), nil, &loops)
+	return loops, err
+}
+
+// listPath is GET /v1/loops with req's filters.
+func listPath(req api.ListRequest) string {
 	q := url.Values{}
 	if len(req.Status) > 0 {
 		parts := make([]string, len(req.Status))
@@ -287,9 +294,7 @@ func (c *Client) List(ctx context.Context, req api.ListRequest) ([]loop.Loop, er
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
-	var loops []loop.Loop
-	err := c.call(ctx, http.MethodGet, path, nil, &loops)
-	return loops, err
+	return path
 }
 
 // Get returns one loop.

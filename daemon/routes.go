@@ -435,14 +435,18 @@ func (d *daemon) listLoops(w http.ResponseWriter, r *http.Request) error {
 	}
 	req.Type = q.Get("type")
 	req.Parent = q.Get("parent")
-	loops, err := d.svc.List(req)
-	if err != nil {
+	// Streamed from the stored records (100k loops: no 100 MB buffer).
+	w.Header().Set("Content-Type", "application/json")
+	cw := &countingWriter{w: w}
+	if _, err := d.svc.WriteList(cw, req); err != nil {
+		if cw.n > 0 {
+			d.log.Error("list", "err", err)
+			panic(http.ErrAbortHandler) // a cut-off array must not look complete
+		}
 		return err
 	}
-	if loops == nil {
-		loops = []loop.Loop{}
-	}
-	return writeJSON(w, http.StatusOK, loops)
+	_, err := io.WriteString(w, "\n")
+	return err
 }
 
 func (d *daemon) createLoop(w http.ResponseWriter, r *http.Request) error {
@@ -601,14 +605,18 @@ func (d *daemon) scheduler(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := d.svc.Scheduler(now)
-	if err != nil {
+	// Streamed row by row (100k waiting loops: no 30 MB buffer).
+	w.Header().Set("Content-Type", "application/json")
+	cw := &countingWriter{w: w}
+	if err := d.svc.WriteScheduler(cw, now); err != nil {
+		if cw.n > 0 {
+			d.log.Error("scheduler", "err", err)
+			panic(http.ErrAbortHandler) // a cut-off plan must not look complete
+		}
 		return err
 	}
-	if v.Rows == nil {
-		v.Rows = []api.SchedRow{}
-	}
-	return writeJSON(w, http.StatusOK, v)
+	_, err = io.WriteString(w, "\n")
+	return err
 }
 
 // countingWriter counts the bytes that reached w.

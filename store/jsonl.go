@@ -37,19 +37,21 @@ func (s *Store) Export(w io.Writer) (int, error) {
 	n := 0
 	var werr error
 	err := s.View(func(tx *Tx) error {
-		return tx.ForEach(func(l loop.Loop) bool {
-			b, err := json.Marshal(l)
-			if err != nil {
-				werr = fmt.Errorf("export loop %s: %w", l.ID, err)
-				return false
+		var b []byte
+		c := tx.bucket(bucketLoops).Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			var err error
+			if b, err = appendLoopJSON(b[:0], k, v); err != nil { // json.Marshal's bytes (loopjson.go)
+				werr = fmt.Errorf("export %w", err)
+				return nil
 			}
 			if _, err := bw.Write(append(b, '\n')); err != nil {
 				werr = fmt.Errorf("export: %w", err)
-				return false
+				return nil
 			}
 			n++
-			return true
-		})
+		}
+		return nil
 	})
 	if err == nil {
 		err = werr

@@ -267,3 +267,73 @@ func TestForEachHead(t *testing.T) {
 		t.Errorf("ForEachHead(none full) mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestLoopJSONMatchesMarshal: the record-to-JSON transcoder writes exactly
+// json.Marshal's bytes for the decoded record, or fails where it fails.
+func TestLoopJSONMatchesMarshal(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(11, 12))
+	for i := range 5000 {
+		l := randomLoop(r)
+		if st := r.IntN(len(loop.Statuses) + 1); st < len(loop.Statuses) {
+			l.Status = loop.Statuses[st]
+		}
+		if r.IntN(50) == 0 {
+			l.UpdatedAt = time.Date(10000+r.IntN(100), 1, 1, 0, 0, 0, 0, time.UTC) // json.Marshal refuses
+		}
+		if r.IntN(10) == 0 {
+			l.CostHint = math.Copysign(0, -1)
+		}
+		b, _ := encodeLoop(l)
+		dec, err := decodeLoop([]byte(l.ID), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, werr := json.Marshal(dec)
+		got, gerr := appendLoopJSON([]byte("x"), []byte(l.ID), b)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("case %d: appendLoopJSON error %v, json.Marshal error %v", i, gerr, werr)
+		}
+		if werr == nil && string(got) != "x"+string(want) {
+			t.Fatalf("case %d: appendLoopJSON mismatch\n got %s\nwant x%s", i, got, want)
+		}
+	}
+}
+
+func TestWriteJSONMatchesList(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	r := rand.New(rand.NewPCG(13, 14))
+	mustUpdate(t, s, func(tx *Tx) error {
+		for i := range 300 {
+			l := newLoop(fmt.Sprintf("L%03d", (i*37)%1000), loop.Statuses[r.IntN(len(loop.Statuses))], "")
+			if i > 0 && r.IntN(2) == 0 {
+				l.Parent = fmt.Sprintf("L%03d", r.IntN(40)*37%1000)
+			}
+			l.Type = []string{loop.Ralph, loop.Phase, "review"}[r.IntN(3)]
+			l.Task = randomLoop(r).Task
+			if err := tx.Put(l); err != nil && !strings.Contains(err.Error(), "own parent") {
+				return err
+			}
+		}
+		return nil
+	})
+	yes, no := true, false
+	for _, f := range []Filter{{}, {Statuses: []loop.Status{loop.Pending}}, {Statuses: []loop.Status{loop.Failed, loop.Pending, loop.Failed}},
+		{Type: "review"}, {Parent: "L037"}, {HasParent: &yes}, {HasParent: &no, Statuses: []loop.Status{loop.Running}},
+		{Parent: "L074", Type: loop.Ralph}, {Type: "nothing"}} {
+		list, err := s.List(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if list == nil {
+			list = []loop.Loop{}
+		}
+		want, _ := json.Marshal(list)
+		var got strings.Builder
+		n, err := s.WriteJSON(&got, f)
+		if err != nil || n != len(list) || got.String() != string(want) {
+			t.Errorf("WriteJSON(%+v) = %d, %v:\n%s\nwant %d:\n%s", f, n, err, got.String(), len(list), want)
+		}
+	}
+}
