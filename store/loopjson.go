@@ -285,4 +285,3 @@ func (s *Store) WriteJSON(w io.Writer, f Filter) (int, error) {
 	}
 	return n, err
 }
-
