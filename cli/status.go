@@ -57,7 +57,10 @@ func (e *env) statusCmd() *cobra.Command {
 					fmt.Fprintf(w, "rate limit\tnone (hits %d)\n", st.RateLimit.Hits)
 				}
 				disk := fmt.Sprintf("%.1f GB free", st.DiskFreeGB)
-				if st.DiskLow {
+				switch {
+				case st.DiskFull:
+					disk += " — full: no loop starts and new loops are refused until space returns"
+				case st.DiskLow:
 					disk += " — below storage.disk_quota_min_gb: no new loops start"
 				}
 				fmt.Fprintf(w, "disk\t%s\n", disk)
