@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -73,11 +74,23 @@ func apiToken(cfg *config.Config) ([]byte, error) {
 // same time whatever the length or content of what was sent.
 func bearer(token []byte, log *slog.Logger, h http.Handler) http.Handler {
 	want := sha256.Sum256(token)
+	var mu sync.Mutex
+	var last time.Time // last refusal logged
+	suppressed := 0
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
 		if subtle.ConstantTimeCompare(sum[:], want[:]) != 1 || !strings.EqualFold(scheme, "Bearer") {
-			log.Warn("refused API request without the bearer token", "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path)
+			// At most one line a second: a flood of bad requests must
+			// not fill the disk with the log.
+			mu.Lock()
+			if now := time.Now(); now.Sub(last) >= time.Second {
+				log.Warn("refused API request without the bearer token", "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path, "more_refused", suppressed)
+				last, suppressed = now, 0
+			} else {
+				suppressed++
+			}
+			mu.Unlock()
 			w.Header().Set("WWW-Authenticate", `Bearer realm="loopr"`)
 			writeError(w, http.StatusUnauthorized, api.CodeUnauthorized,
 				"missing or wrong bearer token: send Authorization: Bearer <the token in api.token_file>")
