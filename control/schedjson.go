@@ -13,19 +13,20 @@ import (
 
 // WriteScheduler writes the debug plan at now (`loopr debug scheduler`) to
 // w as JSON — the bytes of json.Marshal(Scheduler(now)) — one row at a
-// time, without building the api.SchedRow of every waiting loop first.
-func (s *Service) WriteScheduler(w io.Writer, now time.Time) error {
+// time, without building the api.SchedRow of every waiting loop first. It
+// returns how many rows it wrote.
+func (s *Service) WriteScheduler(w io.Writer, now time.Time) (int, error) {
 	_, d, err := s.Plan(now)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
 	head, err := appendViewHead(make([]byte, 0, 256), d, now)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if _, err := bw.Write(head); err != nil {
-		return err
+		return 0, err
 	}
 	buf := make([]byte, 0, 512)
 	for i := range d.Rows {
@@ -34,16 +35,16 @@ func (s *Service) WriteScheduler(w io.Writer, now time.Time) error {
 			buf = append(buf, ',')
 		}
 		if buf, err = appendSchedRow(buf, &d.Rows[i], now); err != nil {
-			return err
+			return 0, err
 		}
 		if _, err := bw.Write(buf); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if _, err := bw.WriteString("]}"); err != nil {
-		return err
+		return 0, err
 	}
-	return bw.Flush()
+	return len(d.Rows), bw.Flush()
 }
 
 // appendViewHead appends api.SchedulerView's JSON up to its rows' "[".

@@ -134,6 +134,8 @@ func Run(ctx context.Context, o Options) error {
 	if err := d.svc.EnableIndex(); err != nil {
 		return err
 	}
+	_, waiting := d.svc.Index().Len()
+	d.afterBigAnswer(waiting) // the load's garbage goes back to the OS (memory.go)
 	d.hub = newHub()
 	d.metrics = newMetrics(d)
 	d.webhooks = newWebhooks(d, o.WebhookBackoff)

@@ -593,6 +593,10 @@ func (d *daemon) why(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if ix := d.svc.Index(); ix != nil { // why plans every waiting loop
+		_, waiting := ix.Len()
+		d.afterBigAnswer(waiting)
+	}
 	return writeJSON(w, http.StatusOK, why)
 }
 
@@ -608,13 +612,15 @@ func (d *daemon) scheduler(w http.ResponseWriter, r *http.Request) error {
 	// Streamed row by row (100k waiting loops: no 30 MB buffer).
 	w.Header().Set("Content-Type", "application/json")
 	cw := &countingWriter{w: w}
-	if err := d.svc.WriteScheduler(cw, now); err != nil {
+	rows, err := d.svc.WriteScheduler(cw, now)
+	if err != nil {
 		if cw.n > 0 {
 			d.log.Error("scheduler", "err", err)
 			panic(http.ErrAbortHandler) // a cut-off plan must not look complete
 		}
 		return err
 	}
+	d.afterBigAnswer(rows) // memory.go
 	_, err = io.WriteString(w, "\n")
 	return err
 }

@@ -337,33 +337,46 @@ func (ix *Index) snapshot(env *Env) scheduler.Snapshot {
 		RateLimit: env.RateLimit, DiskLow: env.DiskLow, DiskLowText: env.DiskLowText,
 		Fairness: env.Fairness,
 	}
-	loops := make([]loop.Loop, len(ix.waiting))
+	loops := make([]loop.Loop, 0, len(ix.waiting))
 	present := map[string]bool{}
+	lastPath, lastOK := "", false
 	roots := map[string]string{}
-	i := 0
-	for _, e := range ix.waiting {
-		loops[i] = e.lite()
-		c := scheduler.Candidate{Loop: &loops[i]}
-		i++
-		if e.parent != "" {
-			if p, ok := ix.nodes[e.parent]; ok {
-				c.ParentStatus = p.status
-			} else {
-				c.ParentMissing = true
-			}
-			if e.fairnessKey == "" {
-				c.Root = ix.root(e.parent, roots)
-			}
-		}
+	add := func(e *entry, c scheduler.Candidate) {
+		loops = append(loops, e.lite())
+		c.Loop = &loops[len(loops)-1]
 		if path := e.triggeredBy; path != "" {
-			ok, seen := present[path]
-			if !seen {
-				ok = env.artifact(path)
-				present[path] = ok
+			if path != lastPath { // siblings share one string: the common case costs nothing
+				ok, seen := present[path]
+				if !seen {
+					ok = env.artifact(path)
+					present[path] = ok
+				}
+				lastPath, lastOK = path, ok
 			}
-			c.ArtifactMissing = !ok
+			c.ArtifactMissing = !lastOK
 		}
 		s.Waiting = append(s.Waiting, c)
+	}
+	for _, e := range ix.waiting { // roots
+		if e.parent == "" {
+			add(e, scheduler.Candidate{})
+		}
+	}
+	for parent, kids := range ix.children { // the others, by parent: one lookup each
+		var c scheduler.Candidate
+		if p, ok := ix.nodes[parent]; ok {
+			c.ParentStatus = p.status
+		} else {
+			c.ParentMissing = true
+		}
+		root := ix.root(parent, roots)
+		for _, e := range kids {
+			c.Root = ""
+			if e.fairnessKey == "" {
+				c.Root = root
+			}
+			add(e, c)
+		}
 	}
 	for _, r := range ix.running {
 		s.Running[r.Type]++

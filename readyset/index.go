@@ -53,9 +53,8 @@ type entry struct {
 	id, typ, parent, title, triggeredBy string
 	fairnessKey, conflictKey, owner     string
 	status                              loop.Status
-	depth, iteration, maxIterations     int
-	created, updated                    time.Time
-	runnableAt, deadline                time.Time
+	depth, iteration                    int
+	created, runnableAt, deadline       time.Time
 	costHint                            float64
 
 	parentOK bool // no parent, or the parent exists and is complete
@@ -74,13 +73,14 @@ func (e *entry) ready() bool {
 	return e.status == loop.Pending && e.parentOK && !e.delayed && !e.dead
 }
 
-// lite returns the loop record the entry stands for, without its long
-// texts and lease: what scheduler.Plan reads.
+// lite returns the loop record the entry stands for, with the fields
+// scheduler.Plan and its rows read and no others (no long texts, lease,
+// updated_at or max_iterations).
 func (e *entry) lite() loop.Loop {
 	return loop.Loop{
 		ID: e.id, Type: e.typ, Status: e.status, Parent: e.parent, Depth: e.depth,
-		TriggeredBy: e.triggeredBy, Title: e.title, Iteration: e.iteration, MaxIterations: e.maxIterations,
-		CreatedAt: e.created, UpdatedAt: e.updated, RunnableAt: e.runnableAt, Deadline: e.deadline,
+		TriggeredBy: e.triggeredBy, Title: e.title, Iteration: e.iteration,
+		CreatedAt: e.created, RunnableAt: e.runnableAt, Deadline: e.deadline,
 		FairnessKey: e.fairnessKey, ConflictKey: e.conflictKey, CostHint: e.costHint, Owner: e.owner,
 	}
 }
@@ -259,13 +259,20 @@ func (ix *Index) addEntry(l *loop.Loop) {
 	e := &entry{
 		id: l.ID, typ: l.Type, parent: l.Parent, title: l.Title, triggeredBy: l.TriggeredBy,
 		fairnessKey: l.FairnessKey, conflictKey: l.ConflictKey, owner: l.Owner, status: l.Status,
-		depth: l.Depth, iteration: l.Iteration, maxIterations: l.MaxIterations,
-		created: l.CreatedAt, updated: l.UpdatedAt, runnableAt: l.RunnableAt, deadline: l.Deadline,
+		depth: l.Depth, iteration: l.Iteration,
+		created: l.CreatedAt, runnableAt: l.RunnableAt, deadline: l.Deadline,
 		costHint: l.CostHint, gi: -1, di: -1, dli: -1, ci: -1,
 	}
 	ix.waiting[e.id] = e
 	if e.parent != "" {
 		kids := ix.children[e.parent]
+		if len(kids) > 0 { // share the siblings' copies of the parent id and its artifact path
+			sib := kids[len(kids)-1]
+			e.parent = sib.parent
+			if e.triggeredBy == sib.triggeredBy {
+				e.triggeredBy = sib.triggeredBy
+			}
+		}
 		e.ci = len(kids)
 		ix.children[e.parent] = append(kids, e)
 	}
