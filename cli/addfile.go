@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
 )
 
@@ -88,7 +89,7 @@ func parseLoopsFile(name string, data []byte, now time.Time) ([]fileItem, error)
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.SequenceNode {
-		return nil, fail(root.Line, "", "want a YAML list of loops (- type: ralph …), got %s", nodeKind(root))
+		return nil, fail(root.Line, "", "want a YAML list of loops (- type: ralph …), got %s", config.Describe(root))
 	}
 	if len(root.Content) == 0 {
 		return nil, fail(root.Line, "", "empty list: want at least one loop")
@@ -100,7 +101,7 @@ func parseLoopsFile(name string, data []byte, now time.Time) ([]fileItem, error)
 			return nil, fail(n.Line, item, "aliases are not supported")
 		}
 		if n.Kind != yaml.MappingNode {
-			return nil, fail(n.Line, item, "want a mapping (type: …, task: …), got %s", nodeKind(n))
+			return nil, fail(n.Line, item, "want a mapping (type: …, task: …), got %s", config.Describe(n))
 		}
 		var req api.CreateRequest
 		var in string
@@ -117,7 +118,7 @@ func parseLoopsFile(name string, data []byte, now time.Time) ([]fileItem, error)
 			}
 			seen[k.Value] = k.Line
 			if v.Kind != yaml.ScalarNode || v.ShortTag() == "!!null" {
-				return nil, fail(k.Line, key, "want a value, got %s", nodeKind(v))
+				return nil, fail(k.Line, key, "want a value, got %s", config.Describe(v))
 			}
 			str := v.Value
 			var err error
@@ -177,21 +178,6 @@ func parseLoopsFile(name string, data []byte, now time.Time) ([]fileItem, error)
 		items = append(items, fileItem{req: req, line: n.Line})
 	}
 	return items, nil
-}
-
-func nodeKind(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.AliasNode:
-		return "an alias"
-	}
-	if n.ShortTag() == "!!null" {
-		return "nothing"
-	}
-	return strconv.Quote(n.Value)
 }
 
 // fileResult is one line of `loopr add --file --json`: the item's result

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/control"
 )
 
 func (e *env) gcCmd() *cobra.Command {
@@ -62,7 +63,7 @@ func (e *env) printGC(res api.GCResult) {
 		fmt.Fprintf(out, "nothing to remove: no finished loop is older than %d days (before %s)", res.Days, cutoff)
 	} else {
 		fmt.Fprintf(out, "%s %d loops that finished before %s (%d days), %d directories, %s",
-			verb, len(res.Removed), cutoff, res.Days, res.Dirs, humanSize(res.Bytes))
+			verb, len(res.Removed), cutoff, res.Days, res.Dirs, control.HumanBytes(res.Bytes))
 	}
 	if res.Kept > 0 {
 		fmt.Fprintf(out, "; kept %d old loops whose descendants are live or recent", res.Kept)
@@ -78,18 +79,4 @@ func (e *env) printGC(res api.GCResult) {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s ago\t%s\n", l.ID, l.Type, l.Status, age(now.Sub(l.FinishedAt).Truncate(time.Hour)), oneLine(l.Title, 60))
 	}
 	w.Flush()
-}
-
-// humanSize formats n bytes compactly: 512 B, 1.5 MiB.
-func humanSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -185,7 +185,7 @@ func (d *decoder) value(n *yaml.Node, key string, keyLine int, v reflect.Value) 
 		return nil // an empty section keeps its defaults
 	}
 	wrong := func() error {
-		return d.errorf(line, key, "must be %s, got %s", want(v.Type()), describe(n))
+		return d.errorf(line, key, "must be %s, got %s", want(v.Type()), Describe(n))
 	}
 	switch v.Kind() {
 	case reflect.Struct:
@@ -239,7 +239,7 @@ func (d *decoder) value(n *yaml.Node, key string, keyLine int, v reflect.Value) 
 				d.pos[sub] = el.Line
 			}
 			if el.Kind != yaml.ScalarNode || isNull(el) {
-				return d.errorf(orLine(el.Line, line), sub, "must be a string, got %s", describe(el))
+				return d.errorf(orLine(el.Line, line), sub, "must be a string, got %s", Describe(el))
 			}
 			list = append(list, el.Value)
 		}
@@ -284,7 +284,7 @@ func (d *decoder) structList(n *yaml.Node, key string, line int, v reflect.Value
 		elLine := orLine(resolve(el).Line, line)
 		d.pos[sub] = elLine
 		if r := resolve(el); r.Kind != yaml.MappingNode {
-			return d.errorf(elLine, sub, "must be a mapping, got %s", describe(r))
+			return d.errorf(elLine, sub, "must be a mapping, got %s", Describe(r))
 		}
 		e := reflect.New(v.Type().Elem()).Elem()
 		if err := d.value(el, sub, elLine, e); err != nil {
@@ -311,7 +311,7 @@ func (d *decoder) pairs(n *yaml.Node, key string, fn func(name, sub string, k, v
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := resolve(n.Content[i]), n.Content[i+1]
 		if k.Kind != yaml.ScalarNode {
-			return d.errorf(k.Line, key, "keys must be strings, got %s", describe(k))
+			return d.errorf(k.Line, key, "keys must be strings, got %s", Describe(k))
 		}
 		if k.ShortTag() == "!!merge" {
 			return d.errorf(k.Line, joinKey(key, k.Value), "merge keys are not supported")
@@ -367,8 +367,11 @@ func want(t reflect.Type) string {
 	return "a mapping"
 }
 
-// describe names what a YAML node holds, for "got …" in messages.
-func describe(n *yaml.Node) string {
+// Describe names what a YAML node holds, for the "got …" of an error
+// message: "a mapping", "a list", "null", "an alias" or the quoted scalar
+// (cut at 40 characters). Other strict decoders of loopr's YAML files use it
+// so every file's errors read alike.
+func Describe(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.MappingNode:
 		return "a mapping"

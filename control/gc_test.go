@@ -182,3 +182,12 @@ func TestGCRefusesNegativeDays(t *testing.T) {
 		t.Errorf("GC(days -1) = %v; want a usage error", err)
 	}
 }
+
+func TestHumanBytes(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int64]string{0: "0 B", 512: "512 B", 1024: "1.0 KiB", 1536: "1.5 KiB", 5 << 20: "5.0 MiB", 3 << 30: "3.0 GiB"} {
+		if got := control.HumanBytes(n); got != want {
+			t.Errorf("HumanBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/control"
 )
 
 // gcEvery is how often the cleaner runs a retention pass (and once at start).
@@ -57,24 +58,10 @@ func (d *daemon) gc(ctx context.Context, req api.GCRequest) (api.GCResult, error
 	}
 	d.metrics.removed(len(res.Removed))
 	msg := fmt.Sprintf("retention: removed %d loops that finished before %s (retention.days %d), %d directories, %s",
-		len(res.Removed), res.Cutoff.Format(time.RFC3339), res.Days, res.Dirs, humanBytes(res.Bytes))
+		len(res.Removed), res.Cutoff.Format(time.RFC3339), res.Days, res.Dirs, control.HumanBytes(res.Bytes))
 	d.log.Info(msg)
 	d.event(msg)
 	return res, err
-}
-
-// humanBytes formats n bytes compactly: 512 B, 1.5 MiB.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // postGC serves POST /v1/gc: a retention pass now.

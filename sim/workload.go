@@ -147,7 +147,7 @@ func (p parser) errorf(line int, key, format string, args ...any) *config.Error 
 func (p parser) integer(n *yaml.Node, key string, lo, hi int) (int, error) {
 	var v int
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&v) != nil {
-		return 0, p.errorf(n.Line, key, "must be an integer, got %s", describe(n))
+		return 0, p.errorf(n.Line, key, "must be an integer, got %s", config.Describe(n))
 	}
 	if v < lo || v > hi {
 		return 0, p.errorf(n.Line, key, "must be between %d and %d", lo, hi)
@@ -158,7 +158,7 @@ func (p parser) integer(n *yaml.Node, key string, lo, hi int) (int, error) {
 func (p parser) number(n *yaml.Node, key string) (float64, error) {
 	var v float64
 	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") || n.Decode(&v) != nil {
-		return 0, p.errorf(n.Line, key, "must be a number, got %s", describe(n))
+		return 0, p.errorf(n.Line, key, "must be a number, got %s", config.Describe(n))
 	}
 	if v < 0 || v > 1e9 || v != v {
 		return 0, p.errorf(n.Line, key, "must be between 0 and 1e9")
@@ -168,7 +168,7 @@ func (p parser) number(n *yaml.Node, key string) (float64, error) {
 
 func (p parser) text(n *yaml.Node, key string) (string, error) {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
-		return "", p.errorf(n.Line, key, "must be a string, got %s", describe(n))
+		return "", p.errorf(n.Line, key, "must be a string, got %s", config.Describe(n))
 	}
 	return n.Value, nil
 }
@@ -176,7 +176,7 @@ func (p parser) text(n *yaml.Node, key string) (string, error) {
 // loops decodes the list of loops and checks ids, types and parents.
 func (p parser) loops(n *yaml.Node, c *config.Config) ([]Loop, error) {
 	if n.Kind != yaml.SequenceNode {
-		return nil, p.errorf(n.Line, "loops", "must be a list of loops, got %s", describe(n))
+		return nil, p.errorf(n.Line, "loops", "must be a list of loops, got %s", config.Describe(n))
 	}
 	if len(n.Content) == 0 {
 		return nil, p.errorf(n.Line, "loops", "empty: a workload needs at least one loop")
@@ -189,7 +189,7 @@ func (p parser) loops(n *yaml.Node, c *config.Config) ([]Loop, error) {
 	for i, el := range n.Content {
 		key := fmt.Sprintf("loops[%d]", i)
 		if el.Kind != yaml.MappingNode {
-			return nil, p.errorf(el.Line, key, "must be a mapping like {id: a1, type: ralph, duration: 3}, got %s", describe(el))
+			return nil, p.errorf(el.Line, key, "must be a mapping like {id: a1, type: ralph, duration: 3}, got %s", config.Describe(el))
 		}
 		l := Loop{Duration: 1, Line: el.Line}
 		lines := map[string]int{}
@@ -268,24 +268,4 @@ func baseName(path string) string {
 		return path[i+1:]
 	}
 	return path
-}
-
-// describe names what a YAML node holds, for "got …" in messages.
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		if n.ShortTag() == "!!null" {
-			return "null"
-		}
-		s := n.Value
-		if r := []rune(s); len(r) > 40 {
-			s = string(r[:39]) + "…"
-		}
-		return strconv.Quote(s)
-	}
-	return "an alias"
 }
