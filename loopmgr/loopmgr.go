@@ -363,7 +363,14 @@ func (m *Manager) start(ctx context.Context, id string, now time.Time) bool {
 		}
 		lease := &loop.Lease{Owner: m.o.Owner, ExpiresAt: now.Add(m.leaseFor(cur.Type))}
 		msg := fmt.Sprintf("iteration %d started", cur.Iteration)
-		if err := control.Move(tx, cur, loop.Running, now, msg, func(n *loop.Loop) { n.Lease = lease }); err != nil {
+		if err := control.Move(tx, cur, loop.Running, now, msg, func(n *loop.Loop) {
+			n.Lease = lease
+			if m.o.Git == nil {
+				// Known now: recorded with the start, not by a second
+				// fsynced transaction before the agent may run (prepare).
+				n.Workdir = m.svc.Paths.Workspace
+			}
+		}); err != nil {
 			return err
 		}
 		l, err = tx.Get(id)
