@@ -1,0 +1,40 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+const sample = `goos: linux
+cpu: Test CPU @ 3GHz
+BenchmarkDecision/pending=1000-2         	   55191	     46171 ns/op	        23.03 baseline-ms	       498.9 x-baseline	    4176 B/op	      51 allocs/op
+BenchmarkDecision/pending=10000-2        	   84361	     28533 ns/op	       213.0 baseline-ms	      7466 x-baseline	    4176 B/op	      51 allocs/op
+BenchmarkDecision/pending=100000-2       	   80182	     31455 ns/op	      1522 baseline-ms	     48378 x-baseline	    4178 B/op	      51 allocs/op
+BenchmarkDurableTransition-2        	    1578	   1430388 ns/op	      2207 fsync/s	       699.1 tx/s	         0.3167 x-raw-fsync	   75280 B/op	     179 allocs/op
+BenchmarkDispatchLatency-2   	     100	  19539331 ns/op	         2.258 p50-ms	         25.047 p99-ms	      1000 poll-ms	         0.7780 spawn-p50-ms	         2.903 x-spawn
+`
+
+func TestReport(t *testing.T) {
+	t.Parallel()
+	r, err := parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.cpu != "Test CPU @ 3GHz" {
+		t.Errorf("cpu = %q", r.cpu)
+	}
+	var b strings.Builder
+	write(&b, r, machine{model: "m", cores: 2, goVersion: "go1.26", os: "linux/amd64", cpu: r.cpu})
+	out := b.String()
+	for _, want := range []string{
+		"31.5 µs", "1522 ms (seed 004", "48378× faster", "≤ 1 ms and ≥ 500× the baseline",
+		"×0.62, ×1.10", "n log n: ×13.3, ×12.5",
+		"699 tx/s", "0.32×", "MISSED by 60%",
+		"2.26 ms / 25.0 ms", "MISSED by 25%",
+		"not measured",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
