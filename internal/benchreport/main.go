@@ -301,7 +301,9 @@ func write(w io.Writer, r results, m machine) {
 	rs := rows(r)
 	head := row{"figure", "measured", "baseline (same run)", "ratio", "target", "verdict"}
 	width := [6]int{}
-	cells := func(x row) [6]string { return [6]string{x.figure, x.measured, x.baseline, x.ratio, x.target, x.verdict} }
+	cells := func(x row) [6]string {
+		return [6]string{x.figure, x.measured, x.baseline, x.ratio, x.target, x.verdict}
+	}
 	for _, x := range append([]row{head}, rs...) {
 		for i, c := range cells(x) {
 			width[i] = max(width[i], len([]rune(c)))
