@@ -74,11 +74,49 @@ var errSlow = errors.New("not for the fast decoder")
 // a whole value (complete), so that the value parsers below always find
 // their value whole in b.
 type parser struct {
-	b   []byte
-	i   int
-	r   io.Reader
-	eof bool
-	err error
+	b      []byte
+	i      int
+	r      io.Reader
+	eof    bool
+	err    error
+	intern map[string]string // repeated strings (types, reasons) share one copy
+}
+
+// istr is str for a string many rows repeat: one copy for all of them.
+func (p *parser) istr() string {
+	if p.null() {
+		return ""
+	}
+	if p.peek() != '"' {
+		p.fail()
+		return ""
+	}
+	end := bytes.IndexByte(p.b[p.i+1:], '"')
+	if end < 0 {
+		p.fail()
+		return ""
+	}
+	raw := p.b[p.i+1 : p.i+1+end]
+	if bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
+		return p.str()
+	}
+	for _, c := range raw {
+		if c < 0x20 {
+			return p.str() // str fails it as encoding/json does
+		}
+	}
+	p.i += end + 2
+	if s, ok := p.intern[string(raw)]; ok {
+		return s
+	}
+	s := string(raw)
+	if p.intern == nil {
+		p.intern = map[string]string{}
+	}
+	if len(p.intern) < 4096 {
+		p.intern[s] = s
+	}
+	return s
 }
 
 // fill reads more of the document into b, dropping what was consumed; false
@@ -583,7 +621,7 @@ func (p *parser) unknown(key string, known []string) {
 
 func (p *parser) strs() []string {
 	var out []string
-	if !p.array(func() { out = append(out, p.str()) }) {
+	if !p.array(func() { out = append(out, p.istr()) }) {
 		return nil
 	}
 	if out == nil {
@@ -657,8 +695,8 @@ func (p *parser) rows(v *api.SchedulerView) {
 		return
 	}
 	rows := v.Rows[:0]
-	if rows == nil {
-		rows = make([]api.SchedRow, 0, 1024)
+	if rows == nil { // the daemon says how many rows come before it sends them
+		rows = make([]api.SchedRow, 0, min(max(v.Waiting, 1024), 1<<20))
 	}
 	p.expect('[')
 	if !p.nonSpace() {
@@ -668,11 +706,22 @@ func (p *parser) rows(v *api.SchedulerView) {
 		p.i++
 	} else {
 		for p.err == nil {
-			if !p.complete() {
+			// Far from the window's end a row is whole: parse it at once,
+			// and only if it was not, go back, fill and parse it again.
+			start, optimistic := p.i, p.eof || p.r == nil || len(p.b)-p.i >= 16<<10
+			if !optimistic && !p.complete() {
 				break
 			}
 			rows = append(rows, api.SchedRow{})
 			p.row(&rows[len(rows)-1])
+			if optimistic && p.err != nil && errors.Is(p.err, errSlow) && !p.eof && p.r != nil {
+				p.err, p.i = nil, start
+				rows[len(rows)-1] = api.SchedRow{}
+				if !p.complete() {
+					break
+				}
+				p.row(&rows[len(rows)-1])
+			}
 			if !p.nonSpace() {
 				p.fail()
 				break
@@ -702,9 +751,9 @@ func (p *parser) row(r *api.SchedRow) {
 		case "id":
 			r.ID = p.optStr()
 		case "type":
-			r.Type = p.optStr()
+			r.Type = p.istr()
 		case "status":
-			r.Status = loop.Status(p.optStr())
+			r.Status = loop.Status(p.istr())
 		case "title":
 			r.Title = p.optStr()
 		case "priority":
@@ -732,7 +781,7 @@ func (p *parser) row(r *api.SchedRow) {
 		case "tier":
 			r.Tier = int(p.int())
 		case "fairness_key":
-			r.FairnessKey = p.optStr()
+			r.FairnessKey = p.istr()
 		case "key_used":
 			r.KeyUsed = p.float()
 		case "cost":

@@ -19,7 +19,7 @@ import (
 func randomView(r *rand.Rand) api.SchedulerView {
 	texts := []string{"", "a", "<b> & \"c\"", "日本\n\t", "\u2028", "😀", "x/y", "\\"}
 	v := api.SchedulerView{Now: time.Unix(r.Int64N(1<<31), r.Int64N(1e9)).In(time.FixedZone("z", 3600*(r.IntN(5)-2))),
-		Waiting: r.IntN(1e5), Eligible: r.IntN(100), Running: r.IntN(50), Slots: r.IntN(50)}
+		Waiting: r.IntN(50), Eligible: r.IntN(100), Running: r.IntN(50), Slots: r.IntN(50)}
 	for i := range r.IntN(5) {
 		row := api.SchedRow{ID: fmt.Sprintf("L%d", i), Type: loop.Ralph, Status: loop.Statuses[r.IntN(len(loop.Statuses))],
 			Title: texts[r.IntN(len(texts))], Priority: r.IntN(400) - 100, Base: r.IntN(100), Runnable: r.IntN(2) == 0,
