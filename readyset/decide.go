@@ -18,6 +18,10 @@ type Env struct {
 	// ArtifactExists reports whether the artifact at path exists; nil: every
 	// artifact exists.
 	ArtifactExists func(path string) bool
+	// ArtifactsExist, when set, says it for many paths at once (it may
+	// check them in parallel): Snapshot asks it once for every distinct
+	// path of the waiting loops.
+	ArtifactsExist func(paths []string) []bool
 }
 
 func (env *Env) artifact(path string) bool {
@@ -339,6 +343,34 @@ func (ix *Index) snapshot(env *Env) scheduler.Snapshot {
 	}
 	loops := make([]loop.Loop, 0, len(ix.waiting))
 	present := map[string]bool{}
+	if env.ArtifactsExist != nil { // every distinct path, checked at once
+		var paths []string
+		last := ""
+		for _, kids := range ix.children {
+			for _, e := range kids {
+				if p := e.triggeredBy; p != "" && p != last {
+					last = p
+					if _, seen := present[p]; !seen {
+						present[p] = false
+						paths = append(paths, p)
+					}
+				}
+			}
+		}
+		for e := range ix.roots {
+			if p := e.triggeredBy; p != "" {
+				if _, seen := present[p]; !seen {
+					present[p] = false
+					paths = append(paths, p)
+				}
+			}
+		}
+		if len(paths) > 0 {
+			for i, ok := range env.ArtifactsExist(paths) {
+				present[paths[i]] = ok
+			}
+		}
+	}
 	lastPath, lastOK := "", false
 	roots := map[string]string{}
 	add := func(e *entry, c scheduler.Candidate) {
@@ -357,10 +389,8 @@ func (ix *Index) snapshot(env *Env) scheduler.Snapshot {
 		}
 		s.Waiting = append(s.Waiting, c)
 	}
-	for _, e := range ix.waiting { // roots
-		if e.parent == "" {
-			add(e, scheduler.Candidate{})
-		}
+	for e := range ix.roots {
+		add(e, scheduler.Candidate{})
 	}
 	for parent, kids := range ix.children { // the others, by parent: one lookup each
 		var c scheduler.Candidate

@@ -109,6 +109,7 @@ type Index struct {
 	mu       sync.Mutex
 	nodes    map[string]node
 	waiting  map[string]*entry
+	roots    map[*entry]struct{} // the waiting loops without a parent
 	children map[string][]*entry // waiting loops by parent id
 	running  map[string]loop.Loop
 	groups   map[groupKey]*group
@@ -125,7 +126,7 @@ type Index struct {
 // New returns an empty index whose groups use the weights w.
 func New(w scheduler.Weights) *Index {
 	ix := &Index{
-		nodes: map[string]node{}, waiting: map[string]*entry{}, children: map[string][]*entry{},
+		nodes: map[string]node{}, waiting: map[string]*entry{}, children: map[string][]*entry{}, roots: map[*entry]struct{}{},
 		running: map[string]loop.Loop{}, groups: map[groupKey]*group{}, w: w,
 		orphans: map[*entry]struct{}{}, expired: map[*entry]struct{}{},
 	}
@@ -264,6 +265,9 @@ func (ix *Index) addEntry(l *loop.Loop) {
 		costHint: l.CostHint, gi: -1, di: -1, dli: -1, ci: -1,
 	}
 	ix.waiting[e.id] = e
+	if e.parent == "" {
+		ix.roots[e] = struct{}{}
+	}
 	if e.parent != "" {
 		kids := ix.children[e.parent]
 		if len(kids) > 0 { // share the siblings' copies of the parent id and its artifact path
@@ -333,6 +337,7 @@ func (ix *Index) dropEntry(e *entry) {
 		delete(ix.expired, e)
 	}
 	delete(ix.waiting, e.id)
+	delete(ix.roots, e)
 }
 
 // place puts e in its group when it is ready and takes it out when not.

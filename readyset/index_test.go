@@ -291,6 +291,15 @@ func TestDecideMatchesPlan(t *testing.T) {
 				missing = map[string]bool{parts[r.IntN(len(parts))]: true}
 			}
 			env := readyset.Env{ArtifactExists: func(path string) bool { return !missing[path] }}
+			if r.IntN(2) == 0 {
+				env.ArtifactsExist = func(paths []string) []bool {
+					out := make([]bool, len(paths))
+					for i, p := range paths {
+						out[i] = !missing[p]
+					}
+					return out
+				}
+			}
 			switch r.IntN(12) {
 			case 0:
 				env.RateLimit = ratelimit.State{Hits: 1, BackoffUntil: now.Add(time.Minute), RecoveryUntil: now.Add(2 * time.Minute)}
