@@ -227,15 +227,18 @@ func (m *Manager) tickOnce(ctx context.Context) time.Duration {
 	}
 	selected := 0
 	var charges []scheduler.Charge // fairness: what the started loops cost their keys
-	for i, id := range start {
-		if ctx.Err() != nil {
-			break
+	if ctx.Err() != nil {
+		start = nil
+	}
+	for i, ls := range m.leaseAll(start, now) {
+		if ls.err != nil {
+			m.log.Warn("start", "loop", start[i], "err", ls.err)
+			continue
 		}
-		if m.start(ctx, id, now) {
-			selected++
-			if i < len(d.Charges) {
-				charges = append(charges, d.Charges[i])
-			}
+		m.launch(ctx, ls, now)
+		selected++
+		if i < len(d.Charges) {
+			charges = append(charges, d.Charges[i])
 		}
 	}
 	if err := m.svc.Charge(charges, now); err != nil {
@@ -340,49 +343,88 @@ func (m *Manager) leaseFor(t string) time.Duration {
 	return time.Duration(ls.TimeoutSecs)*time.Second + 15*time.Minute
 }
 
-// start leases one loop and launches its iteration.
-func (m *Manager) start(ctx context.Context, id string, now time.Time) bool {
-	var l, waited loop.Loop
-	var ready time.Time
+// leased is one loop moved to running under this manager's lease.
+type leased struct {
+	l      loop.Loop // the record as it now runs
+	waited loop.Loop // the record as it waited (OnDispatch)
+	ready  time.Time // when it became ready (OnDispatch)
+	err    error     // not leased: why
+}
+
+// leaseAll moves the loops ids to running under this manager's lease, all
+// in one transaction: the starts of a tick share one durable commit (group
+// commit) instead of one fsynced transaction each. A loop that cannot be
+// leased (no longer pending) is reported in its entry and does not stop
+// the others.
+func (m *Manager) leaseAll(ids []string, now time.Time) []leased {
+	if len(ids) == 0 {
+		return nil
+	}
+	out := make([]leased, len(ids))
 	err := m.svc.Store.Update(func(tx *store.Tx) error {
-		cur, err := tx.Get(id)
-		if err != nil {
-			return err
-		}
-		if cur.Status != loop.Pending {
-			return fmt.Errorf("loop %s is %s, not pending", id, cur.Status)
-		}
-		if m.o.OnDispatch != nil {
-			var parentDone time.Time
-			if cur.Parent != "" {
-				if p, err := tx.Get(cur.Parent); err == nil {
-					parentDone = p.FinishedAt
+		for i, id := range ids {
+			out[i] = leased{}
+			if err := m.lease(tx, id, now, &out[i]); err != nil {
+				if !errors.Is(err, errNotPending) && !errors.Is(err, store.ErrNotFound) {
+					return err // the store failed: nothing starts
 				}
+				out[i].err = err
 			}
-			waited, ready = cur, ReadyAt(cur, parentDone)
 		}
-		lease := &loop.Lease{Owner: m.o.Owner, ExpiresAt: now.Add(m.leaseFor(cur.Type))}
-		msg := fmt.Sprintf("iteration %d started", cur.Iteration)
-		if err := control.Move(tx, cur, loop.Running, now, msg, func(n *loop.Loop) {
-			n.Lease = lease
-			if m.o.Git == nil {
-				// Known now: recorded with the start, not by a second
-				// fsynced transaction before the agent may run (prepare).
-				n.Workdir = m.svc.Paths.Workspace
-			}
-		}); err != nil {
-			return err
-		}
-		l, err = tx.Get(id)
-		return err
+		return nil
 	})
 	if err != nil {
-		m.log.Warn("start", "loop", id, "err", err)
-		return false
+		for i := range out {
+			out[i] = leased{err: err}
+		}
 	}
+	return out
+}
+
+// errNotPending: the loop changed since the decision.
+var errNotPending = errors.New("not pending")
+
+// lease moves one loop to running under this manager's lease in tx.
+func (m *Manager) lease(tx *store.Tx, id string, now time.Time, ls *leased) error {
+	cur, err := tx.Get(id)
+	if err != nil {
+		return err
+	}
+	if cur.Status != loop.Pending {
+		return fmt.Errorf("loop %s is %s: %w", id, cur.Status, errNotPending)
+	}
+	if m.o.OnDispatch != nil {
+		var parentDone time.Time
+		if cur.Parent != "" {
+			if p, err := tx.Get(cur.Parent); err == nil {
+				parentDone = p.FinishedAt
+			}
+		}
+		ls.waited, ls.ready = cur, ReadyAt(cur, parentDone)
+	}
+	lease := &loop.Lease{Owner: m.o.Owner, ExpiresAt: now.Add(m.leaseFor(cur.Type))}
+	msg := fmt.Sprintf("iteration %d started", cur.Iteration)
+	if err := control.Move(tx, cur, loop.Running, now, msg, func(n *loop.Loop) {
+		n.Lease = lease
+		if m.o.Git == nil {
+			// Known now: recorded with the start, not by a second
+			// fsynced transaction before the agent may run (prepare).
+			n.Workdir = m.svc.Paths.Workspace
+		}
+	}); err != nil {
+		return err
+	}
+	ls.l, err = tx.Get(id)
+	return err
+}
+
+// launch runs the iteration of a loop leaseAll leased.
+func (m *Manager) launch(ctx context.Context, ls leased, now time.Time) {
+	l := ls.l
+	id := l.ID
 	m.o.Notify()
 	if m.o.OnDispatch != nil {
-		m.o.OnDispatch(waited, max(now.Sub(ready), 0))
+		m.o.OnDispatch(ls.waited, max(now.Sub(ls.ready), 0))
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	a := &active{cancel: cancel, iteration: l.Iteration, started: now}
@@ -401,7 +443,6 @@ func (m *Manager) start(ctx context.Context, id string, now time.Time) bool {
 		}
 		m.results <- result{id: id, job: job, res: res, err: err}
 	}()
-	return true
 }
 
 // stopAgents cancels the in-flight iterations of ids.
