@@ -104,4 +104,3 @@ func rawFsync(b *testing.B, dir string, n int) float64 {
 	}
 	return float64(n) / time.Since(began).Seconds()
 }
-
