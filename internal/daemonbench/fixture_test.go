@@ -3,6 +3,7 @@ package daemonbench
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -52,6 +53,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
+		os.Exit(m.Run()) // no benchmark asked for: no binary to build (go test ./...)
+	}
 	code := func() int {
 		var err error
 		if tmpRoot, err = os.MkdirTemp("", "loopr-daemonbench-"); err != nil {
