@@ -43,8 +43,32 @@ func (s *Service) EnableIndex() error {
 			}
 			// Finished loops matter only as parents: their status and parent.
 			full := func(st loop.Status) bool { return st.Waiting() || st == loop.Running }
+			// Decoding and indexing overlap: one goroutine reads the
+			// records in batches while this one indexes the last batch.
 			return ix.Load(total, counts[loop.Pending]+counts[loop.Paused], func(put func(*loop.Loop)) error {
-				return tx.ForEachHead(full, func(l *loop.Loop) bool { put(l); return true })
+				const size = 512
+				batches := make(chan []loop.Loop, 4)
+				var readErr error
+				go func() { // the only user of tx until it returns
+					defer close(batches)
+					b := make([]loop.Loop, 0, size)
+					readErr = tx.ForEachHead(full, func(l *loop.Loop) bool {
+						if b = append(b, *l); len(b) == size {
+							batches <- b
+							b = make([]loop.Loop, 0, size)
+						}
+						return true
+					})
+					if len(b) > 0 {
+						batches <- b
+					}
+				}()
+				for b := range batches {
+					for i := range b {
+						put(&b[i])
+					}
+				}
+				return readErr
 			})
 		}, func(c store.Commit) {
 			changes := make([]readyset.Change, len(c.Changes))

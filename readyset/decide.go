@@ -54,7 +54,7 @@ const MaxSkips = 1024
 func (ix *Index) Decide(now time.Time, p scheduler.Policy, env Env) Decision {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	d := Decision{Waiting: len(ix.waiting)}
+	d := Decision{Waiting: ix.nwaiting}
 	for range ix.running {
 		d.Running++
 	}
@@ -336,12 +336,12 @@ func (ix *Index) Snapshot(env Env) scheduler.Snapshot {
 
 func (ix *Index) snapshot(env *Env) scheduler.Snapshot {
 	s := scheduler.Snapshot{
-		Waiting:   make([]scheduler.Candidate, 0, len(ix.waiting)),
+		Waiting:   make([]scheduler.Candidate, 0, ix.nwaiting),
 		Running:   map[string]int{},
 		RateLimit: env.RateLimit, DiskLow: env.DiskLow, DiskLowText: env.DiskLowText,
 		Fairness: env.Fairness,
 	}
-	loops := make([]loop.Loop, 0, len(ix.waiting))
+	loops := make([]loop.Loop, 0, ix.nwaiting)
 	present := map[string]bool{}
 	if env.ArtifactsExist != nil { // every distinct path, checked at once
 		var paths []string

@@ -46,6 +46,7 @@ type Change struct {
 type node struct {
 	status loop.Status
 	parent string
+	e      *entry // its scheduling fields while it waits; nil otherwise
 }
 
 // entry is one waiting (pending or paused) loop's scheduling fields.
@@ -108,7 +109,7 @@ func byCreated(a, b *entry) bool {
 type Index struct {
 	mu       sync.Mutex
 	nodes    map[string]node
-	waiting  map[string]*entry
+	nwaiting int                 // loops with an entry (pending or paused)
 	roots    map[*entry]struct{} // the waiting loops without a parent
 	children map[string][]*entry // waiting loops by parent id
 	running  map[string]loop.Loop
@@ -126,7 +127,7 @@ type Index struct {
 // New returns an empty index whose groups use the weights w.
 func New(w scheduler.Weights) *Index {
 	ix := &Index{
-		nodes: map[string]node{}, waiting: map[string]*entry{}, children: map[string][]*entry{}, roots: map[*entry]struct{}{},
+		nodes: map[string]node{}, children: map[string][]*entry{}, roots: map[*entry]struct{}{},
 		running: map[string]loop.Loop{}, groups: map[groupKey]*group{}, w: w,
 		orphans: map[*entry]struct{}{}, expired: map[*entry]struct{}{},
 	}
@@ -149,7 +150,6 @@ func (ix *Index) Load(loops, waiting int, each func(put func(*loop.Loop)) error)
 	defer ix.mu.Unlock()
 	if len(ix.nodes) == 0 {
 		ix.nodes = make(map[string]node, loops)
-		ix.waiting = make(map[string]*entry, waiting)
 		ix.children = make(map[string][]*entry, waiting/8)
 	}
 	ix.loading = true
@@ -190,19 +190,19 @@ func (ix *Index) Put(loops ...*loop.Loop) {
 func (ix *Index) Len() (loops, waiting int) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	return len(ix.nodes), len(ix.waiting)
+	return len(ix.nodes), ix.nwaiting
 }
 
 func (ix *Index) put(l *loop.Loop) {
 	old, existed := ix.nodes[l.ID]
-	ix.nodes[l.ID] = node{status: l.Status, parent: l.Parent}
-
-	if e := ix.waiting[l.ID]; e != nil {
-		ix.dropEntry(e)
+	if old.e != nil {
+		ix.dropEntry(old.e)
 	}
+	n := node{status: l.Status, parent: l.Parent}
 	if l.Status.Waiting() {
-		ix.addEntry(l)
+		n.e = ix.addEntry(l)
 	}
+	ix.nodes[l.ID] = n
 	if l.Status == loop.Running {
 		ix.running[l.ID] = loop.Loop{ID: l.ID, Type: l.Type, Status: l.Status, Parent: l.Parent,
 			Owner: l.Owner, ConflictKey: l.ConflictKey, FairnessKey: l.FairnessKey}
@@ -215,12 +215,13 @@ func (ix *Index) put(l *loop.Loop) {
 }
 
 func (ix *Index) remove(id string) {
-	if _, ok := ix.nodes[id]; !ok {
+	n, ok := ix.nodes[id]
+	if !ok {
 		return
 	}
 	delete(ix.nodes, id)
-	if e := ix.waiting[id]; e != nil {
-		ix.dropEntry(e)
+	if n.e != nil {
+		ix.dropEntry(n.e)
 	}
 	delete(ix.running, id)
 	ix.refreshChildren(id)
@@ -256,7 +257,7 @@ func staticScore(w scheduler.Weights, depth, iteration int) int {
 	return depth*w.DepthBoostPerLevel - min(max(iteration-1, 0)*w.RetryPenaltyPerIteration, w.RetryPenaltyMax)
 }
 
-func (ix *Index) addEntry(l *loop.Loop) {
+func (ix *Index) addEntry(l *loop.Loop) *entry {
 	e := &entry{
 		id: l.ID, typ: l.Type, parent: l.Parent, title: l.Title, triggeredBy: l.TriggeredBy,
 		fairnessKey: l.FairnessKey, conflictKey: l.ConflictKey, owner: l.Owner, status: l.Status,
@@ -264,7 +265,7 @@ func (ix *Index) addEntry(l *loop.Loop) {
 		created: l.CreatedAt, runnableAt: l.RunnableAt, deadline: l.Deadline,
 		costHint: l.CostHint, gi: -1, di: -1, dli: -1, ci: -1,
 	}
-	ix.waiting[e.id] = e
+	ix.nwaiting++
 	if e.parent == "" {
 		ix.roots[e] = struct{}{}
 	}
@@ -295,9 +296,10 @@ func (ix *Index) addEntry(l *loop.Loop) {
 	e.parentOK = true
 	if e.parent != "" {
 		ix.setParent(e) // places e
-		return
+		return e
 	}
 	ix.place(e)
+	return e
 }
 
 // pushTo pushes e onto h, or only appends it while loading.
@@ -336,7 +338,7 @@ func (ix *Index) dropEntry(e *entry) {
 	if e.dead {
 		delete(ix.expired, e)
 	}
-	delete(ix.waiting, e.id)
+	ix.nwaiting--
 	delete(ix.roots, e)
 }
 
@@ -416,8 +418,8 @@ func (ix *Index) Due(now time.Time) (expired, orphaned []string) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if now.Before(ix.t) { // time went back: ask every waiting loop
-		for _, e := range ix.waiting {
-			if !e.deadline.IsZero() && !e.deadline.After(now) {
+		for _, n := range ix.nodes {
+			if e := n.e; e != nil && !e.deadline.IsZero() && !e.deadline.After(now) {
 				expired = append(expired, e.id)
 			}
 		}
@@ -448,8 +450,8 @@ func (ix *Index) Next(now time.Time) time.Time {
 		return time.Time{}
 	}
 	var next time.Time
-	for _, e := range ix.waiting {
-		if e.runnableAt.After(now) && (next.IsZero() || e.runnableAt.Before(next)) {
+	for _, n := range ix.nodes {
+		if e := n.e; e != nil && e.runnableAt.After(now) && (next.IsZero() || e.runnableAt.Before(next)) {
 			next = e.runnableAt
 		}
 	}
