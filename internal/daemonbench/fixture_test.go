@@ -322,11 +322,35 @@ func stopAll() {
 	daemons = nil
 }
 
-// memory returns the daemon's resident set and its peak, in MiB.
-func (d *daemon) memory() (rss, hwm float64, err error) {
+// mem is a daemon's memory, in MiB, from /proc/<pid>/status.
+type mem struct {
+	rss, peak  float64 // VmRSS, VmHWM
+	anon, file float64 // RssAnon (its heap), RssFile (the store file's mapped pages)
+}
+
+// memory reads the daemon's memory once it has settled: sampled every
+// 100 ms until two samples agree within 1 MiB (the daemon hands the
+// memory of a big answer back right after sending it), at most 3 s.
+func (d *daemon) memory() (mem, error) {
+	var last mem
+	for i := range 30 {
+		m, err := d.sample()
+		if err != nil {
+			return mem{}, err
+		}
+		if i > 0 && m.rss-last.rss < 1 && last.rss-m.rss < 1 {
+			return m, nil
+		}
+		last = m
+		time.Sleep(100 * time.Millisecond)
+	}
+	return last, nil
+}
+
+func (d *daemon) sample() (mem, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.cmd.Process.Pid))
 	if err != nil {
-		return 0, 0, err
+		return mem{}, err
 	}
 	field := func(name string) float64 {
 		for _, line := range strings.Split(string(data), "\n") {
@@ -337,7 +361,7 @@ func (d *daemon) memory() (rss, hwm float64, err error) {
 		}
 		return 0
 	}
-	return field("VmRSS"), field("VmHWM"), nil
+	return mem{rss: field("VmRSS"), peak: field("VmHWM"), anon: field("RssAnon"), file: field("RssFile")}, nil
 }
 
 // cli runs the loopr CLI in ws with its output discarded and returns how
