@@ -165,10 +165,13 @@ func (l *limit) full() bool { return l != nil && l.used >= l.max }
 // fast is the incremental walk. It returns false, having decided nothing,
 // when only Plan can be exact.
 func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) bool {
-	if p.Fairness.Enabled || p.Weights.AgeBoostPerMinute < 0 || now.Before(ix.t) {
+	if p.Fairness.Enabled || p.Weights.AgeBoostPerMinute < 0 {
 		return false
 	}
 	ix.setWeights(p.Weights)
+	if now.Before(ix.t) {
+		ix.rewind(now) // the clock went back
+	}
 	ix.advance(now)
 	if env.DiskLow || env.RateLimit.Blocked(now) || d.Slots == 0 {
 		return true // every row has a failing gate

@@ -14,12 +14,13 @@
 // exact priority at now (tier desc, priority desc, created_at asc, id asc),
 // admits under the same caps, quotas and conflicts as Plan, and stops when
 // the slots are full. Backoffs and deadlines move loops in and out of the
-// groups through two time heaps, so nothing is scanned when time passes.
+// groups through two time heaps, so nothing is scanned when time passes
+// (when the clock goes back, the gates are worked out again once, O(n)).
 //
-// Where the fast walk cannot be exact cheaply — fair queuing on, time going
-// backwards, or a walk that skips too many loops held by quotas, conflicts
-// or missing artifacts — Decide runs scheduler.Plan over a snapshot of the
-// index instead (Snapshot): still no store read, but O(n log n).
+// Where the fast walk cannot be exact cheaply — fair queuing on, or a walk
+// that skips too many loops held by quotas, conflicts or missing artifacts —
+// Decide runs scheduler.Plan over a snapshot of the index instead
+// (Snapshot): still no store read, but O(n log n).
 //
 // Like the scheduler it does no I/O: the caller passes now, the rate-limit
 // state and a function that says whether an artifact exists. Its methods
@@ -174,15 +175,6 @@ func (ix *Index) Apply(changes []Change) {
 		} else {
 			ix.put(c.Loop)
 		}
-	}
-}
-
-// Put is Apply with records written.
-func (ix *Index) Put(loops ...*loop.Loop) {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	for _, l := range loops {
-		ix.put(l)
 	}
 }
 
@@ -393,6 +385,42 @@ func (ix *Index) advance(now time.Time) {
 	}
 }
 
+// rewind moves the watermark back to now (the clock went back): every
+// waiting loop's backoff and deadline gates are worked out again, O(n).
+func (ix *Index) rewind(now time.Time) {
+	for _, h := range []*heapOf{&ix.delay, &ix.dline} {
+		for _, e := range h.items {
+			*h.pos(e) = -1
+		}
+		clear(h.items)
+		h.items = h.items[:0]
+	}
+	clear(ix.expired)
+	ix.t = now
+	for _, n := range ix.nodes {
+		e := n.e
+		if e == nil {
+			continue
+		}
+		e.delayed = e.runnableAt.After(now)
+		if e.delayed {
+			ix.delay.add(e)
+		}
+		e.dead = false
+		if !e.deadline.IsZero() {
+			if e.deadline.After(now) {
+				ix.dline.add(e)
+			} else {
+				e.dead = true
+				ix.expired[e] = struct{}{}
+			}
+		}
+		ix.place(e)
+	}
+	ix.delay.init()
+	ix.dline.init()
+}
+
 // setWeights regroups the ready loops when the score weights changed.
 func (ix *Index) setWeights(w scheduler.Weights) {
 	if w == ix.w {
@@ -417,17 +445,12 @@ func (ix *Index) setWeights(w scheduler.Weights) {
 func (ix *Index) Due(now time.Time) (expired, orphaned []string) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if now.Before(ix.t) { // time went back: ask every waiting loop
-		for _, n := range ix.nodes {
-			if e := n.e; e != nil && !e.deadline.IsZero() && !e.deadline.After(now) {
-				expired = append(expired, e.id)
-			}
-		}
-	} else {
-		ix.advance(now)
-		for e := range ix.expired {
-			expired = append(expired, e.id)
-		}
+	if now.Before(ix.t) {
+		ix.rewind(now) // the clock went back
+	}
+	ix.advance(now)
+	for e := range ix.expired {
+		expired = append(expired, e.id)
 	}
 	for e := range ix.orphans {
 		orphaned = append(orphaned, e.id)
@@ -442,18 +465,12 @@ func (ix *Index) Due(now time.Time) (expired, orphaned []string) {
 func (ix *Index) Next(now time.Time) time.Time {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if !now.Before(ix.t) {
-		ix.advance(now)
-		if ix.delay.len() > 0 {
-			return ix.delay.top().runnableAt
-		}
-		return time.Time{}
+	if now.Before(ix.t) {
+		ix.rewind(now) // the clock went back
 	}
-	var next time.Time
-	for _, n := range ix.nodes {
-		if e := n.e; e != nil && e.runnableAt.After(now) && (next.IsZero() || e.runnableAt.Before(next)) {
-			next = e.runnableAt
-		}
+	ix.advance(now)
+	if ix.delay.len() > 0 {
+		return ix.delay.top().runnableAt
 	}
-	return next
+	return time.Time{}
 }
