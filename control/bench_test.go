@@ -21,7 +21,7 @@ import (
 // ralphs of one phase in ten blocked by their parent (a failed phase), one
 // in twenty in a retry backoff, each naming its phase's artifact (a real
 // file) — and 45 running loops of 50 allowed (caps near full).
-func decisionStore(b *testing.B, n int) (*control.Service, time.Time) {
+func decisionStore(b *testing.B, n int, policies bool) (*control.Service, time.Time) {
 	b.Helper()
 	dir := b.TempDir()
 	paths := workspace.Paths{Workspace: dir, Home: filepath.Join(dir, ".loopr")}
@@ -32,6 +32,14 @@ func decisionStore(b *testing.B, n int) (*control.Service, time.Time) {
 	b.Cleanup(func() { st.Close() })
 	cfg := config.Default()
 	cfg.Storage.DiskQuotaMinGB = 0
+	if policies { // tiers, owners' quotas and conflict keys (ralph is in group code)
+		for t, tier := range map[string]int{loop.Phase: 30, loop.Ralph: 40} {
+			ls := cfg.Loops[t]
+			ls.Tier = tier
+			cfg.Loops[t] = ls
+		}
+		cfg.Quotas = map[string]config.Quota{"alice": {MaxRunning: 3}, "bob": {MaxRunning: 3}}
+	}
 	now := time.Date(2026, 1, 25, 12, 0, 0, 0, time.UTC)
 	svc := control.New(st, paths, func() *config.Config { return cfg }, func() time.Time { return now })
 
@@ -70,6 +78,12 @@ func decisionStore(b *testing.B, n int) (*control.Service, time.Time) {
 		l := mk(fmt.Sprintf("ra%07d", i), loop.Ralph, p, 3, loop.Pending, time.Duration(i*7919%7200)*time.Second)
 		l.TriggeredBy = filepath.Join(art, p+".md")
 		l.Iteration = 1 + i%4
+		if policies {
+			l.Owner = []string{"", "alice", "bob"}[i%3]
+			if i%3 == 0 {
+				l.ConflictKey = fmt.Sprintf("file-%d", i%500)
+			}
+		}
 		if i%20 == 7 {
 			l.RunnableAt = now.Add(time.Duration(1+i%600) * time.Second)
 		}
@@ -169,9 +183,17 @@ func seed004(st *store.Store, now time.Time, maxConcurrent, running int) ([]stri
 // same bbolt store measured in the same run. Targets at 100k: ≤ 1 ms and
 // ≥ 500× faster than the baseline; cost growing no worse than n log n.
 func BenchmarkDecision(b *testing.B) {
-	for _, n := range []int{1_000, 10_000, 100_000} {
-		b.Run(fmt.Sprintf("pending=%d", n), func(b *testing.B) {
-			svc, now := decisionStore(b, n)
+	for _, c := range []struct {
+		n        int
+		policies bool
+	}{{1_000, false}, {10_000, false}, {100_000, false}, {100_000, true}} {
+		name := fmt.Sprintf("pending=%d", c.n)
+		if c.policies {
+			name += "/policies" // tiers, quotas and conflict keys: still the incremental walk
+		}
+		n := c.n
+		b.Run(name, func(b *testing.B) {
+			svc, now := decisionStore(b, n, c.policies)
 			var base []time.Duration
 			for range 3 {
 				began := time.Now()

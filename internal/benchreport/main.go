@@ -188,6 +188,13 @@ func rows(r results) []row {
 		}
 		out = append(out, rw)
 	}
+	pol := row{figure: "same at 100k with tiers, owners' quotas and conflict keys on", measured: missing, target: "report", verdict: "—"}
+	if v, ok := r.get(dec("100000/policies"), "ns/op"); ok {
+		base, _ := r.get(dec("100000/policies"), "baseline-ms")
+		x, _ := r.get(dec("100000/policies"), "x-baseline")
+		pol.measured, pol.baseline, pol.ratio = us(v), ms(base)+" (seed 004, which knows no policies)", times(x)+" faster"
+	}
+	out = append(out, pol)
 	growth := row{figure: "decision cost growth, 1k → 10k → 100k", measured: missing, target: "no worse than n log n", verdict: missing}
 	if decOK[0] && decOK[1] && decOK[2] {
 		g1, g2 := decNs[1]/decNs[0], decNs[2]/decNs[1]
