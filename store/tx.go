@@ -38,9 +38,11 @@ func (tx *Tx) bucket(name []byte) *bolt.Bucket {
 // fillPercent packs the buckets whose keys mostly grow at the end (ULID
 // loop ids, event sequence numbers): bbolt splits a full page at
 // FillPercent, and with keys that only grow the left page never fills
-// again, so the default 0.5 would leave the file half empty.
+// again, so the default 0.5 would leave the file half empty. The indexes
+// take keys in the middle (a loop's next event, a status change) and keep
+// the default, which leaves room for them.
 var fillPercent = map[string]float64{
-	string(bucketLoops): 0.9, string(bucketEvents): 0.95, string(bucketIdxEvents): 0.9,
+	string(bucketLoops): 0.9, string(bucketEvents): 0.95,
 }
 
 // Get returns the loop with id, or an error wrapping ErrNotFound.
