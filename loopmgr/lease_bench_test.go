@@ -1,10 +1,11 @@
 package loopmgr
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/loopr-dev/loopr/internal/fsyncrate"
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/config"
@@ -83,24 +84,12 @@ func BenchmarkTickStarts(b *testing.B) {
 	b.ReportMetric(rate/raw, "x-raw-fsync")
 }
 
-// rawFsync is this disk's rate of "write one 4 KiB page + fsync" in dir.
+// rawFsync is this disk's raw write+fsync rate in dir, the same-run baseline.
 func rawFsync(b *testing.B, dir string, n int) float64 {
 	b.Helper()
-	f, err := os.OpenFile(filepath.Join(dir, "raw.fsync"), os.O_CREATE|os.O_WRONLY, 0o600)
+	rate, err := fsyncrate.Measure(dir, n)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer f.Close()
-	page := make([]byte, 4096)
-	began := time.Now()
-	for i := range n {
-		page[0] = byte(i)
-		if _, err := f.WriteAt(page, int64(i%64)*4096); err != nil {
-			b.Fatal(err)
-		}
-		if err := f.Sync(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return float64(n) / time.Since(began).Seconds()
+	return rate
 }

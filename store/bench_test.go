@@ -9,31 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopr-dev/loopr/internal/fsyncrate"
+
 	"github.com/loopr-dev/loopr/loop"
 )
-
-// rawFsyncRate measures this disk's rate of "write one 4 KiB page + fsync"
-// in dir: the ceiling for one durable transaction at a time.
-func rawFsyncRate(b *testing.B, dir string, n int) float64 {
-	b.Helper()
-	f, err := os.OpenFile(filepath.Join(dir, "raw.fsync"), os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	page := make([]byte, 4096)
-	began := time.Now()
-	for i := range n {
-		page[0] = byte(i)
-		if _, err := f.WriteAt(page, int64(i%64)*4096); err != nil {
-			b.Fatal(err)
-		}
-		if err := f.Sync(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return float64(n) / time.Since(began).Seconds()
-}
 
 // orderedSyncRate is this disk's rate of what one bbolt commit must do at
 // least: write a page and fsync, then write another page (the meta) and
@@ -178,4 +157,14 @@ func BenchmarkGroupCommitTransitions(b *testing.B) {
 	b.ReportMetric(rate, "tx/s")
 	b.ReportMetric(raw, "fsync/s")
 	b.ReportMetric(rate/raw, "x-raw-fsync")
+}
+
+// rawFsyncRate is this disk's raw write+fsync rate in dir, the same-run baseline.
+func rawFsyncRate(b *testing.B, dir string, n int) float64 {
+	b.Helper()
+	rate, err := fsyncrate.Measure(dir, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return rate
 }
