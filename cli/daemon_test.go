@@ -17,8 +17,6 @@ import (
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/client"
-	"github.com/loopr-dev/loopr/config"
-	"github.com/loopr-dev/loopr/daemon"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/store"
 	"github.com/loopr-dev/loopr/workspace"
@@ -78,27 +76,7 @@ func TestCLIGoesThroughTheDaemon(t *testing.T) {
 		t.Fatalf("before the daemon starts, status says daemon %v; want the store opened directly", st.Daemon)
 	}
 
-	cfg, err := config.Load(p.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	ready := make(chan struct{})
-	go func() {
-		done <- daemon.Run(ctx, daemon.Options{Paths: p, Config: cfg, Version: "cli-test", Ready: func(int) { close(ready) }})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("daemon.Run() = %v", err)
-		}
-	})
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("daemon.Run() = %v", err)
-	}
+	runDaemon(t, p)
 
 	st := statusOf(t, p)
 	if !st.Daemon || st.PID != os.Getpid() || st.Version != "cli-test" {

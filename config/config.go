@@ -247,17 +247,10 @@ func (s LoopSettings) Timeout() time.Duration { return time.Duration(s.TimeoutSe
 // TypeSettings is one entry of `types:`: a user-defined loop type. User types
 // are leaves: their loops spawn no children.
 type TypeSettings struct {
-	Base            int      `yaml:"base"`        // base priority
-	MaxRunning      int      `yaml:"max_running"` // 0 means no per-type cap
-	MaxIterations   int      `yaml:"max_iterations"`
-	RequireApproval bool     `yaml:"require_approval"`
-	Validate        []string `yaml:"validate"`
-	Agent           []string `yaml:"agent,omitempty"`
-	Prompt          string   `yaml:"prompt,omitempty"`
-	TimeoutSecs     int      `yaml:"timeout_secs,omitempty"`
-	Tier            int      `yaml:"tier,omitempty"`
-	ConflictGroup   string   `yaml:"conflict_group,omitempty"`
-	DefaultCost     int      `yaml:"default_cost,omitempty"`
+	Base       int `yaml:"base"`        // base priority
+	MaxRunning int `yaml:"max_running"` // 0 means no per-type cap
+	// The keys of loops.<type>, at the same level: max_iterations, validate, …
+	LoopSettings `yaml:",inline"`
 }
 
 // DefaultTypeSettings returns the settings a user type starts from before its
@@ -265,16 +258,10 @@ type TypeSettings struct {
 // per-type cap, 10 iterations, no approval, no validation commands, and the
 // agent section's command and timeout.
 func DefaultTypeSettings() TypeSettings {
-	return TypeSettings{Base: 50, MaxIterations: 10}
+	return TypeSettings{Base: 50, LoopSettings: LoopSettings{MaxIterations: 10}}
 }
 
-func (t TypeSettings) loopSettings() LoopSettings {
-	return LoopSettings{
-		MaxIterations: t.MaxIterations, RequireApproval: t.RequireApproval, Validate: t.Validate,
-		Agent: t.Agent, Prompt: t.Prompt, TimeoutSecs: t.TimeoutSecs,
-		Tier: t.Tier, ConflictGroup: t.ConflictGroup, DefaultCost: t.DefaultCost,
-	}
-}
+func (t TypeSettings) loopSettings() LoopSettings { return t.LoopSettings }
 
 // Git is the `git:` section.
 type Git struct {

@@ -93,7 +93,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 	t.Parallel()
 	c := config.Default()
 	c.UserTypes = map[string]config.TypeSettings{
-		"review": {Base: 70, MaxRunning: 3, MaxIterations: 10, Validate: []string{"make lint"}, Agent: []string{"codex", "exec"}, TimeoutSecs: 60},
+		"review": {Base: 70, MaxRunning: 3, LoopSettings: config.LoopSettings{MaxIterations: 10, Validate: []string{"make lint"}, Agent: []string{"codex", "exec"}, TimeoutSecs: 60}},
 	}
 	c.Loops[loop.Spec] = config.LoopSettings{MaxIterations: 7, Prompt: "prompts/spec.md"}
 	data, err := yaml.Marshal(c)
@@ -173,8 +173,8 @@ types:
   docs: {validate: [make docs]}
 `, func(c *config.Config) {
 			c.UserTypes = map[string]config.TypeSettings{
-				"review": {Base: 70, MaxRunning: 3, MaxIterations: 10},
-				"docs":   {Base: 50, MaxIterations: 10, Validate: []string{"make docs"}},
+				"review": {Base: 70, MaxRunning: 3, LoopSettings: config.LoopSettings{MaxIterations: 10}},
+				"docs":   {Base: 50, LoopSettings: config.LoopSettings{MaxIterations: 10, Validate: []string{"make docs"}}},
 			}
 		}},
 		{"alias values", `
@@ -373,7 +373,7 @@ func TestValidate(t *testing.T) {
 			c.UserTypes = map[string]config.TypeSettings{"9lives": config.DefaultTypeSettings()}
 		}, "types.9lives: invalid type name: use up to 32 lowercase letters, digits, '-' and '_', starting with a letter"},
 		{"user types checked by name", func(c *config.Config) {
-			c.UserTypes = map[string]config.TypeSettings{"b": {MaxIterations: 0}, "a": {MaxIterations: 1, Base: -1}}
+			c.UserTypes = map[string]config.TypeSettings{"b": {LoopSettings: config.LoopSettings{MaxIterations: 0}}, "a": {LoopSettings: config.LoopSettings{MaxIterations: 1}, Base: -1}}
 		}, "types.a.base: must be >= 0"},
 		{"max backoff below initial", func(c *config.Config) { c.RateLimit.InitialBackoffSecs = 500 }, "rate_limit.max_backoff_secs: must be >= rate_limit.initial_backoff_secs (500)"},
 		{"nil command", func(c *config.Config) { c.Agent.Command = nil }, "agent.command: must not be empty"},

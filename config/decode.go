@@ -198,7 +198,7 @@ func (d *decoder) value(n *yaml.Node, key string, keyLine int, v reflect.Value) 
 			if !ok {
 				return d.errorf(k.Line, sub, "unknown key")
 			}
-			return d.value(val, sub, k.Line, v.Field(i))
+			return d.value(val, sub, k.Line, v.FieldByIndex(i))
 		})
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
@@ -329,23 +329,29 @@ func (d *decoder) pairs(n *yaml.Node, key string, fn func(name, sub string, k, v
 	return nil
 }
 
-// fieldsOf maps the yaml key names of struct type t to field indexes.
-func fieldsOf(t reflect.Type) map[string]int {
+// fieldsOf maps the yaml key names of struct type t to field index paths,
+// following fields marked `yaml:",inline"` into their own keys.
+func fieldsOf(t reflect.Type) map[string][]int {
 	if f, ok := fieldCache.Load(t); ok {
-		return f.(map[string]int)
+		return f.(map[string][]int)
 	}
-	f := make(map[string]int, t.NumField())
+	f := make(map[string][]int, t.NumField())
 	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
-		if name != "" && name != "-" {
-			f[name] = i
+		name, opts, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		switch {
+		case name == "" && opts == "inline":
+			for sub, path := range fieldsOf(t.Field(i).Type) {
+				f[sub] = append([]int{i}, path...)
+			}
+		case name != "" && name != "-":
+			f[name] = []int{i}
 		}
 	}
 	fieldCache.Store(t, f)
 	return f
 }
 
-var fieldCache sync.Map // reflect.Type → map[string]int
+var fieldCache sync.Map // reflect.Type → map[string][]int
 
 // want names what a Go type accepts, for "must be …" messages.
 func want(t reflect.Type) string {

@@ -39,11 +39,13 @@ func diffValue(a, b reflect.Value, key string, out *[]Change) {
 	case reflect.Struct:
 		t := a.Type()
 		for i := range t.NumField() {
-			name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
-			if name == "" || name == "-" {
-				continue
+			name, opts, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+			switch {
+			case name == "" && opts == "inline":
+				diffValue(a.Field(i), b.Field(i), key, out)
+			case name != "" && name != "-":
+				diffValue(a.Field(i), b.Field(i), joinKey(key, name), out)
 			}
-			diffValue(a.Field(i), b.Field(i), joinKey(key, name), out)
 		}
 	case reflect.Map:
 		keys := map[string]bool{}
