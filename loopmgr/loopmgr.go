@@ -426,7 +426,11 @@ func (m *Manager) launch(ctx context.Context, ls leased, now time.Time) {
 	if m.o.OnDispatch != nil {
 		m.o.OnDispatch(ls.waited, max(now.Sub(ls.ready), 0))
 	}
-	rctx, cancel := context.WithCancel(ctx)
+	// Only the manager cancels an iteration, after marking why (a user's
+	// cancel, or stopping): were it tied to Run's ctx, an agent cancelled by
+	// shutdown could report before Run notices the shutdown, and its loop
+	// would be taken for cancelled by a user and left running.
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	a := &active{cancel: cancel, iteration: l.Iteration, started: now}
 	m.mu.Lock()
 	m.active[id] = a
