@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/loopr-dev/loopr/control"
@@ -187,8 +188,9 @@ func (m *Manager) finish(ctx context.Context, r result) {
 		}
 	}
 	if err != nil {
-		m.log.Error("apply result", "loop", l.ID, "outcome", res.Outcome, "err", err)
-		m.unrecorded(l.ID, a.iteration)
+		m.applyFailed(l, a.iteration, res, err, now)
+	} else {
+		m.recorded(l.ID)
 	}
 	// Fairness learns the wall time of iterations that ran to a verdict
 	// (not those cancelled, rate limited or never started).
@@ -202,6 +204,33 @@ func (m *Manager) finish(ctx context.Context, r result) {
 	}
 	m.o.Notify()
 	m.Wake()
+}
+
+// applyFailed handles a result that could not be applied. A transient
+// cause (the disk is full, or the store cannot write) costs nothing: the
+// loop is requeued at the same iteration once a write succeeds, with a
+// backoff. Anything else (children that cannot be created, a record the
+// store refuses) would fail the same way on every rerun, so it spends the
+// iteration — or parks the loop at max_iterations — with feedback naming
+// the problem; requeuing it for free would rerun the agent forever.
+func (m *Manager) applyFailed(l loop.Loop, iteration int, res runner.Result, err error, now time.Time) {
+	if transientApply(err) || m.svc.DiskFull() != nil {
+		m.log.Error("apply result: will requeue at the same iteration", "loop", l.ID, "outcome", res.Outcome, "err", err)
+		m.unrecorded(l.ID, iteration)
+		return
+	}
+	reason := "the result could not be applied: " + err.Error()
+	m.log.Error("apply result: spending the iteration", "loop", l.ID, "outcome", res.Outcome, "err", err)
+	if ferr := m.failIteration(l.ID, iteration, reason, reason, now); ferr != nil {
+		m.log.Error("record failed iteration", "loop", l.ID, "err", ferr)
+		m.unrecorded(l.ID, iteration)
+	}
+}
+
+// transientApply reports whether err is one a later attempt may not meet:
+// the file system is full or out of quota, or an I/O error.
+func transientApply(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EIO)
 }
 
 // errStale means the loop is no longer ours to change (cancelled meanwhile,
@@ -237,6 +266,21 @@ func (m *Manager) requeue(id string, iteration int, now time.Time, msg string) e
 			return err
 		}
 		return control.Move(tx, cur, loop.Pending, now, msg, nil)
+	})
+}
+
+// requeueAfter is requeue with the loop not runnable before at.
+func (m *Manager) requeueAfter(id string, iteration int, now, at time.Time, msg string) error {
+	return m.update(id, func(tx *store.Tx) error {
+		cur, err := m.ours(tx, id, iteration)
+		if err != nil {
+			return err
+		}
+		return control.Move(tx, cur, loop.Pending, now, msg, func(n *loop.Loop) {
+			if n.RunnableAt.Before(at) {
+				n.RunnableAt = at
+			}
+		})
 	})
 }
 

@@ -74,12 +74,13 @@ type Manager struct {
 	results chan result
 	kill    chan []string
 
-	mu      sync.Mutex
-	active  map[string]*active // owned by Run; mu guards reads from other goroutines
-	lastRec time.Time          // last start during rate-limit recovery
-	unrec   map[string]int     // loop → iteration whose result was not recorded (unrecorded.go); owned by Run
-	stopped bool
-	tick    TickStats
+	mu       sync.Mutex
+	active   map[string]*active // owned by Run; mu guards reads from other goroutines
+	lastRec  time.Time          // last start during rate-limit recovery
+	unrec    map[string]int     // loop → iteration whose result was not recorded (unrecorded.go); owned by Run
+	unrecRun map[string]int     // loop → results in a row not recorded, for the backoff; owned by Run
+	stopped  bool
+	tick     TickStats
 }
 
 type active struct {

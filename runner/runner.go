@@ -454,6 +454,10 @@ func (it *iteration) validate(ctx context.Context, vlog io.Writer) Result {
 				it.artifact, f.Heading, f.Section, f.Child, strings.ToLower(f.Child))
 			return it.failHint("artifact: "+err.Error(), hint, "agent.log", it.agentLog)
 		}
+		if err := doc.CheckSections(); err != nil {
+			fmt.Fprintf(vlog, "artifact %s: %v\n", it.artifact, err)
+			return it.fail("artifact: "+err.Error(), "validation.log", it.validLog)
+		}
 		fmt.Fprintf(vlog, "artifact %s: ok, %d %s sections\n", it.artifact, len(doc.Sections), strings.ToLower(f.Child))
 		it.res.Artifact, it.res.Doc = it.artifact, &doc
 	}
