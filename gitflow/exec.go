@@ -56,7 +56,17 @@ func (r *Repo) git(ctx context.Context, dir string, args ...string) (string, err
 
 // gitEnv is git with extra environment entries, which win over inherited ones.
 func (r *Repo) gitEnv(ctx context.Context, dir string, env []string, args ...string) (string, error) {
-	argv := append([]string{"-C", dir}, args...)
+	if _, ok := ctx.Deadline(); !ok {
+		// No caller-given deadline: git never runs unbounded (a huge
+		// file, a hung file system, a lock held forever).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.timeout())
+		defer cancel()
+	}
+	// core.hooksPath=/dev/null: the user's hooks never run for loopr's own
+	// git work (--no-verify leaves post-commit, post-merge and
+	// post-checkout running; a slow one stalled merges and shutdown).
+	argv := append([]string{"-C", dir, "-c", "core.hooksPath=/dev/null"}, args...)
 	cmd := exec.CommandContext(ctx, "git", argv...)
 	cmd.Env = append(baseEnv(), env...)
 	cmd.WaitDelay = 5 * time.Second
@@ -97,4 +107,15 @@ func baseEnv() []string {
 		}
 	}
 	return append(env, "LC_ALL=C", "LANGUAGE=C", "GIT_TERMINAL_PROMPT=0")
+}
+
+// DefaultTimeout bounds every git command loopr runs whose caller gave no
+// deadline.
+const DefaultTimeout = 10 * time.Minute
+
+func (r *Repo) timeout() time.Duration {
+	if r.Timeout > 0 {
+		return r.Timeout
+	}
+	return DefaultTimeout
 }

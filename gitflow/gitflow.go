@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 )
 
 var (
@@ -59,6 +60,9 @@ type Repo struct {
 	Root string       // top level of the user's working tree
 	Home string       // loopr's home, normally <workspace>/.loopr
 	Log  *slog.Logger // nil logs nothing
+	// Timeout bounds each git command whose context has no deadline;
+	// 0 means DefaultTimeout.
+	Timeout time.Duration
 
 	admin sync.Mutex // serializes worktree add, remove and prune
 

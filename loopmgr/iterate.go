@@ -159,11 +159,17 @@ func (m *Manager) finish(ctx context.Context, r result) {
 			res.Outcome = runner.Cancelled
 		}
 	}
-	// Commit what the agent left, after every iteration, so work survives.
-	if m.o.Git != nil && ownBranch(l.Type) && r.job.Workdir != "" && exists(r.job.Workdir) {
-		msg := fmt.Sprintf("loopr: %s %s iteration %d", l.Type, l.ID, a.iteration)
-		if _, err := m.o.Git.CommitAll(context.WithoutCancel(ctx), r.job.Workdir, msg); err != nil {
-			m.log.Warn("commit worktree", "loop", l.ID, "err", err)
+	if r.git.err != nil {
+		// The work is not on the loop's branch: the iteration cannot
+		// pass, and its worktree is kept (cleanup is skipped below).
+		m.log.Error("save the agent's work", "loop", l.ID, "iteration", a.iteration, "err", r.git.err)
+		why := "loopr could not save the work on " + gitflow.LoopBranch(l.ID) + ": " + r.git.err.Error()
+		switch res.Outcome {
+		case runner.Passed:
+			res = runner.Result{Outcome: runner.Failed, Reason: why, Feedback: why}
+		case runner.Failed:
+			res.Reason += "; " + why
+			res.Feedback = why + "\n" + res.Feedback
 		}
 	}
 	var err error
@@ -171,13 +177,13 @@ func (m *Manager) finish(ctx context.Context, r result) {
 	case runner.Cancelled:
 		if a.stopping {
 			err = m.requeue(l.ID, a.iteration, now, "daemon stopping: requeued at the same iteration")
-		} else {
+		} else if r.git.err == nil {
 			m.cleanup(ctx, l, false)
 		}
 	case runner.RateLimited:
 		err = m.rateLimited(l.ID, a.iteration, res, now)
 	case runner.Passed:
-		err = m.passed(ctx, l, a.iteration, res, now)
+		err = m.passed(ctx, l, a.iteration, res, r.git, now)
 	default:
 		if m.svc.DiskFull() != nil {
 			// Not the agent's fault: try again at the same iteration
@@ -360,13 +366,9 @@ func boundFeedback(newest, older string) string {
 // passed completes a loop whose iteration validated: merge (ralph-like
 // loops with a plan), then complete or await approval, spawning children in
 // the same transaction.
-func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, res runner.Result, now time.Time) error {
+func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, res runner.Result, sv saved, now time.Time) error {
 	if m.o.Git != nil && ownBranch(l.Type) {
-		root, err := m.root(l)
-		if err == nil && root.Type == loop.Plan && root.ID != l.ID {
-			err = m.o.Git.Merge(context.WithoutCancel(ctx), gitflow.LoopBranch(l.ID), gitflow.PlanBranch(root.ID))
-		}
-		if err != nil {
+		if err := sv.mergeErr; err != nil {
 			var ce *gitflow.ConflictError
 			fb := err.Error()
 			if errors.As(err, &ce) {

@@ -95,6 +95,7 @@ type result struct {
 	job runner.Job
 	res runner.Result
 	err error // preparation failed before the agent ran
+	git saved // the git work done after the agent, off the manager goroutine
 }
 
 // TickStats describes the last scheduling tick.
@@ -443,10 +444,12 @@ func (m *Manager) launch(ctx context.Context, ls leased, now time.Time) {
 	go func() {
 		job, err := m.prepare(rctx, l)
 		var res runner.Result
+		var sv saved
 		if err == nil {
 			res = m.o.Runner.Run(rctx, job)
+			sv = m.save(rctx, a, job, res)
 		}
-		m.results <- result{id: id, job: job, res: res, err: err}
+		m.results <- result{id: id, job: job, res: res, err: err, git: sv}
 	}()
 }
 

@@ -1,0 +1,65 @@
+package loopmgr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/loopr-dev/loopr/gitflow"
+	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/runner"
+)
+
+// Git work after an iteration.
+//
+// Committing what the agent left and merging a passed loop's branch can
+// take long (a huge file, a slow file system), so it runs on the
+// iteration's own goroutine, never on the manager's: scheduling, cancels
+// and shutdown go on meanwhile. Every git command has a deadline:
+// gitWorkTimeout normally, stopGitTimeout once the daemon is stopping, so
+// a stop never waits on git for long.
+
+const (
+	gitWorkTimeout = 10 * time.Minute
+	stopGitTimeout = 20 * time.Second
+)
+
+// saved is the outcome of the git work after one iteration.
+type saved struct {
+	err      error // the work could not be put on the loop's branch
+	mergeErr error // the branch could not be merged into the plan branch (passed only)
+}
+
+// save commits the agent's work onto the loop's branch (repairing what
+// gitflow.SaveWork can) and, when the iteration passed, merges the branch
+// into its plan's branch.
+func (m *Manager) save(ctx context.Context, a *active, job runner.Job, res runner.Result) saved {
+	l := job.Loop
+	if m.o.Git == nil || !ownBranch(l.Type) || job.Workdir == "" {
+		return saved{}
+	}
+	timeout := gitWorkTimeout
+	m.mu.Lock()
+	if a.stopping {
+		timeout = stopGitTimeout
+	}
+	m.mu.Unlock()
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	msg := fmt.Sprintf("loopr: %s %s iteration %d", l.Type, l.ID, a.iteration)
+	if _, err := m.o.Git.SaveWork(gctx, job.Workdir, gitflow.LoopBranch(l.ID), msg); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("git gave no answer within %s: %w", timeout, err)
+		}
+		return saved{err: err}
+	}
+	if res.Outcome != runner.Passed {
+		return saved{}
+	}
+	root, err := m.root(l)
+	if err == nil && root.Type == loop.Plan && root.ID != l.ID {
+		err = m.o.Git.Merge(gctx, gitflow.LoopBranch(l.ID), gitflow.PlanBranch(root.ID))
+	}
+	return saved{mergeErr: err}
+}
