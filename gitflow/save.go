@@ -120,10 +120,11 @@ func (r *Repo) SaveWork(ctx context.Context, dir, branch, message string) (commi
 // it keeps the commit under refs/loopr/stray/<worktree> and returns a
 // *StrayError.
 func (r *Repo) bringOnto(ctx context.Context, dir, branch, was string) error {
-	head, err := r.resolve(ctx, "HEAD")
+	out, err := r.git(ctx, dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
 	if err != nil {
-		return err
+		return fmt.Errorf("read HEAD in %s: %w", dir, err)
 	}
+	head := strings.TrimSpace(out)
 	tip, err := r.resolve(ctx, "refs/heads/"+branch)
 	if err != nil {
 		return fmt.Errorf("branch %s is gone (HEAD was on %s at %s): %w", branch, was, short(head), err)
