@@ -8,7 +8,8 @@
 #   rmgit    deletes the worktree's .git file
 #   detach   commits its work on a detached HEAD
 #   branch   checks out a branch of its own and commits there
-#   orphan   commits its work on an orphan branch (unrelated history)
+#   orphan   commits its work on an orphan branch (unrelated history), on
+#            iteration 1 only
 #   clean    nothing: a healthy run
 #
 # A plan titled "bigsection" writes one 300000-byte spec section instead.
@@ -55,6 +56,7 @@ branch)
 	g add -A && g commit -q -m "agent work on its own branch"
 	;;
 orphan)
+	[ "$LOOPR_ITERATION" = 1 ] || exit 0
 	g checkout -q --orphan "orphan-$id"
 	g add -A && g commit -q -m "agent work on an orphan branch"
 	;;
