@@ -221,3 +221,17 @@ func TestGitTimeout(t *testing.T) {
 		t.Errorf("took %s; the deadline is 300ms (+5s wait delay)", took)
 	}
 }
+
+func TestSaveWorkOrphan(t *testing.T) {
+	t.Parallel()
+	r, dir, _ := saveSetup(t)
+	write(t, dir, "work.txt", "orphan work\n")
+	gitT(t, dir, "checkout", "-q", "--orphan", "mine")
+	gitT(t, dir, "add", "-A")
+	gitT(t, dir, "commit", "-q", "-m", "orphan")
+	_, err := r.SaveWork(t.Context(), dir, LoopBranch("R1"), "m")
+	var se *StrayError
+	if !errors.As(err, &se) {
+		t.Fatalf("SaveWork() on an orphan branch = %v, want a *StrayError", err)
+	}
+}
