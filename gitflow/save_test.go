@@ -235,3 +235,22 @@ func TestSaveWorkOrphan(t *testing.T) {
 		t.Fatalf("SaveWork() on an orphan branch = %v, want a *StrayError", err)
 	}
 }
+
+// A prune while the agent has the .git file deleted (another loop's
+// worktree add prunes) must not make the worktree unrecoverable.
+func TestSaveWorkDeletedDotGitSurvivesPrune(t *testing.T) {
+	t.Parallel()
+	r, dir, _ := saveSetup(t)
+	write(t, dir, "work.txt", "done\n")
+	if err := os.Remove(filepath.Join(dir, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.AddWorktree(t.Context(), "R2", LoopBranch("R2"), "HEAD"); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, r.Root, "worktree", "prune")
+	if _, err := r.SaveWork(t.Context(), dir, LoopBranch("R1"), "m"); err != nil {
+		t.Fatalf("SaveWork() after .git was deleted and worktrees pruned = %v, want nil", err)
+	}
+	onBranch(t, dir, "work.txt", "done")
+}

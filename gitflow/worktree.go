@@ -117,7 +117,7 @@ func (r *Repo) Sweep(ctx context.Context, keep func(id string) bool) (removed []
 	}
 	r.admin.Lock()
 	defer r.admin.Unlock()
-	if _, err := r.git(ctx, r.Root, "worktree", "prune"); err != nil {
+	if err := r.prune(ctx); err != nil {
 		return removed, err
 	}
 	if len(removed) > 0 {
@@ -212,7 +212,7 @@ func (r *Repo) ensureWorktree(ctx context.Context, name, branch, base string) (d
 
 	// Forget registrations whose directories are gone, so their branches
 	// are free again.
-	if _, err := r.git(ctx, r.Root, "worktree", "prune"); err != nil {
+	if err := r.prune(ctx); err != nil {
 		return "", false, err
 	}
 	wt, ok, err := r.registered(ctx, dir)
@@ -245,7 +245,10 @@ func (r *Repo) ensureWorktree(ctx context.Context, name, branch, base string) (d
 		}
 	}
 
-	args := []string{"worktree", "add", "--quiet"}
+	// --lock: `git worktree prune` (ours, run for every add, or the
+	// user's) must not forget a worktree while an agent has its .git file
+	// deleted; SaveWork rewrites the file from this registration.
+	args := []string{"worktree", "add", "--quiet", "--lock"}
 	switch {
 	case branch == "":
 		args = append(args, "--detach", dir, base)
@@ -289,6 +292,8 @@ func (r *Repo) removeLocked(ctx context.Context, dir string) error {
 		return err
 	}
 	if ok {
+		// Not locked: an older loopr did not lock its worktrees.
+		_, _ = r.git(ctx, r.Root, "worktree", "unlock", dir)
 		if _, err := r.git(ctx, r.Root, "worktree", "remove", "--force", dir); err != nil {
 			r.logger().Warn("git worktree remove failed; deleting the directory", "dir", dir, "err", err)
 		}
@@ -297,7 +302,7 @@ func (r *Repo) removeLocked(ctx context.Context, dir string) error {
 		return fmt.Errorf("remove worktree %s: %w", dir, err)
 	}
 	if ok {
-		if _, err := r.git(ctx, r.Root, "worktree", "prune"); err != nil {
+		if err := r.prune(ctx); err != nil {
 			return err
 		}
 		r.logger().Info("removed worktree", "dir", dir)
@@ -321,4 +326,21 @@ func (r *Repo) checkOwnWorktree(ctx context.Context, dir string) error {
 		return fmt.Errorf("%s is not a loopr worktree under %s", dir, root)
 	}
 	return nil
+}
+
+// prune forgets worktree registrations whose directories are gone. Our
+// worktrees are locked (so a prune never forgets one whose .git file an
+// agent deleted); one whose whole directory is gone is unlocked first.
+func (r *Repo) prune(ctx context.Context) error {
+	wts, err := r.worktrees(ctx)
+	if err != nil {
+		return err
+	}
+	for _, wt := range wts {
+		if _, err := os.Lstat(wt.path); errors.Is(err, os.ErrNotExist) {
+			_, _ = r.git(ctx, r.Root, "worktree", "unlock", wt.path)
+		}
+	}
+	_, err = r.git(ctx, r.Root, "worktree", "prune")
+	return err
 }
