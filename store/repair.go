@@ -1,0 +1,300 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/loopr-dev/loopr/loop"
+)
+
+// RepairReport is what Repair recovered from a damaged store and what it
+// could not.
+type RepairReport struct {
+	Loops, Events, Meta int // records copied into the new file
+	// SkippedLoops are the ids of loops the damaged file names (in its
+	// records or its indexes) whose record could not be read; SkippedEvents
+	// counts journal events lost the same way.
+	SkippedLoops  []string
+	SkippedEvents int
+	// DroppedIndexEntries counts index entries that named no record; the
+	// new file's indexes are rebuilt from the records.
+	DroppedIndexEntries int
+	Backup              string // where the damaged file now is
+}
+
+// Repair rebuilds the store at path with the daemon stopped: every record
+// still readable (loops, journal events, meta) is copied into a fresh file
+// whose indexes are rebuilt from the records, the damaged file is kept as
+// <path>.broken-<time>, and the fresh one takes its place. Walking the
+// damaged file never panics: every read is guarded, so a bad page loses
+// only the records on it. A running daemon (the file lock) makes it a
+// *LockedError and nothing is changed.
+func Repair(path string, now time.Time) (RepairReport, error) {
+	var rep RepairReport
+	db, err := openRaw(path, DefaultTimeout)
+	if err != nil {
+		return rep, err
+	}
+	sv, err := salvage(path, db)
+	db.Close()
+	if err != nil {
+		return rep, err
+	}
+
+	tmp := path + ".repair"
+	_ = os.Remove(tmp)
+	_ = os.Remove(pidPath(tmp))
+	fresh, err := Open(tmp, Options{})
+	if err != nil {
+		return rep, fmt.Errorf("repair: %w", err)
+	}
+	rep.SkippedLoops, rep.SkippedEvents, rep.DroppedIndexEntries = sv.skippedLoops, sv.skippedEvents, sv.dangling
+	err = fresh.Update(func(tx *Tx) error {
+		for _, l := range sv.loops {
+			if err := tx.Put(l); err != nil {
+				rep.SkippedLoops = append(rep.SkippedLoops, l.ID) // decoded but not a valid record
+				continue
+			}
+			rep.Loops++
+		}
+		events := tx.bucket(bucketEvents)
+		for _, ev := range sv.events {
+			if err := events.Put(seqKey(ev.seq), ev.raw); err != nil {
+				return err
+			}
+			if ev.loop != "" {
+				if err := tx.bucket(bucketIdxEvents).Put(eventIndexKey(ev.loop, ev.seq), empty); err != nil {
+					return err
+				}
+			}
+			rep.Events++
+		}
+		// The journal's numbering goes on where it was: followers resume
+		// from a sequence number.
+		if err := events.SetSequence(sv.lastSeq); err != nil {
+			return err
+		}
+		meta := tx.bucket(bucketMeta)
+		for _, kv := range sv.meta {
+			if err := meta.Put(kv.k, kv.v); err != nil {
+				return err
+			}
+			rep.Meta++
+		}
+		return nil
+	})
+	if cerr := fresh.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		// The new file must pass what `store check` checks before it
+		// replaces anything.
+		var problems []string
+		if problems, err = CheckFile(tmp, DefaultTimeout); err == nil && len(problems) > 0 {
+			err = fmt.Errorf("the rebuilt store fails its check: %s", problems[0])
+		}
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return rep, fmt.Errorf("repair: %w (the damaged store is unchanged)", err)
+	}
+	slices.Sort(rep.SkippedLoops)
+
+	rep.Backup = fmt.Sprintf("%s.broken-%s", path, now.UTC().Format("20060102T150405Z"))
+	if err := os.Rename(path, rep.Backup); err != nil {
+		os.Remove(tmp)
+		return rep, fmt.Errorf("repair: keep the damaged store: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return rep, fmt.Errorf("repair: put the rebuilt store in place (it is %s; the damaged one is %s): %w", tmp, rep.Backup, err)
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync() // the renames outlive a crash
+		d.Close()
+	}
+	return rep, nil
+}
+
+type salvaged struct {
+	loops  []loop.Loop
+	events []rawEvent
+	meta   []rawKV
+	// lastSeq is the journal's sequence number to carry on from.
+	lastSeq                 uint64
+	skippedLoops            []string
+	skippedEvents, dangling int
+}
+
+type rawEvent struct {
+	seq  uint64
+	loop string
+	raw  []byte
+}
+
+type rawKV struct{ k, v []byte }
+
+// salvage reads every record it can from the damaged db. Each walk and
+// each record is read under its own guard: a page bbolt panics on ends
+// that walk (the indexes then name the records the walk missed) or loses
+// that one record.
+func salvage(path string, db *bolt.DB) (salvaged, error) {
+	var sv salvaged
+	err := guardPath(path, func() error {
+		return db.View(func(tx *bolt.Tx) error {
+			try := func(fn func()) (ok bool) {
+				return guardPath(path, func() (err error) {
+					defer func() {
+						if p := recover(); p != nil {
+							err = fmt.Errorf("%v", p) // any panic here is the file's
+						}
+					}()
+					fn()
+					return nil
+				}) == nil
+			}
+			// A store of a newer loopr is not this loopr's to rewrite.
+			var version int
+			var verr error
+			if try(func() { version, verr = schemaVersion(tx) }) && verr == nil && version > SchemaVersion {
+				return &SchemaError{Found: version, Supported: SchemaVersion}
+			}
+			bucket := func(name []byte) *bolt.Bucket {
+				var b *bolt.Bucket
+				try(func() { b = tx.Bucket(name) })
+				return b
+			}
+			// walk calls fn with each key and value of b until the end or a
+			// damaged page; it reports whether it saw the whole bucket.
+			walk := func(b *bolt.Bucket, fn func(k, v []byte)) bool {
+				if b == nil {
+					return false
+				}
+				return try(func() {
+					c := b.Cursor()
+					for k, v := c.First(); k != nil; k, v = c.Next() {
+						fn(bytes.Clone(k), bytes.Clone(v))
+					}
+				})
+			}
+
+			// Every loop id the file names, in its records or its indexes.
+			ids := map[string]bool{}
+			name := func(id []byte) {
+				if loop.ValidID(string(id)) {
+					ids[string(id)] = true
+				}
+			}
+			loopsB := bucket(bucketLoops)
+			recs := map[string][]byte{}
+			loopsWhole := walk(loopsB, func(k, v []byte) { name(k); recs[string(k)] = v })
+			for _, idx := range [][]byte{bucketIdxStatus, bucketIdxParent, bucketIdxEvents} {
+				walk(bucket(idx), func(k, _ []byte) {
+					if a, b, ok := splitIndexKey(k); ok {
+						if !bytes.Equal(idx, bucketIdxStatus) {
+							name(a) // a parent, or the loop an event is about
+						}
+						if !bytes.Equal(idx, bucketIdxEvents) {
+							name(b)
+						}
+					}
+				})
+			}
+			for _, id := range slices.Sorted(func(yield func(string) bool) {
+				for id := range ids {
+					if !yield(id) {
+						return
+					}
+				}
+			}) {
+				v, seen := recs[id]
+				if !seen && loopsB != nil {
+					if !try(func() { v = bytes.Clone(loopsB.Get([]byte(id))) }) {
+						sv.skippedLoops = append(sv.skippedLoops, id) // its page is damaged
+						continue
+					}
+				}
+				if v == nil {
+					if loopsWhole {
+						sv.dangling++ // an index entry for a loop that is not there
+					} else {
+						sv.skippedLoops = append(sv.skippedLoops, id)
+					}
+					continue
+				}
+				l, err := decodeLoop([]byte(id), v)
+				if err != nil {
+					sv.skippedLoops = append(sv.skippedLoops, id)
+					continue
+				}
+				sv.loops = append(sv.loops, l)
+			}
+
+			// The journal: its records, then whatever its index names that the
+			// walk missed.
+			eventsB := bucket(bucketEvents)
+			evs := map[uint64][]byte{}
+			bad := map[uint64]bool{}
+			eventsWhole := walk(eventsB, func(k, v []byte) {
+				if len(k) == 8 {
+					evs[binary.BigEndian.Uint64(k)] = v
+				}
+			})
+			walk(bucket(bucketIdxEvents), func(k, _ []byte) {
+				_, sk, ok := splitIndexKey(k)
+				if !ok || len(sk) != 8 {
+					return
+				}
+				seq := binary.BigEndian.Uint64(sk)
+				if _, have := evs[seq]; have || eventsB == nil {
+					if eventsB == nil {
+						bad[seq] = true
+					}
+					return
+				}
+				var v []byte
+				if !try(func() { v = bytes.Clone(eventsB.Get(sk)) }) || (v == nil && !eventsWhole) {
+					bad[seq] = true
+					return
+				}
+				if v != nil {
+					evs[seq] = v
+				}
+			})
+			if eventsB != nil {
+				try(func() { sv.lastSeq = eventsB.Sequence() })
+			}
+			for _, seq := range slices.Sorted(func(yield func(uint64) bool) {
+				for s := range evs {
+					if !yield(s) {
+						return
+					}
+				}
+			}) {
+				ev, err := decodeEvent(seq, evs[seq])
+				if err != nil || ev.Seq != seq || (ev.Loop != "" && !loop.ValidID(ev.Loop)) {
+					sv.skippedEvents++
+					continue
+				}
+				sv.events = append(sv.events, rawEvent{seq: seq, loop: ev.Loop, raw: evs[seq]})
+				sv.lastSeq = max(sv.lastSeq, seq)
+			}
+			sv.skippedEvents += len(bad)
+
+			// Meta: everything but the schema version, which the new file has.
+			walk(bucket(bucketMeta), func(k, v []byte) {
+				if string(k) != keySchemaVersion && v != nil {
+					sv.meta = append(sv.meta, rawKV{k, v})
+				}
+			})
+			return nil
+		})
+	})
+	return sv, err
+}
