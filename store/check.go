@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -38,7 +39,9 @@ func CheckFile(path string, timeout time.Duration) ([]string, error) {
 	err = guardPath(path, func() error {
 		return db.View(func(tx *bolt.Tx) error {
 			for err := range tx.Check() { // drain: its goroutine sends every error, recovering its own panics
-				c.add("pages: %s", err)
+				// bbolt reports a panic of its walk as "panic: …": the
+				// damage it met, not a crash of loopr.
+				c.add("pages: %s", strings.Replace(err.Error(), "panic: ", "unreadable: ", 1))
 			}
 			c.logical(tx)
 			return nil

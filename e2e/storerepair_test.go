@@ -1,0 +1,233 @@
+package e2e
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// damagedStore is a workspace whose store holds n loops (a plan and its
+// ralph children, so both indexes span several pages), written by
+// `loopr import` with no daemon.
+func damagedStore(t *testing.T, n int) (dir, db string) {
+	t.Helper()
+	dir = t.TempDir()
+	now := time.Now().UTC().Format(time.RFC3339)
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"id":"plan0","type":"plan","status":"complete","iteration":1,"max_iterations":10,"created_at":%q,"updated_at":%q,"title":"Plan"}`+"\n", now, now)
+	for i := 1; i < n; i++ {
+		st := []string{"pending", "paused", "complete", "failed"}[i%4]
+		fmt.Fprintf(&b, `{"id":"task-%04d","type":"ralph","status":%q,"parent":"plan0","depth":1,"iteration":1,"max_iterations":5,"created_at":%q,"updated_at":%q,"title":"Task number %d with a title long enough to fill pages"}`+"\n", i, st, now, now, i)
+	}
+	seed := filepath.Join(t.TempDir(), "seed.jsonl")
+	if err := os.WriteFile(seed, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, dir, "import", seed)
+	return dir, filepath.Join(dir, ".loopr", "loopr.db")
+}
+
+// leafPages returns the page size of the bbolt file at path and the leaf
+// pages of bucket's B+tree with their element counts. It asks bbolt for
+// the bucket's root page, then follows the branch pages in the file's own
+// layout (a 16-byte page header: id, flags, count, overflow; branch
+// elements of 16 bytes: pos, ksize, child page id).
+func leafPages(t *testing.T, path, bucket string) (pageSize int, leaves map[uint64]int) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root uint64
+	if err := db.View(func(tx *bolt.Tx) error {
+		root = uint64(tx.Bucket([]byte(bucket)).RootPage())
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pageSize = db.Info().PageSize
+	db.Close()
+	if root == 0 {
+		t.Fatalf("bucket %s is inline: add more loops", bucket)
+	}
+	file, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaves = map[uint64]int{}
+	var walk func(id uint64)
+	walk = func(id uint64) {
+		p := file[int(id)*pageSize:]
+		flags, count := binary.LittleEndian.Uint16(p[8:]), int(binary.LittleEndian.Uint16(p[10:]))
+		switch {
+		case flags&0x01 != 0: // branch
+			for i := 0; i < count; i++ {
+				walk(binary.LittleEndian.Uint64(p[16+16*i+8:]))
+			}
+		case flags&0x02 != 0: // leaf
+			leaves[id] = count
+		default:
+			t.Fatalf("page %d of bucket %s has flags %#x", id, bucket, flags)
+		}
+	}
+	walk(root)
+	return pageSize, leaves
+}
+
+// smash overwrites the header and first elements of page id with bytes a
+// disk or a stray write could leave, so bbolt can no longer read it.
+func smash(t *testing.T, path string, pageSize int, id uint64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	junk := []byte(strings.Repeat("\xde\xad\xbe\xef\x1b[2J\x1b]52;c;x\a", 8))
+	if _, err := f.WriteAt(junk, int64(id)*int64(pageSize)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// noTrace fails when a command's output shows a Go panic or raw bytes of
+// the damaged file.
+func noTrace(t *testing.T, what string, r result) {
+	t.Helper()
+	for _, s := range []string{r.stdout, r.stderr} {
+		if strings.Contains(s, "goroutine ") || strings.Contains(s, "panic") || strings.ContainsAny(s, "\x1b\a") {
+			t.Errorf("%s printed a trace or raw bytes:\nstdout: %q\nstderr: %q", what, r.stdout, r.stderr)
+		}
+	}
+}
+
+var repairCounts = regexp.MustCompile(`recovered (\d+) loops, (\d+) journal events.*\nskipped (\d+) loops, (\d+) journal events`)
+
+// TestStoreRepairDamagedIndexes: pages of both loop indexes smashed while
+// no daemon runs. Commands that read them fail with one line naming
+// `loopr store repair` (no trace); store check lists the problems and
+// exits 1; store repair recovers every record and every event, keeps the
+// damaged file, and the repaired store checks clean and serves again.
+func TestStoreRepairDamagedIndexes(t *testing.T) {
+	t.Parallel()
+	const n = 300
+	dir, db := damagedStore(t, n)
+	if r := run(t, dir, "", "store", "check"); r.code != 0 || !strings.Contains(r.stdout, ": ok") {
+		t.Fatalf("store check of a sound store: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, bucket := range []string{"idx_status", "idx_parent"} {
+		ps, leaves := leafPages(t, db, bucket)
+		if len(leaves) < 2 {
+			t.Fatalf("%s has %d leaf pages, want several", bucket, len(leaves))
+		}
+		for id := range leaves {
+			smash(t, db, ps, id)
+			break
+		}
+	}
+
+	for _, args := range [][]string{{"status"}, {"list", "--status", "pending,paused,complete,failed"}, {"list", "--parent", "plan0"}, {"cancel", "plan0"}} {
+		r := run(t, dir, "", args...)
+		noTrace(t, strings.Join(args, " "), r)
+		if r.code != 1 || !strings.Contains(r.stderr, "is damaged") || !strings.Contains(r.stderr, "loopr store repair") ||
+			strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+			t.Errorf("loopr %s on damaged indexes: exit %d, stderr %q; want exit 1 and one line naming loopr store repair",
+				strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+
+	r := run(t, dir, "", "store", "check")
+	noTrace(t, "store check", r)
+	if r.code != 1 || strings.Count(r.stdout, "\n") < 2 {
+		t.Errorf("store check of damaged indexes: exit %d, want 1 with a line per problem:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("store check:\n%s", r.stdout)
+
+	r = run(t, dir, "", "store", "repair")
+	noTrace(t, "store repair", r)
+	if r.code != 0 {
+		t.Fatalf("store repair: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("store repair:\n%s", r.stdout)
+	m := repairCounts.FindStringSubmatch(r.stdout)
+	if m == nil || m[1] != fmt.Sprint(n) || m[2] != fmt.Sprint(n) || m[3] != "0" || m[4] != "0" {
+		t.Errorf("store repair counts %q, want %d loops and %d events recovered, none skipped", m, n, n)
+	}
+	backups, _ := filepath.Glob(db + ".broken-*")
+	if len(backups) != 1 {
+		t.Errorf("damaged file kept as %v, want one loopr.db.broken-<time>", backups)
+	}
+	if r := run(t, dir, "", "store", "check"); r.code != 0 {
+		t.Errorf("store check after repair: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var st struct{ Counts map[string]int }
+	mustJSON(t, ok(t, dir, "status", "--json"), &st)
+	if total := st.Counts["pending"] + st.Counts["paused"] + st.Counts["complete"] + st.Counts["failed"]; total != n {
+		t.Errorf("after repair status counts %v (%d loops), want %d", st.Counts, total, n)
+	}
+	if kids := ok(t, dir, "list", "--parent", "plan0"); strings.Count(kids, "task-") != n-1 {
+		t.Errorf("after repair plan0 lists %d children, want %d", strings.Count(kids, "task-"), n-1)
+	}
+}
+
+// TestStoreRepairDamagedRecords: a page of loop records smashed. Reading
+// commands fail with one clear line (no trace, no raw bytes); store
+// repair reports exactly the records on that page as skipped, names them,
+// and recovers the rest.
+func TestStoreRepairDamagedRecords(t *testing.T) {
+	t.Parallel()
+	const n = 300
+	dir, db := damagedStore(t, n)
+	ps, leaves := leafPages(t, db, "loops")
+	if len(leaves) < 3 {
+		t.Fatalf("loops has %d leaf pages, want several", len(leaves))
+	}
+	var victim uint64
+	for id := range leaves {
+		victim = max(victim, id) // any page but the first, whose ids sort first
+	}
+	lost := leaves[victim]
+	smash(t, db, ps, victim)
+
+	for _, args := range [][]string{{"list"}, {"export"}} {
+		r := run(t, dir, "", args...)
+		noTrace(t, strings.Join(args, " "), r)
+		if r.code != 1 || !strings.Contains(r.stderr, "loopr store repair") {
+			t.Errorf("loopr %s on damaged records: exit %d, stderr %q; want exit 1 naming loopr store repair", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+	r := run(t, dir, "", "daemon")
+	noTrace(t, "daemon", r)
+	if r.code == 0 || !strings.Contains(r.stderr, "loopr store repair") {
+		t.Errorf("daemon on a damaged store: exit %d, stderr %q; want a refusal naming loopr store repair", r.code, r.stderr)
+	}
+
+	if r := run(t, dir, "", "store", "check"); r.code != 1 {
+		t.Errorf("store check: exit %d, want 1\n%s", r.code, r.stdout)
+	}
+	r = run(t, dir, "", "store", "repair")
+	noTrace(t, "store repair", r)
+	if r.code != 0 {
+		t.Fatalf("store repair: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("store repair (page %d held %d records):\n%s", victim, lost, r.stdout)
+	m := repairCounts.FindStringSubmatch(r.stdout)
+	if m == nil || m[1] != fmt.Sprint(n-lost) || m[3] != fmt.Sprint(lost) {
+		t.Errorf("store repair counts %q, want %d loops recovered and %d skipped", m, n-lost, lost)
+	}
+	if !strings.Contains(r.stdout, "lost loops: task-") {
+		t.Errorf("store repair does not name the lost loops:\n%s", r.stdout)
+	}
+	if r := run(t, dir, "", "store", "check"); r.code != 0 {
+		t.Errorf("store check after repair: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := strings.Count(ok(t, dir, "list"), "\n") - 1; got != n-lost {
+		t.Errorf("list after repair shows %d loops, want %d", got, n-lost)
+	}
+}
