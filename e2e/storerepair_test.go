@@ -198,12 +198,14 @@ func TestStoreRepairDamagedRecords(t *testing.T) {
 	for _, args := range [][]string{{"list"}, {"export"}} {
 		r := run(t, dir, "", args...)
 		noTrace(t, strings.Join(args, " "), r)
+		t.Logf("loopr %s: exit %d: %s", strings.Join(args, " "), r.code, r.stderr)
 		if r.code != 1 || !strings.Contains(r.stderr, "loopr store repair") {
 			t.Errorf("loopr %s on damaged records: exit %d, stderr %q; want exit 1 naming loopr store repair", strings.Join(args, " "), r.code, r.stderr)
 		}
 	}
 	r := run(t, dir, "", "daemon")
 	noTrace(t, "daemon", r)
+	t.Logf("daemon on the damaged store: exit %d: %s", r.code, r.stderr)
 	if r.code == 0 || !strings.Contains(r.stderr, "loopr store repair") {
 		t.Errorf("daemon on a damaged store: exit %d, stderr %q; want a refusal naming loopr store repair", r.code, r.stderr)
 	}

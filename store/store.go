@@ -101,18 +101,18 @@ func Open(path string, opt Options) (*Store, error) {
 	// make it panic there already.
 	err := guardPath(path, func() (err error) {
 		db, err = bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:  opt.Timeout,
-		ReadOnly: opt.ReadOnly,
-		NoSync:   opt.NoSync,
-		// The freelist is written on every commit (one small page more,
-		// no extra sync) instead of being rebuilt at open, which reads the
-		// header of every page of the file: seconds and the whole file
-		// resident at 100k loops (BENCHMARKS.md).
-		NoFreelistSync: false,
-		FreelistType:   bolt.FreelistMapType,
-		// Map generously up front so growth rarely remaps (a remap waits
-		// for every reader).
-		InitialMmapSize: 64 << 20,
+			Timeout:  opt.Timeout,
+			ReadOnly: opt.ReadOnly,
+			NoSync:   opt.NoSync,
+			// The freelist is written on every commit (one small page more,
+			// no extra sync) instead of being rebuilt at open, which reads the
+			// header of every page of the file: seconds and the whole file
+			// resident at 100k loops (BENCHMARKS.md).
+			NoFreelistSync: false,
+			FreelistType:   bolt.FreelistMapType,
+			// Map generously up front so growth rarely remaps (a remap waits
+			// for every reader).
+			InitialMmapSize: 64 << 20,
 		})
 		return err
 	})
@@ -175,7 +175,9 @@ func (s *Store) View(fn func(*Tx) error) error {
 // and rolled back otherwise. Put one logical change — a record and the event
 // that explains it — in one Update. Like View, it answers a damaged file
 // with a *CorruptError (the transaction is rolled back).
-func (s *Store) Update(fn func(*Tx) error) error { return s.guard(func() error { return s.update(fn) }) }
+func (s *Store) Update(fn func(*Tx) error) error {
+	return s.guard(func() error { return s.update(fn) })
+}
 
 // Batch is Update for many small concurrent writes: several callers' fns
 // may commit in one transaction (group commit, follow.go). fn may run more
