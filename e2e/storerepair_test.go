@@ -233,3 +233,28 @@ func TestStoreRepairDamagedRecords(t *testing.T) {
 		t.Errorf("list after repair shows %d loops, want %d", got, n-lost)
 	}
 }
+
+// TestStoreRepairRefusesWhileDaemonRuns: check and repair work on the file
+// with the daemon stopped; while one runs they say so and change nothing.
+func TestStoreRepairRefusesWhileDaemonRuns(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, "storage:\n  disk_quota_min_gb: 0\n")
+	d := startDaemon(t, r)
+	ok(t, r.dir, "add", "--type", "ralph", "--title", "x", "--at", "2099-01-01T00:00:00Z")
+	db := filepath.Join(r.home, "loopr.db")
+	for _, verb := range []string{"check", "repair"} {
+		res := run(t, r.dir, "", "store", verb)
+		want := fmt.Sprintf("the daemon (pid %d) is running", d.cmd.Process.Pid)
+		if res.code != 1 || !strings.Contains(res.stderr, want) {
+			t.Errorf("store %s with a daemon: exit %d stderr %q, want 1 and %q", verb, res.code, res.stderr, want)
+		}
+	}
+	// (The daemon writes the file itself, so its bytes may change; what
+	// repair would leave may not appear.)
+	if m, _ := filepath.Glob(db + ".*"); len(m) != 1 || !strings.HasSuffix(m[0], ".pid") {
+		t.Errorf("files next to the store: %v, want the daemon's pid file only", m)
+	}
+	if got := len(list(t, r)); got != 1 {
+		t.Errorf("list after the refusals: %d loops, want 1", got)
+	}
+}
