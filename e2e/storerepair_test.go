@@ -258,3 +258,50 @@ func TestStoreRepairRefusesWhileDaemonRuns(t *testing.T) {
 		t.Errorf("list after the refusals: %d loops, want 1", got)
 	}
 }
+
+// TestStoreRepairDamagedFreelist: the freelist page smashed. A read-write
+// open (every command, the daemon) reads it and fails with the one line;
+// repair does not need it and recovers everything.
+func TestStoreRepairDamagedFreelist(t *testing.T) {
+	t.Parallel()
+	const n = 50
+	dir, db := damagedStore(t, n)
+	// Read-write: only then does bbolt load the freelist Tx.Page needs.
+	bdb, err := bolt.Open(db, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var freelist uint64
+	_ = bdb.View(func(tx *bolt.Tx) error {
+		for id := 2; ; id++ {
+			info, err := tx.Page(id)
+			if err != nil || info == nil {
+				return err
+			}
+			if info.Type == "freelist" {
+				freelist = uint64(id)
+			}
+		}
+	})
+	ps := bdb.Info().PageSize
+	bdb.Close()
+	if freelist == 0 {
+		t.Fatal("no freelist page found")
+	}
+	smash(t, db, ps, freelist)
+
+	r := run(t, dir, "", "list")
+	noTrace(t, "list", r)
+	if r.code != 1 || !strings.Contains(r.stderr, "loopr store repair") {
+		t.Errorf("list with a damaged freelist: exit %d stderr %q, want 1 naming loopr store repair", r.code, r.stderr)
+	}
+	r = run(t, dir, "", "store", "repair")
+	noTrace(t, "store repair", r)
+	m := repairCounts.FindStringSubmatch(r.stdout)
+	if r.code != 0 || m == nil || m[1] != fmt.Sprint(n) || m[3] != "0" {
+		t.Fatalf("store repair: exit %d, counts %q; want %d loops, none skipped\n%s%s", r.code, m, n, r.stdout, r.stderr)
+	}
+	if got := strings.Count(ok(t, dir, "list"), "\n") - 1; got != n {
+		t.Errorf("list after repair shows %d loops, want %d", got, n)
+	}
+}
