@@ -155,6 +155,10 @@ func (m Model) actDone(msg actMsg) (tea.Model, tea.Cmd) {
 	if n := len(msg.res.Affected); n > 0 {
 		text += fmt.Sprintf(" (+%d more)", n)
 	}
+	if msg.action == api.ActionCancel && msg.res.Loop.ID != "" && msg.res.Loop.Status != loop.Cancelled {
+		n := len(msg.res.Affected)
+		text = fmt.Sprintf("cancelled %d loop%s under %s (it stays %s)", n, plural(n), name, statusText(msg.res.Loop.Status, false))
+	}
 	m.flash = flash{text: text}
 	if m.synced {
 		m.rebuild()
