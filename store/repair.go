@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -108,12 +109,20 @@ func Repair(path string, now time.Time) (RepairReport, error) {
 	slices.Sort(rep.SkippedLoops)
 
 	rep.Backup = fmt.Sprintf("%s.broken-%s", path, now.UTC().Format("20060102T150405Z"))
-	if err := os.Rename(path, rep.Backup); err != nil {
-		os.Remove(tmp)
-		return rep, fmt.Errorf("repair: keep the damaged store: %w", err)
+	// Keep the damaged file under its new name first (a hard link), then
+	// put the rebuilt one in its place in one rename: at every moment
+	// path is a whole store, the old or the new, so a crash here never
+	// leaves a missing file that the next command would take for a new,
+	// empty store.
+	if err := os.Link(path, rep.Backup); err != nil {
+		if err := copyFile(path, rep.Backup); err != nil {
+			os.Remove(tmp)
+			return rep, fmt.Errorf("repair: keep the damaged store: %w", err)
+		}
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return rep, fmt.Errorf("repair: put the rebuilt store in place (it is %s; the damaged one is %s): %w", tmp, rep.Backup, err)
+		os.Remove(tmp)
+		return rep, fmt.Errorf("repair: put the rebuilt store in place (the damaged one is unchanged, and copied to %s): %w", rep.Backup, err)
 	}
 	if d, err := os.Open(filepath.Dir(path)); err == nil {
 		_ = d.Sync() // the renames outlive a crash
@@ -297,4 +306,27 @@ func salvage(path string, db *bolt.DB) (salvaged, error) {
 		})
 	})
 	return sv, err
+}
+
+// copyFile copies src to a new file dst and syncs it: the backup where a
+// file system has no hard links.
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
