@@ -305,3 +305,42 @@ func TestStoreRepairDamagedFreelist(t *testing.T) {
 		t.Errorf("list after repair shows %d loops, want %d", got, n)
 	}
 }
+
+// TestStoreRepairDanglingIndexEntry: one index entry naming no record (the
+// pages themselves sound). The daemon refused to start with no way out;
+// now it names the repair, store check names the entry, repair drops it
+// and the daemon starts.
+func TestStoreRepairDanglingIndexEntry(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, "storage:\n  disk_quota_min_gb: 0\n")
+	ok(t, r.dir, "add", "--type", "ralph", "--title", "kept", "--at", "2099-01-01T00:00:00Z")
+	db := filepath.Join(r.home, "loopr.db")
+	bdb, err := bolt.Open(db, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bdb.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("idx_status")).Put([]byte("running\x00ghost"), []byte{})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	bdb.Close()
+
+	res := run(t, r.dir, "", "daemon")
+	noTrace(t, "daemon", res)
+	if res.code != 1 || !strings.Contains(res.stderr, "loop ghost: no record") || !strings.Contains(res.stderr, "loopr store repair") {
+		t.Errorf("daemon on a dangling index entry: exit %d stderr %q, want 1 naming the entry and loopr store repair", res.code, res.stderr)
+	}
+	res = run(t, r.dir, "", "store", "check")
+	if res.code != 1 || !strings.Contains(res.stdout, "index idx_status: loop ghost: no record") {
+		t.Errorf("store check: exit %d stdout %q, want 1 naming the entry", res.code, res.stdout)
+	}
+	out := ok(t, r.dir, "store", "repair")
+	if !strings.Contains(out, "recovered 1 loops") || !strings.Contains(out, "dropped 1 index entries") {
+		t.Errorf("store repair output:\n%s", out)
+	}
+	startDaemon(t, r)
+	if got := list(t, r); len(got) != 1 || got[0].Title != "kept" {
+		t.Errorf("after repair the daemon lists %v", describe(got))
+	}
+}
