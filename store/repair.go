@@ -48,6 +48,10 @@ func Repair(path string, now time.Time) (RepairReport, error) {
 	if err != nil {
 		return rep, err
 	}
+	if sv.loopsUnreadable && len(sv.loops) == 0 {
+		// Replacing the file with an empty store would help no one.
+		return rep, fmt.Errorf("repair: %s: no loop record is readable (the loops bucket cannot be reached); the damaged store is unchanged: restore a backup or import an export", path)
+	}
 
 	tmp := path + ".repair"
 	_ = os.Remove(tmp)
@@ -136,7 +140,9 @@ type salvaged struct {
 	events []rawEvent
 	meta   []rawKV
 	// lastSeq is the journal's sequence number to carry on from.
-	lastSeq                 uint64
+	lastSeq uint64
+	// loopsUnreadable: the loops bucket itself could not be reached.
+	loopsUnreadable         bool
 	skippedLoops            []string
 	skippedEvents, dangling int
 }
@@ -201,6 +207,7 @@ func salvage(path string, db *bolt.DB) (salvaged, error) {
 				}
 			}
 			loopsB := bucket(bucketLoops)
+			sv.loopsUnreadable = loopsB == nil
 			recs := map[string][]byte{}
 			loopsWhole := walk(loopsB, func(k, v []byte) { name(k); recs[string(k)] = v })
 			for _, idx := range [][]byte{bucketIdxStatus, bucketIdxParent, bucketIdxEvents} {
