@@ -344,3 +344,66 @@ func TestStoreRepairDanglingIndexEntry(t *testing.T) {
 		t.Errorf("after repair the daemon lists %v", describe(got))
 	}
 }
+
+// TestStoreRepairBranchPointsOutsideFile: a branch page of the loop
+// records whose child id was flipped to a page far past the file's end.
+// bbolt follows such a reference into unmapped memory; no command may die
+// of it: reads fail with the one line, store check names the reference
+// (and does not run bbolt's own check, whose goroutine cannot survive the
+// fault), repair loses exactly the records of the unreachable leaf.
+func TestStoreRepairBranchPointsOutsideFile(t *testing.T) {
+	t.Parallel()
+	const n = 300
+	dir, db := damagedStore(t, n)
+	bdb, err := bolt.Open(db, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root uint64
+	_ = bdb.View(func(tx *bolt.Tx) error { root = uint64(tx.Bucket([]byte("loops")).RootPage()); return nil })
+	bdb.Close()
+	ps, leaves := leafPages(t, db, "loops")
+	file, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootPage := file[int(root)*ps:]
+	if binary.LittleEndian.Uint16(rootPage[8:])&0x01 == 0 || binary.LittleEndian.Uint16(rootPage[10:]) < 2 {
+		t.Fatal("the loops bucket's root is not a branch page with children: add more loops")
+	}
+	const elem = 16 + 16 // the second branch element
+	child := binary.LittleEndian.Uint64(rootPage[elem+8:])
+	lost, isLeaf := leaves[child]
+	if !isLeaf {
+		t.Fatalf("child page %d is not a leaf", child)
+	}
+	f, err := os.OpenFile(db, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 4 GiB in: inside bbolt's address arithmetic, far outside the mapping.
+	if _, err := f.WriteAt(binary.LittleEndian.AppendUint64(nil, 1<<20), int64(root)*int64(ps)+elem+8); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	r := run(t, dir, "", "list")
+	noTrace(t, "list", r)
+	if r.code != 1 || !strings.Contains(r.stderr, "loopr store repair") {
+		t.Errorf("list: exit %d stderr %q, want 1 naming loopr store repair", r.code, r.stderr)
+	}
+	r = run(t, dir, "", "store", "check")
+	noTrace(t, "store check", r)
+	if r.code != 1 || !strings.Contains(r.stdout, `bucket "loops": page 1048576 is outside the file's pages`) {
+		t.Errorf("store check: exit %d, want 1 naming the reference\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, dir, "", "store", "repair")
+	noTrace(t, "store repair", r)
+	m := repairCounts.FindStringSubmatch(r.stdout)
+	if r.code != 0 || m == nil || m[1] != fmt.Sprint(n-lost) || m[3] != fmt.Sprint(lost) {
+		t.Errorf("store repair: exit %d counts %q, want %d recovered and %d skipped\n%s%s", r.code, m, n-lost, lost, r.stdout, r.stderr)
+	}
+	if r := run(t, dir, "", "store", "check"); r.code != 0 {
+		t.Errorf("store check after repair: exit %d\n%s", r.code, r.stdout)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -35,13 +36,29 @@ func CheckFile(path string, timeout time.Duration) ([]string, error) {
 		return nil, err
 	}
 	defer db.Close()
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	defer f.Close()
 	var c checker
 	err = guardPath(path, func() error {
 		return db.View(func(tx *bolt.Tx) error {
-			for err := range tx.Check() { // drain: its goroutine sends every error, recovering its own panics
-				// bbolt reports a panic of its walk as "panic: …": the
-				// damage it met, not a crash of loopr.
-				c.add("pages: %s", strings.Replace(err.Error(), "panic: ", "unreadable: ", 1))
+			pageSize := db.Info().PageSize
+			refs, unsafe := scanPageRefs(f, pageSize, uint64(tx.Cursor().Bucket().RootPage()), uint64(tx.Size())/uint64(pageSize))
+			for _, p := range refs {
+				c.add("%s", p)
+			}
+			if unsafe {
+				// bbolt's check would follow them on its own goroutine,
+				// where a memory fault kills the process.
+				c.add("pages: bbolt's page check skipped: the references above cannot be followed safely")
+			} else {
+				for err := range tx.Check() { // drain: its goroutine sends every error, recovering its own panics
+					// bbolt reports a panic of its walk as "panic: …": the
+					// damage it met, not a crash of loopr.
+					c.add("pages: %s", strings.Replace(err.Error(), "panic: ", "unreadable: ", 1))
+				}
 			}
 			c.logical(tx)
 			return nil
