@@ -30,12 +30,14 @@ const (
 // an element out of its page's bounds. bbolt's own Tx.Check follows such a
 // reference on a goroutine of its own, where the memory fault it causes
 // cannot be recovered: CheckFile runs it only when this finds nothing.
-// unsafe reports that at least one of them is a reference bbolt must not
-// follow (outside the file, or twice: maybe a cycle).
-func scanPageRefs(r io.ReaderAt, pageSize int, root, hwm uint64) (problems []string, unsafe bool) {
-	s := pageScan{r: r, pageSize: pageSize, hwm: hwm, seen: map[uint64]bool{}}
-	s.page(root, "root bucket")
-	return s.problems, s.unsafe
+// The scan reports what it found unsafe: unsafe when bbolt's Tx.Check must
+// not run (a reference outside the file, or a cycle), and cyclic, the
+// top-level buckets ("" for the root) whose tree loops back on itself:
+// bbolt's descent into those never ends, so nothing may read them.
+func scanPageRefs(r io.ReaderAt, pageSize int, root, hwm uint64) (problems []string, unsafe bool, cyclic map[string]bool) {
+	s := pageScan{r: r, pageSize: pageSize, hwm: hwm, seen: map[uint64]bool{}, onPath: map[uint64]bool{}, cyclic: map[string]bool{}}
+	s.page(root, "root bucket", "")
+	return s.problems, s.unsafe, s.cyclic
 }
 
 type pageScan struct {
@@ -43,8 +45,10 @@ type pageScan struct {
 	pageSize int
 	hwm      uint64
 	seen     map[uint64]bool
+	onPath   map[uint64]bool // the pages from the root to the current one
 	problems []string
 	unsafe   bool
+	cyclic   map[string]bool
 }
 
 func (s *pageScan) add(format string, args ...any) {
@@ -53,19 +57,26 @@ func (s *pageScan) add(format string, args ...any) {
 	}
 }
 
-// page reads page id (what) and follows its references.
-func (s *pageScan) page(id uint64, what string) {
+// page reads page id (what, in top-level bucket top) and follows its
+// references.
+func (s *pageScan) page(id uint64, what, top string) {
 	switch {
 	case id < 2 || id >= s.hwm:
 		s.add("pages: %s: page %d is outside the file's pages [2, %d)", what, id, s.hwm)
 		s.unsafe = true
 		return
+	case s.onPath[id]:
+		s.add("pages: %s: page %d refers back to itself through its children", what, id)
+		s.unsafe = true
+		s.cyclic[top] = true
+		return
 	case s.seen[id]:
 		s.add("pages: %s: page %d is referenced twice", what, id)
-		s.unsafe = true
 		return
 	}
 	s.seen[id] = true
+	s.onPath[id] = true
+	defer delete(s.onPath, id)
 	head := make([]byte, pageHeaderSize)
 	if _, err := s.r.ReadAt(head, int64(id)*int64(s.pageSize)); err != nil {
 		s.add("pages: %s: page %d: %v", what, id, err)
@@ -89,12 +100,12 @@ func (s *pageScan) page(id uint64, what string) {
 		s.add("pages: %s: page %d: %v", what, id, err)
 		return
 	}
-	s.elements(buf, fmt.Sprintf("page %d", id), what)
+	s.elements(buf, fmt.Sprintf("page %d", id), what, top)
 }
 
 // elements follows the references of the page in buf (a page of the file,
 // or an inline bucket's page inside a value).
-func (s *pageScan) elements(buf []byte, name, what string) {
+func (s *pageScan) elements(buf []byte, name, what, top string) {
 	flags := binary.LittleEndian.Uint16(buf[8:])
 	count := int(binary.LittleEndian.Uint16(buf[10:]))
 	if pageHeaderSize+count*pageElementSize > len(buf) {
@@ -106,7 +117,7 @@ func (s *pageScan) elements(buf []byte, name, what string) {
 		e := buf[off : off+pageElementSize]
 		switch {
 		case flags&pageFlagBranch != 0:
-			s.page(binary.LittleEndian.Uint64(e[8:]), what)
+			s.page(binary.LittleEndian.Uint64(e[8:]), what, top)
 		case flags&pageFlagLeaf != 0:
 			if binary.LittleEndian.Uint32(e)&leafFlagBucket == 0 {
 				continue
@@ -119,11 +130,14 @@ func (s *pageScan) elements(buf []byte, name, what string) {
 			}
 			key := buf[start : start+ksize]
 			val := buf[start+ksize : start+ksize+vsize]
-			sub := fmt.Sprintf("bucket %q", key)
+			sub, subTop := fmt.Sprintf("bucket %q", key), top
+			if top == "" && what == "root bucket" {
+				subTop = string(key)
+			}
 			if root := binary.LittleEndian.Uint64(val); root != 0 {
-				s.page(root, sub)
+				s.page(root, sub, subTop)
 			} else if inline := val[bucketHeaderSize:]; len(inline) >= pageHeaderSize {
-				s.elements(inline, "inline page", sub)
+				s.elements(inline, "inline page", sub, subTop)
 			}
 		default:
 			s.add("pages: %s: %s is neither a branch nor a leaf (flags %#x)", what, name, flags)

@@ -43,7 +43,12 @@ func Repair(path string, now time.Time) (RepairReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	sv, err := salvage(path, db)
+	cyclic, err := cyclicBuckets(path, db)
+	if err != nil {
+		db.Close()
+		return rep, err
+	}
+	sv, err := salvage(path, db, cyclic)
 	db.Close()
 	if err != nil {
 		return rep, err
@@ -159,7 +164,11 @@ type rawKV struct{ k, v []byte }
 // each record is read under its own guard: a page bbolt panics on ends
 // that walk (the indexes then name the records the walk missed) or loses
 // that one record.
-func salvage(path string, db *bolt.DB) (salvaged, error) {
+//
+// A bucket whose page tree loops back on itself (cyclic) is not read at
+// all: bbolt's descent into it would never end. Its loops are known only
+// through the indexes, and counted as skipped.
+func salvage(path string, db *bolt.DB, cyclic map[string]bool) (salvaged, error) {
 	var sv salvaged
 	err := guardPath(path, func() error {
 		return db.View(func(tx *bolt.Tx) error {
@@ -181,6 +190,9 @@ func salvage(path string, db *bolt.DB) (salvaged, error) {
 				return &SchemaError{Found: version, Supported: SchemaVersion}
 			}
 			bucket := func(name []byte) *bolt.Bucket {
+				if cyclic[string(name)] {
+					return nil
+				}
 				var b *bolt.Bucket
 				try(func() { b = tx.Bucket(name) })
 				return b
@@ -336,4 +348,30 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// cyclicBuckets walks the file's page trees with plain reads (pagescan.go)
+// and returns the top-level buckets bbolt must not descend into. A root
+// bucket that loops back leaves nothing readable: an error.
+func cyclicBuckets(path string, db *bolt.DB) (map[string]bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("repair: %w", err)
+	}
+	defer f.Close()
+	var cyclic map[string]bool
+	err = guardPath(path, func() error {
+		return db.View(func(tx *bolt.Tx) error {
+			ps := db.Info().PageSize
+			_, _, cyclic = scanPageRefs(f, ps, uint64(tx.Cursor().Bucket().RootPage()), uint64(tx.Size())/uint64(ps))
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("repair: %w", err)
+	}
+	if cyclic[""] {
+		return nil, fmt.Errorf("repair: %s: the root page tree loops back on itself, no bucket can be read; the damaged store is unchanged: restore a backup or import an export", path)
+	}
+	return cyclic, nil
 }
