@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loopr-dev/loopr/client"
+	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/store"
 )
 
@@ -82,7 +83,12 @@ func (e *env) storeCmd() *cobra.Command {
 // owns the file, and repair replaces it.
 func (e *env) storeFile(ctx context.Context, verb string) (string, error) {
 	if err := e.resolve(); err != nil {
-		return "", err
+		// A loopr.yml that does not parse must not keep the user from
+		// the store: its place does not depend on the configuration.
+		var ce *config.Error
+		if !errors.As(err, &ce) || e.paths.Home == "" {
+			return "", err
+		}
 	}
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
