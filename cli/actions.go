@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/loop"
 )
 
 func (e *env) actionCmds() []*cobra.Command {
@@ -38,6 +39,11 @@ func (e *env) actionCmds() []*cobra.Command {
 					}
 					if jsonOut {
 						return writeJSON(e.stdout, res)
+					}
+					if s.action == api.ActionCancel && res.Loop.Status != loop.Cancelled {
+						// A finished loop keeps its status; what ran below it stopped.
+						fmt.Fprintf(e.stdout, "cancel %s: stays %s; cancelled %d loop(s) below it\n", res.Loop.ID, res.Loop.Status, len(res.Affected))
+						return nil
 					}
 					fmt.Fprintf(e.stdout, "%s %s: now %s\n", s.action, res.Loop.ID, res.Loop.Status)
 					if n := len(res.Affected); n > 0 {

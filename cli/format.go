@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/loopr-dev/loopr/internal/termsafe"
 )
 
 // writeJSON writes v as indented JSON followed by a newline.
@@ -44,13 +46,14 @@ func age(d time.Duration) string {
 	}
 }
 
-// oneLine squeezes s to a single line of at most n runes for table cells.
+// oneLine squeezes s to a single line of at most n runes for table cells,
+// with the characters a terminal would act on escaped (agents write titles).
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
+		s = string(r[:n-1]) + "…"
 	}
-	return s
+	return termsafe.Line(s)
 }
 
 // parseTime accepts RFC 3339 (with or without fractional seconds).

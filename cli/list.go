@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/internal/termsafe"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -98,7 +99,7 @@ func printLoop(e *env, l loop.Loop) {
 	w := table(e.stdout)
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(w, "%s\t%s\n", k, v)
+			fmt.Fprintf(w, "%s\t%s\n", k, termsafe.Line(v)) // titles and reasons are agents' text
 		}
 	}
 	row("id", l.ID)
@@ -131,10 +132,10 @@ func printLoop(e *env, l loop.Loop) {
 	}
 	w.Flush()
 	if l.Task != "" {
-		fmt.Fprintf(e.stdout, "\ntask:\n%s\n", indent(l.Task))
+		fmt.Fprintf(e.stdout, "\ntask:\n%s\n", indent(termsafe.Text(l.Task)))
 	}
 	if l.Feedback != "" {
-		fmt.Fprintf(e.stdout, "\nfeedback:\n%s\n", indent(l.Feedback))
+		fmt.Fprintf(e.stdout, "\nfeedback:\n%s\n", indent(termsafe.Text(l.Feedback)))
 	}
 }
 

@@ -130,6 +130,7 @@ func (e *env) rootCmd() *cobra.Command {
 	root.AddCommand(e.actionCmds()...)
 	root.AddCommand(e.simCmd())
 	root.AddCommand(e.gcCmd(), e.statsCmd())
+	root.AddCommand(e.storeCmd())
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}

@@ -237,14 +237,20 @@ func Descendants(tx *store.Tx, id string) ([]loop.Loop, error) {
 }
 
 // CancelTree cancels l and every descendant that can still be cancelled,
-// in one transaction, and returns the ids it changed (l first).
+// in one transaction, and returns the ids it changed (l first when it
+// changed). A loop that already finished (a complete plan whose specs
+// still run) keeps its status while everything live below it is
+// cancelled; only when nothing at all can be cancelled is it a
+// *loop.TransitionError.
 func CancelTree(tx *store.Tx, l loop.Loop, reason string, now time.Time) ([]string, error) {
-	if !loop.CanTransition(l.Status, loop.Cancelled) {
-		return nil, &loop.TransitionError{ID: l.ID, From: l.Status, To: loop.Cancelled}
-	}
 	desc, err := Descendants(tx, l.ID)
 	if err != nil {
 		return nil, err
+	}
+	if !loop.CanTransition(l.Status, loop.Cancelled) && !slices.ContainsFunc(desc, func(d loop.Loop) bool {
+		return loop.CanTransition(d.Status, loop.Cancelled)
+	}) {
+		return nil, &loop.TransitionError{ID: l.ID, From: l.Status, To: loop.Cancelled}
 	}
 	var changed []string
 	for _, d := range append([]loop.Loop{l}, desc...) {

@@ -213,7 +213,8 @@ func errorStatus(err error) (int, string) {
 		return http.StatusRequestEntityTooLarge, api.CodeTooLarge
 	case errors.As(err, &le):
 		return http.StatusTooManyRequests, le.Code
-	case errors.Is(err, errStopping), errors.Is(err, syscall.ENOSPC):
+	case errors.Is(err, errStopping), errors.Is(err, syscall.ENOSPC),
+		errors.Is(err, store.ErrCorrupt): // a damaged file is not a bug: its message names the repair
 		return http.StatusServiceUnavailable, api.CodeUnavailable
 	case errors.Is(err, store.ErrNotFound):
 		return http.StatusNotFound, api.CodeNotFound

@@ -64,7 +64,7 @@ func encodeEvent(ev loop.Event) ([]byte, error) {
 func decodeEvent(seq uint64, b []byte) (loop.Event, error) {
 	var ev loop.Event
 	if err := json.Unmarshal(b, &ev); err != nil {
-		return loop.Event{}, fmt.Errorf("event %d: decode: %w", seq, err)
+		return loop.Event{}, damaged(fmt.Errorf("event %d: decode: %w", seq, err))
 	}
 	return ev, nil
 }
@@ -79,7 +79,7 @@ func encodeMeta(key string, v any) ([]byte, error) {
 
 func decodeMeta(key string, b []byte, v any) error {
 	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("meta %s: decode: %w", key, err)
+		return damaged(fmt.Errorf("meta %s: decode: %w", key, err))
 	}
 	return nil
 }

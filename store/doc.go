@@ -40,6 +40,12 @@
 //   - Followers (Follow) are told every committed change to the loop records,
 //     in commit order, exactly once: the daemon's in-memory scheduling index
 //     stays in step with the file without reading it again.
+//   - A damaged file is an error, never a panic: Open, View, Update, Batch
+//     and ForEachHead recover bbolt's panics on pages it cannot read (and
+//     memory faults) and return a *CorruptError (errors.Is ErrCorrupt) that
+//     names `loopr store repair`. CheckFile lists every problem of a file;
+//     Repair copies every readable record into a fresh file and keeps the
+//     damaged one (check.go, repair.go, corrupt.go).
 //
 // Import and Export move loop records as JSON Lines (one encoding/json object
 // of loop.Loop per line, in id order). An import is all-or-nothing.

@@ -132,7 +132,7 @@ func (s *Store) batched(fn func(*Tx) error) error {
 
 	err := <-errc
 	if err == errSolo {
-		err = s.update(fn)
+		err = s.guard(func() error { return s.update(fn) })
 	}
 	return err
 }
@@ -148,14 +148,16 @@ func (b *batch) run() {
 	b.w.batchMu.Unlock()
 	for len(b.calls) > 0 {
 		failed := -1
-		err := b.s.update(func(tx *Tx) error {
-			for i, c := range b.calls {
-				if err := safeCall(c.fn, tx); err != nil {
-					failed = i
-					return err
+		err := b.s.guard(func() error {
+			return b.s.update(func(tx *Tx) error {
+				for i, c := range b.calls {
+					if err := safeCall(c.fn, tx); err != nil {
+						failed = i
+						return err
+					}
 				}
-			}
-			return nil
+				return nil
+			})
 		})
 		if failed >= 0 {
 			c := b.calls[failed]

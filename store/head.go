@@ -9,7 +9,15 @@ import "github.com/loopr-dev/loopr/loop"
 // rejects is decoded even less: only its id, status and parent are set.
 // fn gets the same *loop.Loop each time, overwritten by the next record:
 // copy what it keeps.
+//
+// It may run on another goroutine than the View that made tx (the daemon
+// loads its index that way), so it guards itself: a damaged page is a
+// *CorruptError here too, not a panic no one recovers.
 func (tx *Tx) ForEachHead(full func(loop.Status) bool, fn func(*loop.Loop) bool) error {
+	return guardPath(tx.tx.DB().Path(), func() error { return tx.forEachHead(full, fn) })
+}
+
+func (tx *Tx) forEachHead(full func(loop.Status) bool, fn func(*loop.Loop) bool) error {
 	var l loop.Loop
 	c := tx.bucket(bucketLoops).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {

@@ -295,7 +295,7 @@ func (r *recReader) body(l *loop.Loop) {
 func decodeLoopInto(id, b []byte, l *loop.Loop, headOnly bool) error {
 	if len(b) > 0 && b[0] != tagBinary {
 		if err := json.Unmarshal(b, l); err != nil {
-			return fmt.Errorf("loop %s: decode: %w", id, err)
+			return damaged(fmt.Errorf("loop %s: decode: %w", id, err))
 		}
 		l.ID = string(id)
 		if headOnly {
@@ -304,7 +304,7 @@ func decodeLoopInto(id, b []byte, l *loop.Loop, headOnly bool) error {
 		return nil
 	}
 	if len(b) == 0 {
-		return fmt.Errorf("loop %s: decode: empty record", id)
+		return damaged(fmt.Errorf("loop %s: decode: empty record", id))
 	}
 	r := recReader{b: b[1:]}
 	r.head(l)
@@ -312,7 +312,7 @@ func decodeLoopInto(id, b []byte, l *loop.Loop, headOnly bool) error {
 		r.body(l)
 	}
 	if r.err != nil {
-		return fmt.Errorf("loop %s: decode: %w", id, r.err)
+		return damaged(fmt.Errorf("loop %s: decode: %w", id, r.err))
 	}
 	l.ID = string(id)
 	return nil
@@ -332,7 +332,7 @@ func peekStatusParent(id, b []byte) (loop.Status, string, error) {
 	st := r.status()
 	parent := r.str()
 	if r.err != nil {
-		return "", "", fmt.Errorf("loop %s: decode: %w", id, r.err)
+		return "", "", damaged(fmt.Errorf("loop %s: decode: %w", id, r.err))
 	}
 	return st, parent, nil
 }

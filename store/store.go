@@ -96,20 +96,29 @@ func Open(path string, opt Options) (*Store, error) {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:  opt.Timeout,
-		ReadOnly: opt.ReadOnly,
-		NoSync:   opt.NoSync,
-		// The freelist is written on every commit (one small page more,
-		// no extra sync) instead of being rebuilt at open, which reads the
-		// header of every page of the file: seconds and the whole file
-		// resident at 100k loops (BENCHMARKS.md).
-		NoFreelistSync: false,
-		FreelistType:   bolt.FreelistMapType,
-		// Map generously up front so growth rarely remaps (a remap waits
-		// for every reader).
-		InitialMmapSize: 64 << 20,
+	var db *bolt.DB
+	// bbolt reads the meta and freelist pages at open: a damaged file can
+	// make it panic there already.
+	err := guardPath(path, func() (err error) {
+		db, err = bolt.Open(path, 0o600, &bolt.Options{
+			Timeout:  opt.Timeout,
+			ReadOnly: opt.ReadOnly,
+			NoSync:   opt.NoSync,
+			// The freelist is written on every commit (one small page more,
+			// no extra sync) instead of being rebuilt at open, which reads the
+			// header of every page of the file: seconds and the whole file
+			// resident at 100k loops (BENCHMARKS.md).
+			NoFreelistSync: false,
+			FreelistType:   bolt.FreelistMapType,
+			// Map generously up front so growth rarely remaps (a remap waits
+			// for every reader).
+			InitialMmapSize: 64 << 20,
+		})
+		return err
 	})
+	if errors.Is(err, ErrCorrupt) {
+		return nil, err
+	}
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, &LockedError{Path: path, PID: readPID(pidPath(path))}
 	}
@@ -132,7 +141,7 @@ func Open(path string, opt Options) (*Store, error) {
 		}
 		s.pidPath = pidPath(path)
 	}
-	if err := migrate(db, opt.ReadOnly); err != nil {
+	if err := guardPath(path, func() error { return migrate(db, opt.ReadOnly) }); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -154,14 +163,21 @@ func (s *Store) Path() string { return s.path }
 
 // View runs fn in a read-only transaction. Records fn reads are decoded
 // copies; fn must not keep the *Tx.
+//
+// A damaged file makes it return a *CorruptError (ErrCorrupt), never panic.
 func (s *Store) View(fn func(*Tx) error) error {
-	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+	return s.guard(func() error {
+		return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+	})
 }
 
 // Update runs fn in a read-write transaction, committed if fn returns nil
 // and rolled back otherwise. Put one logical change — a record and the event
-// that explains it — in one Update.
-func (s *Store) Update(fn func(*Tx) error) error { return s.update(fn) }
+// that explains it — in one Update. Like View, it answers a damaged file
+// with a *CorruptError (the transaction is rolled back).
+func (s *Store) Update(fn func(*Tx) error) error {
+	return s.guard(func() error { return s.update(fn) })
+}
 
 // Batch is Update for many small concurrent writes: several callers' fns
 // may commit in one transaction (group commit, follow.go). fn may run more

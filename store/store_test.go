@@ -802,8 +802,9 @@ func TestDeleteUndecodableRecord(t *testing.T) {
 	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketLoops).Put([]byte("p-1"), []byte("{garbage")) }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Get("p-1"); err == nil || !strings.HasPrefix(err.Error(), "loop p-1: decode: ") {
-		t.Errorf("Get(corrupt) error = %v, want a decode error naming the loop", err)
+	if _, err := s.Get("p-1"); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "(loop p-1: decode: ") ||
+		!strings.Contains(err.Error(), "loopr store repair") {
+		t.Errorf("Get(corrupt) error = %v, want ErrCorrupt with a decode error naming the loop and the repair", err)
 	}
 	mustUpdate(t, s, func(tx *Tx) error { return tx.Delete("p-1") })
 	mustCheck(t, s)

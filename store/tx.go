@@ -27,7 +27,8 @@ func (tx *Tx) bucket(name []byte) *bolt.Bucket {
 	b := tx.tx.Bucket(name)
 	if b == nil {
 		// Open migrates before returning, so every bucket exists.
-		panic(fmt.Sprintf("store: bucket %s missing", name))
+		// A bucket lost to a damaged root page is the file's fault.
+		panic(corruptPanic(fmt.Sprintf("bucket %s missing", name)))
 	}
 	if fill, ok := fillPercent[string(name)]; ok {
 		b.FillPercent = fill
@@ -230,7 +231,7 @@ func (tx *Tx) byIndex(b []byte, a string, fn func(loop.Loop) bool) error {
 		id := k[len(prefix):]
 		v := loops.Get(id)
 		if v == nil {
-			return false, fmt.Errorf("index %s: loop %s: no record", b, id)
+			return false, damaged(fmt.Errorf("index %s: loop %s: no record", b, id))
 		}
 		l, err := decodeLoop(id, v)
 		if err != nil {
@@ -298,7 +299,7 @@ func (tx *Tx) Counts() (map[loop.Status]int, error) {
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
 		st, _, ok := splitIndexKey(k)
 		if !ok {
-			return nil, fmt.Errorf("index %s: malformed key %q", bucketIdxStatus, k)
+			return nil, damaged(fmt.Errorf("index %s: malformed key %q", bucketIdxStatus, k))
 		}
 		counts[loop.Status(st)]++
 	}
@@ -345,12 +346,12 @@ func (tx *Tx) Events(loopID string) ([]loop.Event, error) {
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		sk := k[len(prefix):]
 		if len(sk) != 8 {
-			return nil, fmt.Errorf("index %s: malformed key %q", bucketIdxEvents, k)
+			return nil, damaged(fmt.Errorf("index %s: malformed key %q", bucketIdxEvents, k))
 		}
 		seq := binary.BigEndian.Uint64(sk)
 		v := events.Get(sk)
 		if v == nil {
-			return nil, fmt.Errorf("index %s: event %d of loop %s: no record", bucketIdxEvents, seq, loopID)
+			return nil, damaged(fmt.Errorf("index %s: event %d of loop %s: no record", bucketIdxEvents, seq, loopID))
 		}
 		ev, err := decodeEvent(seq, v)
 		if err != nil {

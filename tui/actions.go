@@ -56,7 +56,7 @@ func (m Model) startAction(action string) (Model, tea.Cmd) {
 		m.flash = flash{text: "no loop selected", err: true}
 		return m, nil
 	}
-	if refusal := refuse(action, l); refusal != "" {
+	if refusal := refuse(action, l, m.descendants(l.ID) > 0); refusal != "" {
 		m.flash = flash{text: refusal, err: true}
 		return m, nil
 	}
@@ -70,6 +70,10 @@ func (m Model) startAction(action string) (Model, tea.Cmd) {
 		what := name
 		if n := m.descendants(l.ID); n > 0 {
 			what += fmt.Sprintf(" and %d unfinished loop%s under it", n, plural(n))
+			if !loop.CanTransition(l.Status, loop.Cancelled) {
+				// A finished loop keeps its status; what runs below it stops.
+				what = fmt.Sprintf("the %d unfinished loop%s under %s (it stays %s)", n, plural(n), name, statusText(l.Status, false))
+			}
 		}
 		m.mode = modeConfirm
 		m.confirm = confirmation{action: action, id: l.ID, prompt: "cancel " + what + "?"}
@@ -95,12 +99,13 @@ func (m Model) startAction(action string) (Model, tea.Cmd) {
 }
 
 // refuse returns why action does not apply to l, or "" when it does.
-func refuse(action string, l *loop.Loop) string {
+// liveBelow says whether any loop under l can still be cancelled.
+func refuse(action string, l *loop.Loop, liveBelow bool) string {
 	st := statusText(l.Status, false)
 	switch action {
 	case api.ActionCancel:
-		if !loop.CanTransition(l.Status, loop.Cancelled) {
-			return fmt.Sprintf("can't cancel: this %s is already %s", l.Type, st)
+		if !loop.CanTransition(l.Status, loop.Cancelled) && !liveBelow {
+			return fmt.Sprintf("can't cancel: this %s is already %s and nothing under it runs or waits", l.Type, st)
 		}
 	case api.ActionReset:
 		if l.Status != loop.Failed {
@@ -149,6 +154,10 @@ func (m Model) actDone(msg actMsg) (tea.Model, tea.Cmd) {
 	}
 	if n := len(msg.res.Affected); n > 0 {
 		text += fmt.Sprintf(" (+%d more)", n)
+	}
+	if msg.action == api.ActionCancel && msg.res.Loop.ID != "" && msg.res.Loop.Status != loop.Cancelled {
+		n := len(msg.res.Affected)
+		text = fmt.Sprintf("cancelled %d loop%s under %s (it stays %s)", n, plural(n), name, statusText(msg.res.Loop.Status, false))
 	}
 	m.flash = flash{text: text}
 	if m.synced {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/internal/termsafe"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/ratelimit"
 )
@@ -23,7 +24,7 @@ type row struct {
 func (m *Model) applySnapshot(sm api.StreamMsg) {
 	m.loops = make(map[string]*loop.Loop, len(sm.Loops))
 	for i := range sm.Loops {
-		l := sm.Loops[i]
+		l := displayable(sm.Loops[i])
 		m.loops[l.ID] = &l
 	}
 	if sm.Status != nil {
@@ -61,7 +62,7 @@ func (m *Model) applyEvent(sm api.StreamMsg) {
 		if old != nil && sm.Loop.UpdatedAt.Before(old.UpdatedAt) {
 			return // an action's result already gave us a newer record
 		}
-		l := *sm.Loop
+		l := displayable(*sm.Loop)
 		m.loops[l.ID] = &l
 		if schedChange(old, &l) {
 			m.sched.stale = true
@@ -89,6 +90,19 @@ func (m *Model) applyEvent(sm api.StreamMsg) {
 			m.counts[to]++
 		}
 	}
+}
+
+// displayable escapes the text agents write (titles, tasks, feedback,
+// reasons) as a record enters the model, so that no view can put an escape
+// sequence on the user's terminal (termsafe).
+func displayable(l loop.Loop) loop.Loop {
+	l.Title = termsafe.Line(l.Title)
+	l.Task = termsafe.Text(l.Task)
+	l.Feedback = termsafe.Text(l.Feedback)
+	l.Reason = termsafe.Text(l.Reason)
+	l.TriggeredBy = termsafe.Line(l.TriggeredBy)
+	l.ConflictKey = termsafe.Line(l.ConflictKey) // from artifacts too
+	return l
 }
 
 // schedChange reports whether replacing old (nil: new) with l can change

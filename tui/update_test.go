@@ -188,7 +188,15 @@ func TestUpdateKeys(t *testing.T) {
 		{name: "c then y calls cancel", at: idHandlers, keys: []string{"c", "y"},
 			wantAc: []actCall{{ID: idHandlers, Action: api.ActionCancel}}, check: wantFlash(`cancelled phase "API handlers"`)},
 		{name: "c then n does nothing", at: idHandlers, keys: []string{"c", "n"}, check: wantFlash("cancel not confirmed: nothing changed")},
-		{name: "c on a complete loop says why not", at: idPhase, keys: []string{"c"}, check: wantFlash("can't cancel: this phase is already complete")},
+		{name: "c on a complete loop offers to cancel what runs below it", at: idPhase, keys: []string{"c"}, check: func(t *testing.T, m Model) {
+			if m.mode != modeConfirm || !strings.Contains(m.View(), `cancel the 2 unfinished loops under phase "Migrations" (it stays complete)?`) {
+				t.Errorf("no confirmation shown:\n%s", m.View())
+			}
+		}},
+		{name: "c then y on a complete loop calls cancel", at: idPhase, keys: []string{"c", "y"},
+			wantAc: []actCall{{ID: idPhase, Action: api.ActionCancel}}},
+		{name: "c on a finished loop with nothing live below says why not", at: idOld, keys: []string{"c"},
+			check: wantFlash("can't cancel: this plan is already cancelled and nothing under it runs or waits")},
 		{name: "r resets a failed loop", at: idSeed, keys: []string{"r"}, wantAc: []actCall{{ID: idSeed, Action: api.ActionReset}}},
 		{name: "r on a pending loop says why not", at: idIndex, keys: []string{"r"}, check: wantFlash("can't reset: only failed loops reset, this ralph is pending")},
 		{name: "p pauses a pending loop", at: idIndex, keys: []string{"p"}, wantAc: []actCall{{ID: idIndex, Action: api.ActionPause}}},
