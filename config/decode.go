@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -20,7 +19,7 @@ import (
 // an error wrapping fs.ErrNotExist; callers that treat it as "use the
 // defaults" check for that.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return nil, err // *fs.PathError: names the path, wraps fs.ErrNotExist
 	}

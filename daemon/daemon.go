@@ -29,6 +29,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,6 +72,12 @@ const maxSocketPath = 107
 // returns nil. It returns an error when the daemon cannot start (the home is
 // in use, the socket cannot be bound) or when the manager or the server fail.
 func Run(ctx context.Context, o Options) error {
+	// SIGHUP reloads loopr.yml and never ends the daemon: a foreground
+	// daemon whose terminal or ssh session closes must go on supervising
+	// its agents (the default action would kill it without cleanup).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	if o.Config == nil {
 		o.Config = config.Default()
 	}
@@ -210,7 +217,7 @@ func Run(ctx context.Context, o Options) error {
 	followers.Go(func() { d.metrics.follow(auxCtx, startSeq) })
 	followers.Go(func() { d.webhooks.run(auxCtx, startSeq) })
 	aux.Go(func() { d.cleaner(auxCtx) })
-	aux.Go(func() { d.watchConfig(auxCtx) })
+	aux.Go(func() { d.watchConfig(auxCtx, hup) })
 
 	srvDone := make(chan error, 1)
 	go func() { srvDone <- srv.Serve(&peerListener{Listener: ln, uid: os.Getuid(), log: log}) }()

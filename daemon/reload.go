@@ -54,23 +54,30 @@ func (d *daemon) configPath() string {
 // watchConfig reloads loopr.yml when it changes, until ctx ends. It
 // watches the file's directory, not the file, so the rename-over-the-old-
 // file that editors and config tools do is seen like a write in place.
-func (d *daemon) watchConfig(ctx context.Context) {
+//
+// SIGHUP (the daemon convention; also what a closed terminal or ssh
+// session sends a foreground daemon) reloads the file at once. Run
+// catches the signal from its start, so it never ends the daemon.
+func (d *daemon) watchConfig(ctx context.Context, hup <-chan os.Signal) {
 	path := d.configPath()
+	var last []byte
 	if path == "" {
+		d.reloadOnHUP(ctx, hup, path, &last)
 		return
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
-		d.log.Warn("config watch off: hot reload needs a restart instead", "err", err)
+		d.log.Warn("config watch off: reload with SIGHUP or a restart instead", "err", err)
+		d.reloadOnHUP(ctx, hup, path, &last)
 		return
 	}
 	defer w.Close()
 	if err := w.Add(filepath.Dir(path)); err != nil {
-		d.log.Warn("config watch off: hot reload needs a restart instead", "dir", filepath.Dir(path), "err", err)
+		d.log.Warn("config watch off: reload with SIGHUP or a restart instead", "dir", filepath.Dir(path), "err", err)
+		d.reloadOnHUP(ctx, hup, path, &last)
 		return
 	}
 	// The file may have changed between the CLI loading it and now.
-	var last []byte
 	d.reload(path, &last)
 
 	settle := time.NewTimer(time.Hour)
@@ -96,6 +103,26 @@ func (d *daemon) watchConfig(ctx context.Context) {
 			settle.Reset(reloadSettle)
 		case <-settle.C:
 			d.reload(path, &last)
+		case <-hup:
+			d.log.Info("SIGHUP: reloading the configuration", "file", path)
+			d.reload(path, &last)
+		}
+	}
+}
+
+// reloadOnHUP serves SIGHUP alone, when the file cannot be watched.
+func (d *daemon) reloadOnHUP(ctx context.Context, hup <-chan os.Signal, path string, last *[]byte) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if path == "" {
+				d.log.Info("SIGHUP: no loopr.yml to reload; the daemon goes on")
+				continue
+			}
+			d.log.Info("SIGHUP: reloading the configuration", "file", path)
+			d.reload(path, last)
 		}
 	}
 }
@@ -105,7 +132,7 @@ func (d *daemon) watchConfig(ctx context.Context) {
 // what changed; an invalid one is refused with its file:line:key error, in
 // the log and a config event, and the old configuration stays.
 func (d *daemon) reload(path string, last *[]byte) {
-	data, err := os.ReadFile(path)
+	data, err := config.ReadFile(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if *last != nil {
