@@ -2,13 +2,13 @@ package control
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/artifact"
+	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/store"
 )
@@ -136,6 +136,17 @@ func (s *Service) Act(id, action string, req api.ActionRequest) (api.ActionResul
 	if action == api.ActionIterate && strings.TrimSpace(req.Feedback) == "" {
 		return api.ActionResult{}, Invalid("--feedback", "required: tell the plan's agent what to change")
 	}
+	// Approve reads the accepted artifact before the write transaction:
+	// no file I/O is done inside one (a slow or hostile file would hold
+	// every other write behind it).
+	var accepted *acceptedArtifact
+	if action == api.ActionApprove {
+		a, err := s.readAccepted(id)
+		if err != nil {
+			return api.ActionResult{}, err
+		}
+		accepted = a
+	}
 	now := s.Now()
 	var res api.ActionResult
 	err := s.Store.Update(func(tx *store.Tx) error {
@@ -169,7 +180,10 @@ func (s *Service) Act(id, action string, req api.ActionRequest) (api.ActionResul
 			if l.Status != loop.AwaitingApproval {
 				return &loop.TransitionError{ID: id, From: l.Status, To: loop.Complete}
 			}
-			affected, err = s.Approve(tx, l, now)
+			if accepted == nil || accepted.path != l.Artifact {
+				return fmt.Errorf("approve %s: its artifact changed meanwhile; try again", l.ID)
+			}
+			affected, err = s.Approve(tx, l, accepted.doc, now)
 		case api.ActionReject:
 			if l.Status != loop.AwaitingApproval {
 				return &loop.TransitionError{ID: id, From: l.Status, To: loop.Failed}
@@ -289,10 +303,22 @@ func InvalidateSubtree(tx *store.Tx, id, reason string, now time.Time) ([]string
 	return changed, nil
 }
 
-// Approve completes a plan awaiting approval and spawns its children from
-// its artifact, all in tx. It returns the new children's ids.
-func (s *Service) Approve(tx *store.Tx, l loop.Loop, now time.Time) ([]string, error) {
-	data, err := os.ReadFile(l.Artifact)
+// acceptedArtifact is a plan's accepted artifact, read and parsed.
+type acceptedArtifact struct {
+	path string
+	doc  artifact.Doc
+}
+
+// readAccepted reads the accepted artifact of loop id when it awaits
+// approval (nil otherwise: the transaction then reports the state). The
+// runner copied the artifact it validated out of the agent's reach, so
+// this is what was validated; it is read as a regular file only.
+func (s *Service) readAccepted(id string) (*acceptedArtifact, error) {
+	l, err := s.Store.Get(id)
+	if err != nil || l.Status != loop.AwaitingApproval {
+		return nil, nil // the transaction reports a missing loop or a wrong state
+	}
+	data, err := safefile.Read(l.Artifact, artifact.MaxSize)
 	if err != nil {
 		return nil, fmt.Errorf("approve %s: artifact: %w", l.ID, err)
 	}
@@ -300,6 +326,13 @@ func (s *Service) Approve(tx *store.Tx, l loop.Loop, now time.Time) ([]string, e
 	if err != nil {
 		return nil, fmt.Errorf("approve %s: artifact %s: %w", l.ID, l.Artifact, err)
 	}
+	return &acceptedArtifact{path: l.Artifact, doc: doc}, nil
+}
+
+// Approve completes a plan awaiting approval and spawns its children from
+// doc, its accepted artifact read before the transaction, all in tx. It
+// returns the new children's ids.
+func (s *Service) Approve(tx *store.Tx, l loop.Loop, doc artifact.Doc, now time.Time) ([]string, error) {
 	if err := Move(tx, l, loop.Complete, now, "approved by user", nil); err != nil {
 		return nil, err
 	}

@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/loopr-dev/loopr/artifact"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
+	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/store"
@@ -61,7 +62,7 @@ func (m *Manager) prepare(ctx context.Context, l loop.Loop) (runner.Job, error) 
 	}
 	if l.TriggeredBy != "" {
 		j.ParentArtifact = l.TriggeredBy
-		data, err := os.ReadFile(l.TriggeredBy)
+		data, err := safefile.Read(l.TriggeredBy, artifact.MaxSize)
 		if err != nil {
 			return j, fmt.Errorf("parent artifact: %w", err)
 		}

@@ -3,12 +3,12 @@ package runner
 import (
 	"embed"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"text/template"
 
 	"github.com/loopr-dev/loopr/artifact"
+	"github.com/loopr-dev/loopr/internal/safefile"
 )
 
 //go:embed prompts/*.md
@@ -61,6 +61,9 @@ var embedded = sync.OnceValue(func() map[string]*template.Template {
 	return m
 })
 
+// maxPromptTemplate bounds a prompt template file (a real one is a few KiB).
+const maxPromptTemplate = 1 << 20
+
 // PromptFor renders the prompt for j: the PromptFile override when set, else
 // the embedded default for the loop's type. When ParentArtifactText is empty
 // and ParentArtifact names a file, the file is read.
@@ -74,7 +77,7 @@ func PromptFor(j Job) (string, error) {
 		tmpl = embedded()["default"]
 	}
 	if p := j.Settings.PromptFile; p != "" {
-		b, err := os.ReadFile(p)
+		b, err := safefile.Read(p, maxPromptTemplate)
 		if err != nil {
 			return "", fmt.Errorf("prompt template: %w", err)
 		}

@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/artifact"
+	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/ratelimit"
 )
@@ -447,7 +448,7 @@ func (it *iteration) rateLimited(p procResult, tail string) (string, bool) {
 func (it *iteration) validate(ctx context.Context, vlog io.Writer) Result {
 	typ := it.j.Loop.Type
 	if f, ok := artifact.FormatOf(typ); ok {
-		doc, err := readArtifact(typ, it.artifact)
+		doc, raw, err := readArtifact(typ, it.artifact)
 		if err != nil {
 			fmt.Fprintf(vlog, "artifact %s: %v\n", it.artifact, err)
 			hint := fmt.Sprintf("The artifact must be written to $LOOPR_ARTIFACT (%s) and start with `# %s: <title>`, then free text, then `## %s` with one `### %s <n>: <name>` heading per %s, numbered from 1.",
@@ -458,8 +459,16 @@ func (it *iteration) validate(ctx context.Context, vlog io.Writer) Result {
 			fmt.Fprintf(vlog, "artifact %s: %v\n", it.artifact, err)
 			return it.fail("artifact: "+err.Error(), "validation.log", it.validLog)
 		}
+		// What was validated is what gets approved and spawned: a copy out
+		// of the agent's reach, not $LOOPR_ARTIFACT, which the agent (or
+		// a process it left) could still change.
+		accepted := AcceptedPath(it.j.Home, it.j.Loop.ID, it.j.Loop.Iteration, typ)
+		if err := safefile.WriteAtomic(accepted, raw, 0o600); err != nil {
+			fmt.Fprintf(vlog, "artifact %s: keep a copy: %v\n", it.artifact, err)
+			return it.fail("artifact: keep the accepted copy: "+err.Error(), "validation.log", it.validLog)
+		}
 		fmt.Fprintf(vlog, "artifact %s: ok, %d %s sections\n", it.artifact, len(doc.Sections), strings.ToLower(f.Child))
-		it.res.Artifact, it.res.Doc = it.artifact, &doc
+		it.res.Artifact, it.res.Doc = accepted, &doc
 	}
 	for _, c := range it.s.Validate {
 		fmt.Fprintf(vlog, "$ %s\n", c)
@@ -500,32 +509,33 @@ func (it *iteration) validate(ctx context.Context, vlog io.Writer) Result {
 }
 
 // readArtifact reads and parses the artifact at path.
-func readArtifact(typ, path string) (artifact.Doc, error) {
+func readArtifact(typ, path string) (artifact.Doc, []byte, error) {
 	b, err := readLimited(path, artifact.MaxSize)
 	if errors.Is(err, fs.ErrNotExist) {
-		return artifact.Doc{}, errors.New("not written (the agent must write it to $LOOPR_ARTIFACT)")
+		return artifact.Doc{}, nil, errors.New("not written (the agent must write it to $LOOPR_ARTIFACT)")
 	}
 	if err != nil {
-		return artifact.Doc{}, err
+		return artifact.Doc{}, nil, err
 	}
-	return artifact.Parse(typ, b)
+	doc, err := artifact.Parse(typ, b)
+	return doc, b, err
 }
 
-// readLimited reads the file at path, or fails when it is larger than limit.
+// readLimited reads the regular file at path, refusing symbolic links,
+// FIFOs and devices, or fails when it is larger than limit.
 func readLimited(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	b, err := safefile.Read(path, limit)
+	var se *safefile.Error
+	if errors.As(err, &se) {
+		return nil, fmt.Errorf("%s %s", filepath.Base(path), se.Why)
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: larger than %d bytes", filepath.Base(path), limit)
-	}
-	return b, nil
+	return b, err
+}
+
+// AcceptedPath is where the runner keeps the copy of the artifact it
+// validated for iteration n of loop id: loops/<id>/accepted/<NNN>-<type>.md.
+func AcceptedPath(home, id string, n int, typ loop.Type) string {
+	return filepath.Join(home, "loops", id, "accepted", fmt.Sprintf("%03d-%s.md", n, typ))
 }
 
 func (it *iteration) cancelled(reason string) Result {

@@ -118,8 +118,17 @@ func TestRunPlanArtifact(t *testing.T) {
 	if res.Outcome != Passed {
 		t.Fatalf("Run() = %v %q, want passed; feedback:\n%s", res.Outcome, res.Reason, res.Feedback)
 	}
-	if want := filepath.Join(res.Dir, "plan.md"); res.Artifact != want || ArtifactPath(j.Home, j.Loop) != want {
-		t.Errorf("Artifact = %q, want %q", res.Artifact, want)
+	if want := filepath.Join(res.Dir, "plan.md"); ArtifactPath(j.Home, j.Loop) != want {
+		t.Errorf("ArtifactPath = %q, want %q", ArtifactPath(j.Home, j.Loop), want)
+	}
+	// The accepted artifact is a copy of what was validated, out of the
+	// agent's reach.
+	if want := AcceptedPath(j.Home, j.Loop.ID, j.Loop.Iteration, loop.Plan); res.Artifact != want {
+		t.Errorf("Artifact = %q, want the accepted copy %q", res.Artifact, want)
+	}
+	written, _ := os.ReadFile(filepath.Join(res.Dir, "plan.md"))
+	if kept, err := os.ReadFile(res.Artifact); err != nil || string(kept) != string(written) {
+		t.Errorf("accepted copy = %q (%v), want the validated %q", kept, err, written)
 	}
 	want := &artifact.Doc{Type: "plan", Title: "Cache", Sections: []artifact.Section{
 		{N: 1, Name: "Cache package", Text: "### Spec 1: Cache package\nAn LRU.\n\n**Conflicts:** cache", ConflictKey: "cache"},
