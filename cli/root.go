@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -115,7 +116,9 @@ func (e *env) rootCmd() *cobra.Command {
 		Version:       Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.NoArgs,
+		Args:          unknownCommand,
+		// Suggest commands up to two edits away ("versoin" → version).
+		SuggestionsMinimumDistance: 2,
 		// Plain `loopr` opens the dashboard.
 		RunE: func(cmd *cobra.Command, _ []string) error { return e.runTUI(cmd.Context(), false) },
 	}
@@ -130,11 +133,27 @@ func (e *env) rootCmd() *cobra.Command {
 	root.AddCommand(e.actionCmds()...)
 	root.AddCommand(e.simCmd())
 	root.AddCommand(e.gcCmd(), e.statsCmd())
-	root.AddCommand(e.storeCmd())
+	root.AddCommand(e.storeCmd(), e.versionCmd())
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}
 	return root
+}
+
+// unknownCommand refuses arguments to plain `loopr` (which opens the
+// dashboard): they are a mistyped command, so it says which commands are
+// close, as git does, and exits 2.
+func unknownCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q", args[0])
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	} else {
+		msg += "; `loopr --help` lists the commands"
+	}
+	return &UsageError{errors.New(msg)}
 }
 
 // wrapArgs makes argument-count errors usage errors.

@@ -193,3 +193,28 @@ func abs(t *testing.T, p string) string {
 	}
 	return a
 }
+
+// TestUnknownCommandAndVersion: a mistyped command exits 2 with one line
+// naming the close commands; `loopr version` names the version.
+func TestUnknownCommandAndVersion(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct{ arg, want string }{
+		{"stauts", `unknown command "stauts"; did you mean stats or status?`},
+		{"versoin", "did you mean version?"},
+		{"xyzzy", "`loopr --help` lists the commands"},
+	} {
+		r := run(t, dir, "", tc.arg)
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		if r.code != 2 || len(lines) != 1 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("loopr %s: exit %d, stderr %q; want exit 2 and one line with %q", tc.arg, r.code, r.stderr, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".loopr")); err == nil {
+		t.Error("a mistyped command created .loopr/")
+	}
+	out := ok(t, dir, "version")
+	if !strings.HasPrefix(out, "loopr ") || !strings.Contains(out, "go1.") {
+		t.Errorf("loopr version = %q, want `loopr VERSION (… goX …)`", out)
+	}
+}
