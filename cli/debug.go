@@ -35,7 +35,7 @@ func (e *env) debugCmd() *cobra.Command {
 					return err
 				}
 			}
-			return e.withBackend(func(b Backend) error {
+			return e.withReader(func(b Backend) error {
 				v, err := b.Scheduler(cmd.Context(), now)
 				if err != nil {
 					return err

@@ -17,7 +17,7 @@ func (e *env) exportCmd() *cobra.Command {
 		Short: "Write every loop record as JSON Lines (to stdout or FILE)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return e.withBackend(func(b Backend) error {
+			return e.withReader(func(b Backend) error {
 				if len(args) == 0 || args[0] == "-" {
 					bw := bufio.NewWriter(e.stdout)
 					if _, err := b.Export(cmd.Context(), bw); err != nil {

@@ -28,7 +28,7 @@ func (e *env) listCmd() *cobra.Command {
 					req.Status = append(req.Status, loop.Status(strings.TrimSpace(part)))
 				}
 			}
-			return e.withBackend(func(b Backend) error {
+			return e.withReader(func(b Backend) error {
 				if jsonOut {
 					if streamed, err := writeListJSON(cmd.Context(), b, req, e.stdout); streamed {
 						return err
@@ -78,7 +78,7 @@ func (e *env) showCmd() *cobra.Command {
 		Short: "Show one loop's record",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return e.withBackend(func(b Backend) error {
+			return e.withReader(func(b Backend) error {
 				l, err := b.Get(cmd.Context(), args[0])
 				if err != nil {
 					return err

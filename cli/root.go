@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -269,6 +270,21 @@ func (e *env) openLocal() (Backend, error) {
 	cfg := e.cfg
 	svc := control.New(st, e.paths, func() *config.Config { return cfg }, e.now)
 	return &local{svc: svc}, nil
+}
+
+// withReader is withBackend for the commands that only read (list, show,
+// status, why, debug scheduler, stats, export): where there is no
+// workspace — no loopr.yml, no store, no daemon — they say so instead of
+// creating a .loopr/ in whatever directory they were run from.
+func (e *env) withReader(fn func(Backend) error) error {
+	if err := e.resolve(); err == nil && e.paths.Config == "" {
+		_, dbErr := os.Stat(e.paths.DB())
+		_, sockErr := os.Stat(e.paths.Socket())
+		if errors.Is(dbErr, fs.ErrNotExist) && errors.Is(sockErr, fs.ErrNotExist) {
+			return &UsageError{errors.New("no loopr workspace here (run `loopr init`)")}
+		}
+	}
+	return e.withBackend(fn)
 }
 
 // withBackend runs fn with a backend and closes it.

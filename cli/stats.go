@@ -24,7 +24,7 @@ p50/p99 of the scheduling tick and of the dispatch latency (from a loop
 being ready to its start). Without a daemon only the store's part is shown.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return e.withBackend(func(b Backend) error {
+			return e.withReader(func(b Backend) error {
 				st, err := b.Stats(cmd.Context())
 				if err != nil {
 					return err

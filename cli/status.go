@@ -17,7 +17,7 @@ func (e *env) statusCmd() *cobra.Command {
 		Short: "Daemon, counts by status, usage against caps, rate-limit state",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return e.withBackend(func(b Backend) error {
+			return e.withReader(func(b Backend) error {
 				st, err := b.Status(cmd.Context())
 				if err != nil {
 					return err

@@ -23,7 +23,7 @@ func (e *env) whyCmd() *cobra.Command {
 					return err
 				}
 			}
-			return e.withBackend(func(b Backend) error {
+			return e.withReader(func(b Backend) error {
 				w, err := b.Why(cmd.Context(), args[0], now)
 				if err != nil {
 					return err

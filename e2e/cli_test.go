@@ -218,3 +218,24 @@ func TestUnknownCommandAndVersion(t *testing.T) {
 		t.Errorf("loopr version = %q, want `loopr VERSION (… goX …)`", out)
 	}
 }
+
+// TestReadOnlyCommandsNeedAWorkspace: where there is no workspace (no
+// loopr.yml, no store, no daemon) the commands that only read say so and
+// exit 2, and create nothing; with a loopr.yml they work as before.
+func TestReadOnlyCommandsNeedAWorkspace(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, args := range [][]string{{"list"}, {"show", "abcd"}, {"status"}, {"debug", "scheduler"}, {"why", "abcd"}, {"stats"}, {"export"}} {
+		r := run(t, dir, "", args...)
+		if r.code != 2 || strings.TrimSpace(r.stderr) != "loopr: no loopr workspace here (run `loopr init`)" {
+			t.Errorf("loopr %s in an empty directory: exit %d, stderr %q", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("read-only commands left %d entries in an empty directory", len(entries))
+	}
+	ok(t, dir, "init")
+	if out := ok(t, dir, "list"); !strings.Contains(out, "no loops") {
+		t.Errorf("loopr list after init = %q, want no loops", out)
+	}
+}
