@@ -20,6 +20,7 @@ import (
 
 	"github.com/loopr-dev/loopr/client"
 	"github.com/loopr-dev/loopr/daemon"
+	"github.com/loopr-dev/loopr/internal/safefile"
 )
 
 // readyFDEnv names the file descriptor on which a daemon started by
@@ -199,7 +200,7 @@ func readReady(r *os.File, d time.Duration) (string, error) {
 // logTail returns what was written to path after offset from, at most
 // limit bytes from its end.
 func logTail(path string, from int64, limit int) string {
-	f, err := os.Open(path)
+	f, err := safefile.Open(path) // a regular file: nothing planted there can block or leak
 	if err != nil {
 		return ""
 	}

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/loopr-dev/loopr/control"
+	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/runner"
 )
 
@@ -90,9 +91,16 @@ func tail(path string, n int) ([]byte, error) {
 	if path == "" {
 		return nil, nil
 	}
-	f, err := os.Open(path)
+	// The agent could have replaced its log with a FIFO (the open would
+	// block this handler) or a link to /proc/self/environ (the daemon's
+	// environment would be served): only a regular file is read.
+	f, err := safefile.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
+	}
+	var nr *safefile.NotRegularError
+	if errors.As(err, &nr) {
+		return nil, control.Invalid("output", "%v; loopr shows only a log it wrote", err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("agent output: %w", err)

@@ -1,11 +1,16 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 	"unicode/utf8"
+
+	"github.com/loopr-dev/loopr/internal/safefile"
 )
 
 // logFile writes a stream to a file but keeps at most about limit bytes of
@@ -27,7 +32,7 @@ type logFile struct {
 }
 
 func createLog(path string, limit int64) (*logFile, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := createFresh(path)
 	if err != nil {
 		return nil, err
 	}
@@ -89,14 +94,28 @@ func (l *logFile) Close() error {
 	return l.err
 }
 
+// createFresh creates the file at path for writing, replacing whatever an
+// agent may have left there. Opening an existing name would follow a
+// symlink the agent planted (loopr would write into the file it points to)
+// or block on a FIFO until someone reads it; so the name is removed and
+// created exclusively, which follows nothing and fails instead of blocking
+// if something takes the name again in between.
+func createFresh(path string) (*os.File, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+}
+
 // readTail returns at most n bytes from the end of the file at path, as
 // valid UTF-8 and starting at a line boundary when one is near. A missing
-// file reads as "".
+// file, or anything but a regular file (an agent may have replaced its log
+// with a FIFO or a symlink to a secret), reads as "".
 func readTail(path string, n int) string {
 	if n <= 0 {
 		return ""
 	}
-	f, err := os.Open(path)
+	f, err := safefile.Open(path)
 	if err != nil {
 		return ""
 	}
