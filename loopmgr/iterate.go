@@ -9,10 +9,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/loopr-dev/loopr/artifact"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
-	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/store"
@@ -20,9 +18,6 @@ import (
 
 // maxFeedback bounds the feedback carried into the next prompt.
 const maxFeedback = 8 << 10
-
-// maxParentArtifact bounds the parent artifact text put into a prompt.
-const maxParentArtifact = 1 << 20
 
 // ownBranch reports whether loops of type t change code on their own
 // branch (ralph and user types) rather than only writing an artifact.
@@ -60,17 +55,9 @@ func (m *Manager) prepare(ctx context.Context, l loop.Loop) (runner.Job, error) 
 			RateLimitExitCode: c.Agent.RateLimitExitCode, RateLimitPattern: ratePattern(c),
 		},
 	}
-	if l.TriggeredBy != "" {
-		j.ParentArtifact = l.TriggeredBy
-		data, err := safefile.Read(l.TriggeredBy, artifact.MaxSize)
-		if err != nil {
-			return j, fmt.Errorf("parent artifact: %w", err)
-		}
-		if len(data) > maxParentArtifact {
-			data = data[:maxParentArtifact]
-		}
-		j.ParentArtifactText = string(data)
-	}
+	// The runner reads the parent's artifact (a regular file under the
+	// home, bounded), so a replaced file fails the iteration, not the manager.
+	j.ParentArtifact = l.TriggeredBy
 	if m.o.Git != nil {
 		dir, err := m.worktree(ctx, l)
 		if err != nil {

@@ -61,9 +61,6 @@ var embedded = sync.OnceValue(func() map[string]*template.Template {
 	return m
 })
 
-// maxPromptTemplate bounds a prompt template file (a real one is a few KiB).
-const maxPromptTemplate = 1 << 20
-
 // PromptFor renders the prompt for j: the PromptFile override when set, else
 // the embedded default for the loop's type. When ParentArtifactText is empty
 // and ParentArtifact names a file, the file is read.
@@ -77,7 +74,9 @@ func PromptFor(j Job) (string, error) {
 		tmpl = embedded()["default"]
 	}
 	if p := j.Settings.PromptFile; p != "" {
-		b, err := safefile.Read(p, maxPromptTemplate)
+		// The user's file, possibly behind a symlink; but a regular file,
+		// never a FIFO or a /proc file, and bounded.
+		b, err := safefile.ReadFollow(p, MaxPromptTemplate)
 		if err != nil {
 			return "", fmt.Errorf("prompt template: %w", err)
 		}
@@ -115,13 +114,28 @@ func promptData(j Job) (PromptData, error) {
 		d.ChildType = strings.ToLower(f.Child)
 	}
 	if d.ParentArtifactText == "" && d.ParentArtifact != "" {
-		b, err := readLimited(d.ParentArtifact, artifact.MaxSize)
+		b, err := readParentArtifact(j.Home, d.ParentArtifact)
 		if err != nil {
-			return d, fmt.Errorf("parent artifact: %w", err)
+			return d, err
 		}
 		d.ParentArtifactText = string(b)
 	}
 	return d, nil
+}
+
+// MaxPromptTemplate bounds a prompt template file.
+const MaxPromptTemplate = 1 << 20
+
+// readParentArtifact reads the parent's artifact for a child's prompt: the
+// copy loopr kept when the parent passed, under home, reached without a
+// symlink and read only if it is a regular file of at most
+// artifact.MaxSize bytes.
+func readParentArtifact(home, path string) ([]byte, error) {
+	b, err := safefile.ReadIn(home, path, artifact.MaxSize)
+	if err != nil {
+		return nil, fileReason("parent artifact", path, "loopr keeps it under the parent's loops/<id>/accepted/; reset the parent to write it again", err)
+	}
+	return b, nil
 }
 
 // fenced wraps text in a code fence longer than any run of backticks in it,

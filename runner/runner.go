@@ -116,6 +116,8 @@ type Result struct {
 	Dir       string // <home>/loops/<id>/iterations/<NNN>, absolute
 	// Artifact and Doc are set when a plan, spec or phase loop wrote an
 	// artifact that parsed; the Outcome says whether validation then passed.
+	// Once it passed, Artifact names loopr's copy (AcceptedPath), not the
+	// agent's file.
 	Artifact string
 	Doc      *artifact.Doc
 	ExitCode int    // the agent's exit status; -1 when it did not exit on its own or never ran
@@ -221,12 +223,14 @@ func (it *iteration) run(ctx context.Context) Result {
 	if err != nil {
 		return it.fail(err.Error(), "", "")
 	}
-	if err := os.WriteFile(it.promptPath, []byte(prompt), 0o644); err != nil {
+	stdin, err := writePrompt(it.promptPath, prompt)
+	if err != nil {
 		return it.fail(fmt.Sprintf("write prompt: %v", err), "", "")
 	}
+	defer stdin.Close()
 
 	// 2. The agent.
-	p, err := it.runAgent(ctx)
+	p, err := it.runAgent(ctx, stdin)
 	if err != nil {
 		return it.fail(err.Error(), "", "")
 	}
@@ -375,15 +379,30 @@ func prepareDir(dir string) error {
 	return nil
 }
 
+// writePrompt writes the prompt to a fresh file at path and returns it,
+// rewound, to be the agent's stdin: the descriptor loopr wrote is the one
+// the agent reads, so nothing put at the path meanwhile (a FIFO, a link)
+// is ever opened.
+func writePrompt(path, prompt string) (*os.File, error) {
+	f, err := createFresh(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.WriteString(f, prompt); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // runAgent waits for an agent slot and runs the agent with the prompt on
 // stdin. The error is for failures of loopr itself (the log could not be
 // created); what the agent did is in the procResult.
-func (it *iteration) runAgent(ctx context.Context) (procResult, error) {
-	stdin, err := os.Open(it.promptPath)
-	if err != nil {
-		return procResult{}, fmt.Errorf("open prompt: %w", err)
-	}
-	defer stdin.Close()
+func (it *iteration) runAgent(ctx context.Context, stdin *os.File) (procResult, error) {
 	out, err := createLog(it.agentLog, it.s.MaxLogBytes)
 	if err != nil {
 		return procResult{}, fmt.Errorf("agent log: %w", err)
@@ -447,28 +466,28 @@ func (it *iteration) rateLimited(p procResult, tail string) (string, bool) {
 // validate command until one fails.
 func (it *iteration) validate(ctx context.Context, vlog io.Writer) Result {
 	typ := it.j.Loop.Type
+	var accepted []byte // the artifact as validated, copied once everything passes
 	if f, ok := artifact.FormatOf(typ); ok {
-		doc, raw, err := readArtifact(typ, it.artifact)
+		data, err := it.readArtifact()
+		var doc artifact.Doc
+		if err == nil {
+			doc, err = artifact.Parse(typ, data)
+			if err == nil {
+				err = doc.CheckSections() // each section becomes a child's task: bounded
+			}
+			if err != nil {
+				err = fmt.Errorf("artifact: %w", err)
+			}
+		}
 		if err != nil {
-			fmt.Fprintf(vlog, "artifact %s: %v\n", it.artifact, err)
-			hint := fmt.Sprintf("The artifact must be written to $LOOPR_ARTIFACT (%s) and start with `# %s: <title>`, then free text, then `## %s` with one `### %s <n>: <name>` heading per %s, numbered from 1.",
+			fmt.Fprintf(vlog, "%s: %v\n", it.artifact, err)
+			hint := fmt.Sprintf("The artifact must be a regular file written to $LOOPR_ARTIFACT (%s) and start with `# %s: <title>`, then free text, then `## %s` with one `### %s <n>: <name>` heading per %s, numbered from 1.",
 				it.artifact, f.Heading, f.Section, f.Child, strings.ToLower(f.Child))
-			return it.failHint("artifact: "+err.Error(), hint, "agent.log", it.agentLog)
-		}
-		if err := doc.CheckSections(); err != nil {
-			fmt.Fprintf(vlog, "artifact %s: %v\n", it.artifact, err)
-			return it.fail("artifact: "+err.Error(), "validation.log", it.validLog)
-		}
-		// What was validated is what gets approved and spawned: a copy out
-		// of the agent's reach, not $LOOPR_ARTIFACT, which the agent (or
-		// a process it left) could still change.
-		accepted := AcceptedPath(it.j.Home, it.j.Loop.ID, it.j.Loop.Iteration, typ)
-		if err := safefile.WriteAtomic(accepted, raw, 0o600); err != nil {
-			fmt.Fprintf(vlog, "artifact %s: keep a copy: %v\n", it.artifact, err)
-			return it.fail("artifact: keep the accepted copy: "+err.Error(), "validation.log", it.validLog)
+			return it.failHint(err.Error(), hint, "agent.log", it.agentLog)
 		}
 		fmt.Fprintf(vlog, "artifact %s: ok, %d %s sections\n", it.artifact, len(doc.Sections), strings.ToLower(f.Child))
-		it.res.Artifact, it.res.Doc = accepted, &doc
+		it.res.Artifact, it.res.Doc = it.artifact, &doc
+		accepted = data
 	}
 	for _, c := range it.s.Validate {
 		fmt.Fprintf(vlog, "$ %s\n", c)
@@ -504,38 +523,72 @@ func (it *iteration) validate(ctx context.Context, vlog io.Writer) Result {
 		}
 		fmt.Fprintf(vlog, "[loopr: ok after %s]\n", took)
 	}
+	if accepted != nil {
+		// What was validated is what gets approved and spawned: a copy
+		// loopr wrote, not $LOOPR_ARTIFACT, which the agent (or a process
+		// it left) could still change.
+		path := AcceptedPath(it.j.Home, it.j.Loop.ID, it.j.Loop.Iteration, typ)
+		if err := safefile.WriteAtomic(path, accepted, 0o600); err != nil {
+			return it.fail(fmt.Sprintf("artifact: keep the accepted copy: %v", err), "", "")
+		}
+		it.res.Artifact = path
+	}
 	it.res.Outcome = Passed
 	return it.res
 }
 
-// readArtifact reads and parses the artifact at path.
-func readArtifact(typ, path string) (artifact.Doc, []byte, error) {
-	b, err := readLimited(path, artifact.MaxSize)
-	if errors.Is(err, fs.ErrNotExist) {
-		return artifact.Doc{}, nil, errors.New("not written (the agent must write it to $LOOPR_ARTIFACT)")
-	}
+// readArtifact reads the agent's artifact: a regular file of at most
+// artifact.MaxSize bytes, reached from the loop's directory without a
+// symlink (an artifact linked to /proc/self/environ, a FIFO or /dev/zero
+// is refused, never read). The error is the iteration's one-line reason.
+func (it *iteration) readArtifact() ([]byte, error) {
+	l := it.j.Loop
+	root := LoopDir(it.j.Home, l.ID)
+	rel, err := filepath.Rel(root, it.artifact)
 	if err != nil {
-		return artifact.Doc{}, nil, err
+		return nil, fmt.Errorf("artifact: %w", err)
 	}
-	doc, err := artifact.Parse(typ, b)
-	return doc, b, err
+	b, err := safefile.ReadBeneath(root, rel, artifact.MaxSize)
+	if err != nil {
+		return nil, fileReason("artifact", it.artifact, "write a regular file at $LOOPR_ARTIFACT", err)
+	}
+	return b, nil
 }
 
-// readLimited reads the regular file at path, refusing symbolic links,
-// FIFOs and devices, or fails when it is larger than limit.
-func readLimited(path string, limit int64) ([]byte, error) {
-	b, err := safefile.Read(path, limit)
-	var se *safefile.Error
-	if errors.As(err, &se) {
-		return nil, fmt.Errorf("%s %s", filepath.Base(path), se.Why)
+// fileReason turns a refused read of a file an agent wrote (what, at path)
+// into a one-line reason that says what to do, never what the file holds.
+func fileReason(what, path, todo string, err error) error {
+	var nr *safefile.NotRegularError
+	var tl *safefile.TooLargeError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s: not written (%s)", what, todo)
+	case errors.As(err, &nr) && nr.Path != path:
+		return fmt.Errorf("%s: its directory %s is %s; %s", what, nr.Path, nr.Describe(), todo)
+	case errors.As(err, &nr):
+		return fmt.Errorf("%s is %s; %s", what, nr.Describe(), todo)
+	case errors.As(err, &tl) && tl.Size > tl.Limit:
+		return fmt.Errorf("%s is %d bytes; the limit is %d", what, tl.Size, tl.Limit)
+	case errors.As(err, &tl):
+		return fmt.Errorf("%s is larger than %d bytes, the limit", what, tl.Limit)
 	}
-	return b, err
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// LoopDir returns <home>/loops/<id>, the directory of everything loopr
+// keeps for one loop.
+func LoopDir(home, id string) string {
+	return filepath.Join(home, "loops", id)
 }
 
 // AcceptedPath is where the runner keeps the copy of the artifact it
-// validated for iteration n of loop id: loops/<id>/accepted/<NNN>-<type>.md.
+// validated in iteration n of loop id: loops/<id>/accepted/<NNN>-<type>.md.
+// One file per iteration, never rewritten, so children spawned from it keep
+// reading exactly the text they were spawned from. It is written durably
+// before the Result says Passed: approve and the children's prompts read it
+// after the store has recorded the pass.
 func AcceptedPath(home, id string, n int, typ loop.Type) string {
-	return filepath.Join(home, "loops", id, "accepted", fmt.Sprintf("%03d-%s.md", n, typ))
+	return filepath.Join(LoopDir(home, id), "accepted", fmt.Sprintf("%03d-%s.md", n, typ))
 }
 
 func (it *iteration) cancelled(reason string) Result {

@@ -121,14 +121,12 @@ func TestRunPlanArtifact(t *testing.T) {
 	if want := filepath.Join(res.Dir, "plan.md"); ArtifactPath(j.Home, j.Loop) != want {
 		t.Errorf("ArtifactPath = %q, want %q", ArtifactPath(j.Home, j.Loop), want)
 	}
-	// The accepted artifact is a copy of what was validated, out of the
-	// agent's reach.
-	if want := AcceptedPath(j.Home, j.Loop.ID, j.Loop.Iteration, loop.Plan); res.Artifact != want {
+	// The Result names loopr's copy of what was validated, not the agent's file.
+	if want := filepath.Join(j.Home, "loops", "01TESTLOOP", "accepted", "001-plan.md"); res.Artifact != want || AcceptedPath(j.Home, j.Loop.ID, 1, loop.Plan) != want {
 		t.Errorf("Artifact = %q, want the accepted copy %q", res.Artifact, want)
 	}
-	written, _ := os.ReadFile(filepath.Join(res.Dir, "plan.md"))
-	if kept, err := os.ReadFile(res.Artifact); err != nil || string(kept) != string(written) {
-		t.Errorf("accepted copy = %q (%v), want the validated %q", kept, err, written)
+	if got := readFile(t, res.Artifact); got != goodPlan {
+		t.Errorf("accepted copy = %q, want the artifact as validated", got)
 	}
 	want := &artifact.Doc{Type: "plan", Title: "Cache", Sections: []artifact.Section{
 		{N: 1, Name: "Cache package", Text: "### Spec 1: Cache package\nAn LRU.\n\n**Conflicts:** cache", ConflictKey: "cache"},
@@ -170,6 +168,27 @@ func TestRunFailures(t *testing.T) {
 			name: "artifact not written", typ: loop.Spec, script: "echo thinking",
 			wantOutcome: Failed, wantReason: "artifact: not written",
 			wantFeedback: []string{"`# Spec: <title>`", "`## Phases`", "End of agent.log:\nthinking"},
+		},
+		{
+			name: "artifact is a FIFO", typ: loop.Plan, script: `mkfifo "$LOOPR_ARTIFACT"`,
+			wantOutcome: Failed, wantReason: "artifact is a named pipe (FIFO); write a regular file at $LOOPR_ARTIFACT",
+		},
+		{
+			name: "artifact is a symlink to the environment", typ: loop.Plan, script: `ln -s /proc/self/environ "$LOOPR_ARTIFACT"`,
+			wantOutcome: Failed, wantReason: "artifact is a symlink to /proc/self/environ; write a regular file at $LOOPR_ARTIFACT",
+		},
+		{
+			name: "artifact is a symlink to /dev/zero", typ: loop.Spec, script: `ln -s /dev/zero "$LOOPR_ARTIFACT"`,
+			wantOutcome: Failed, wantReason: "artifact is a symlink to /dev/zero; write a regular file at $LOOPR_ARTIFACT",
+		},
+		{
+			name: "artifact too large", typ: loop.Phase, script: `head -c 2000000 /dev/zero | tr '\0' x > "$LOOPR_ARTIFACT"`,
+			wantOutcome: Failed, wantReason: "artifact is 2000000 bytes; the limit is 1048576",
+		},
+		{
+			name: "iteration directory replaced by a symlink", typ: loop.Plan,
+			script:      `d=$(dirname "$LOOPR_ARTIFACT"); mkdir -p "$d.out"; printf '# Plan: x\n## Specs\n### Spec 1: a\n' > "$d.out/plan.md"; rm -rf "$d"; ln -s "$d.out" "$d"`,
+			wantOutcome: Failed, wantReason: "artifact: its directory ",
 		},
 		{
 			name: "validate fails", typ: loop.Ralph, script: "true",
@@ -596,5 +615,85 @@ func TestRunReportsEveryProcessGroup(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("OnAgentStart pids mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestRunFilesTheAgentReplaced: an agent that swaps the files loopr reads
+// back or writes after it (its logs, the parent's artifact) for a symlink
+// to the daemon's environment or a FIFO neither hangs the iteration nor
+// gets the environment into the feedback.
+func TestRunFilesTheAgentReplaced(t *testing.T) {
+	t.Setenv("LOOPR_TEST_SECRET", "env-marker-5f1c")
+	tests := []struct {
+		name, script string
+		validate     []string
+		wantOutcome  Outcome
+		wantReason   string
+	}{
+		{
+			name:        "agent.log linked to the environment",
+			script:      `d=$(dirname "$LOOPR_ARTIFACT"); rm -f "$d/agent.log"; ln -s /proc/self/environ "$d/agent.log"; exit 3`,
+			wantOutcome: Failed, wantReason: "agent exited 3",
+		},
+		{
+			name:        "validation.log planted as a FIFO",
+			script:      `mkfifo "$(dirname "$LOOPR_ARTIFACT")/validation.log"`,
+			validate:    []string{"echo checked"},
+			wantOutcome: Passed,
+		},
+		{
+			name:        "validation.log planted as a symlink to the environment",
+			script:      `ln -s /proc/self/environ "$(dirname "$LOOPR_ARTIFACT")/validation.log"`,
+			validate:    []string{"echo checked; exit 1"},
+			wantOutcome: Failed, wantReason: "validate `echo checked; exit 1` exited 1",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := newJob(t, loop.Ralph, agent(t, tt.script))
+			j.Settings.Validate = tt.validate
+			done := make(chan Result, 1)
+			go func() { done <- (&Runner{}).Run(context.Background(), j) }()
+			var res Result
+			select {
+			case res = <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("Run blocked for 20s")
+			}
+			if res.Outcome != tt.wantOutcome || !strings.HasPrefix(res.Reason, tt.wantReason) {
+				t.Fatalf("Run() = %v %q, want %v %q; feedback:\n%s", res.Outcome, res.Reason, tt.wantOutcome, tt.wantReason, res.Feedback)
+			}
+			if strings.Contains(res.Feedback, "env-marker-5f1c") {
+				t.Errorf("the daemon's environment reached the feedback:\n%s", res.Feedback)
+			}
+			if vlog := filepath.Join(res.Dir, "validation.log"); len(tt.validate) > 0 {
+				if fi, err := os.Lstat(vlog); err != nil || !fi.Mode().IsRegular() {
+					t.Errorf("validation.log is not a regular file loopr wrote: %v %v", fi, err)
+				}
+			}
+		})
+	}
+}
+
+// TestRunParentArtifactRefused: a parent artifact that is not a regular
+// file under the home fails the child's iteration with a reason, before the
+// agent runs, and its content never reaches the prompt.
+func TestRunParentArtifactRefused(t *testing.T) {
+	t.Parallel()
+	j := newJob(t, loop.Spec, agent(t, "touch ran"))
+	parent := filepath.Join(j.Home, "loops", "01PARENT", "accepted", "001-plan.md")
+	if err := os.MkdirAll(filepath.Dir(parent), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/proc/self/environ", parent); err != nil {
+		t.Fatal(err)
+	}
+	j.ParentArtifact = parent
+	res := (&Runner{}).Run(context.Background(), j)
+	if want := "parent artifact is a symlink to /proc/self/environ"; res.Outcome != Failed || !strings.HasPrefix(res.Reason, want) {
+		t.Fatalf("Run() = %v %q, want failed %q", res.Outcome, res.Reason, want)
+	}
+	if exists(filepath.Join(j.Workdir, "ran")) {
+		t.Error("the agent ran with a prompt that could not be built")
 	}
 }
