@@ -1,7 +1,8 @@
 package config
 
 import (
-	"path/filepath"
+	"errors"
+	"fmt"
 
 	"github.com/loopr-dev/loopr/internal/safefile"
 )
@@ -11,15 +12,24 @@ import (
 // generator from exhausting the daemon's memory on a reload.
 const MaxFileSize = 1 << 20
 
-// ReadFile reads the configuration file at path as safefile.Read does: a
-// FIFO put where loopr.yml should be is refused at once instead of
-// hanging the daemon's start, its reload or `loopr config check`. A
-// missing file is an error wrapping fs.ErrNotExist, as os.ReadFile's.
-// (loopr.yml may be a symbolic link into a dotfiles repository, so the
-// link is followed; the file it names must be regular.)
+// ReadFile reads the configuration file at path, following a symlink (a
+// dotfiles repository may hold it) but only from a regular file of at most
+// MaxFileSize: a FIFO would block the start, a reload or `config check`
+// forever, /dev/zero would fill the memory, and /proc/self/environ would
+// put the environment into the parse error. Those are refused with an
+// *Error naming the file. A missing file is an error wrapping
+// fs.ErrNotExist, as os.ReadFile's.
 func ReadFile(path string) ([]byte, error) {
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real
+	data, err := safefile.ReadFollow(path, MaxFileSize)
+	var nr *safefile.NotRegularError
+	var tl *safefile.TooLargeError
+	switch {
+	case errors.As(err, &nr):
+		return nil, &Error{File: baseName(path), Msg: nr.Describe() + ", not a regular file; make it a regular file"}
+	case errors.As(err, &tl) && tl.Size > tl.Limit:
+		return nil, &Error{File: baseName(path), Msg: fmt.Sprintf("%d bytes; the limit is %d", tl.Size, tl.Limit)}
+	case errors.As(err, &tl):
+		return nil, &Error{File: baseName(path), Msg: fmt.Sprintf("larger than %d bytes, the limit", tl.Limit)}
 	}
-	return safefile.Read(path, MaxFileSize)
+	return data, err // *fs.PathError: names the path, wraps fs.ErrNotExist
 }

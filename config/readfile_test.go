@@ -40,7 +40,7 @@ func TestLoadRefusesWhatIsNotARegularFile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(huge, bytes.Repeat([]byte("# x\n"), config.MaxFileBytes/4+1), 0o644); err != nil {
+	if err := os.WriteFile(huge, bytes.Repeat([]byte("# x\n"), config.MaxFileSize/4+1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(real, []byte("concurrency:\n  max_loops: 7\n"), 0o644); err != nil {

@@ -1,7 +1,9 @@
 package control
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 	"time"
@@ -180,8 +182,9 @@ func (s *Service) Act(id, action string, req api.ActionRequest) (api.ActionResul
 			if l.Status != loop.AwaitingApproval {
 				return &loop.TransitionError{ID: id, From: l.Status, To: loop.Complete}
 			}
-			if accepted == nil || accepted.path != l.Artifact {
-				return fmt.Errorf("approve %s: its artifact changed meanwhile; try again", l.ID)
+			if accepted == nil || accepted.path != l.Artifact { // iterated and passed again meanwhile
+				return fmt.Errorf("approve %s: its artifact changed meanwhile; look again and retry: %w",
+					l.ID, &loop.TransitionError{ID: id, From: l.Status, To: loop.Complete})
 			}
 			affected, err = s.Approve(tx, l, accepted.doc, now)
 		case api.ActionReject:
@@ -318,13 +321,22 @@ func (s *Service) readAccepted(id string) (*acceptedArtifact, error) {
 	if err != nil || l.Status != loop.AwaitingApproval {
 		return nil, nil // the transaction reports a missing loop or a wrong state
 	}
-	data, err := safefile.Read(l.Artifact, artifact.MaxSize)
-	if err != nil {
+	if l.Artifact == "" {
+		return nil, Invalid("artifact", "loop %s has no artifact to approve; iterate or reject it", id)
+	}
+	// Under the home, no symlink may lead the read elsewhere.
+	data, err := safefile.ReadIn(s.Paths.Home, l.Artifact, artifact.MaxSize)
+	var nr *safefile.NotRegularError
+	var tl *safefile.TooLargeError
+	switch {
+	case errors.As(err, &nr), errors.As(err, &tl), errors.Is(err, fs.ErrNotExist):
+		return nil, Invalid("artifact", "%v; iterate or reject loop %s", err, id) // 400 with the reason, not a 500
+	case err != nil:
 		return nil, fmt.Errorf("approve %s: artifact: %w", l.ID, err)
 	}
 	doc, err := artifact.Parse(l.Type, data)
 	if err != nil {
-		return nil, fmt.Errorf("approve %s: artifact %s: %w", l.ID, l.Artifact, err)
+		return nil, Invalid("artifact", "%s: %v; iterate or reject loop %s", l.Artifact, err, id)
 	}
 	return &acceptedArtifact{path: l.Artifact, doc: doc}, nil
 }

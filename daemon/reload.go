@@ -132,13 +132,22 @@ func (d *daemon) reloadOnHUP(ctx context.Context, hup <-chan os.Signal, path str
 // what changed; an invalid one is refused with its file:line:key error, in
 // the log and a config event, and the old configuration stays.
 func (d *daemon) reload(path string, last *[]byte) {
+	// config.ReadFile refuses a FIFO, a device or an oversize file rather
+	// than blocking this goroutine or filling the memory.
 	data, err := config.ReadFile(path)
+	var ce *config.Error
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if *last != nil {
 			d.log.Warn("config file removed: the configuration in force stays until it is back", "file", path)
 		}
 		*last = nil
+		return
+	case errors.As(err, &ce):
+		*last = nil // whatever comes next is news
+		d.metrics.reload("refused")
+		d.log.Error("config reload refused: the previous configuration stays in force", "err", err)
+		d.journal(loop.EventConfig, "config reload refused: "+err.Error()+"; the previous configuration stays in force")
 		return
 	case err != nil:
 		d.log.Warn("config reload: read", "file", path, "err", err)
