@@ -40,6 +40,7 @@ import (
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
+	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/loopmgr"
 	"github.com/loopr-dev/loopr/runner"
@@ -382,7 +383,7 @@ func writePIDFile(path string, pid int) error {
 
 // removePIDFile removes path if it still names pid.
 func removePIDFile(path string, pid int) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.Read(path, 64) // never blocks on a planted FIFO
 	if err != nil {
 		return
 	}

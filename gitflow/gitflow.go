@@ -27,6 +27,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/loopr-dev/loopr/internal/safefile"
 )
 
 var (
@@ -201,7 +203,7 @@ func (r *Repo) excludeHome(ctx context.Context) error {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(r.Root, path)
 	}
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadFollow(path, 1<<20) // a planted FIFO must not hang the start
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("read exclude file: %w", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/loopr-dev/loopr/internal/safefile"
+
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 )
@@ -219,7 +221,7 @@ func writePID(path string) error {
 // it names a process that no longer exists (left by a crash; the lock is then
 // held by a read-only opener, which writes no pid file).
 func readPID(path string) int {
-	b, err := os.ReadFile(path)
+	b, err := safefile.Read(path, 64) // never blocks on a planted FIFO
 	if err != nil {
 		return 0
 	}
