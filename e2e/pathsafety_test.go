@@ -277,6 +277,9 @@ func TestHostileArtifactFilesFailTheIteration(t *testing.T) {
 		if starts[l.ID] != 2 {
 			t.Errorf("%s: %d agent runs, want 2", l.Title, starts[l.ID])
 		}
+		if l.Parent != "" {
+			t.Errorf("a refused artifact spawned child %s %q", l.ID, l.Title)
+		}
 	}
 	files := regularFiles(t, e.home)
 	for _, p := range files {
@@ -373,7 +376,7 @@ func TestApproveUsesTheValidatedCopy(t *testing.T) {
 			return err == nil && got.Status == loop.AwaitingApproval
 		})
 		l, _ = d.c.Get(ctx, l.ID)
-		if want := filepath.Join(e.home, "loops", l.ID, "accepted", "plan-001.md"); l.Artifact != want {
+		if want := filepath.Join(e.home, "loops", l.ID, "accepted", "001-plan.md"); l.Artifact != want {
 			t.Fatalf("artifact %q, want the accepted copy %q", l.Artifact, want)
 		}
 		return l
@@ -411,7 +414,7 @@ func TestApproveUsesTheValidatedCopy(t *testing.T) {
 	actx, cancel = context.WithTimeout(ctx, 10*time.Second)
 	_, err = d.c.Act(actx, q.ID, api.ActionApprove, api.ActionRequest{})
 	cancel()
-	if err == nil || !strings.Contains(err.Error(), "plan-001.md is a named pipe (FIFO), not a regular file; iterate or reject loop "+q.ID) || strings.Contains(err.Error(), "\n") {
+	if err == nil || !strings.Contains(err.Error(), "001-plan.md is a named pipe (FIFO), not a regular file; iterate or reject loop "+q.ID) || strings.Contains(err.Error(), "\n") {
 		t.Errorf("approve with the copy a FIFO: %v; want one line naming the FIFO", err)
 	}
 	if _, err := d.c.Create(ctx, api.CreateRequest{Type: loop.Ralph, Task: "writes still work"}); err != nil {

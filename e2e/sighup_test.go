@@ -79,7 +79,7 @@ func TestConfigFIFONeverHangs(t *testing.T) {
 		start := time.Now()
 		r := run(t, dir, "", args...)
 		took := time.Since(start)
-		if r.code == 0 || !strings.Contains(r.stderr, "not a regular file (a FIFO)") || took > 10*time.Second {
+		if r.code == 0 || !strings.Contains(r.stderr, "loopr.yml: a named pipe (FIFO), not a regular file") || took > 10*time.Second {
 			t.Errorf("loopr %s with a FIFO loopr.yml: exit %d after %v, stderr %q; want a quick refusal naming the FIFO",
 				strings.Join(args, " "), r.code, took.Round(time.Millisecond), r.stderr)
 		}
