@@ -11,6 +11,14 @@
 //	    <type>.md        the artifact, written by the agent ($LOOPR_ARTIFACT)
 //	    attempt-<k>/     the files of an earlier run of the same iteration
 //	                     (a rate-limited or interrupted attempt)
+//	<home>/loops/<id>/accepted/<NNN>-<type>.md
+//	                     loopr's copy of the artifact that passed, which
+//	                     approve and the children's prompts read
+//
+// Every file it reads back that the agent could have replaced goes through
+// internal/safefile: a FIFO, a symlink or an oversize file fails the
+// iteration with a one-line reason instead of blocking it or leaking what
+// the link points to.
 //
 // A Runner holds no loop state; the caller turns a Result into a store
 // transition. Run never panics on bad input or a misbehaving agent: every
