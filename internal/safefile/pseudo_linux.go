@@ -17,7 +17,9 @@ func pseudoFS(fd int) string {
 		}
 		break
 	}
-	switch s.Type {
+	// Statfs_t.Type is int32, uint32 or int64 by architecture; the magic
+	// numbers are 32-bit.
+	switch uint32(s.Type) {
 	case unix.PROC_SUPER_MAGIC:
 		return "a /proc pseudo-file"
 	case unix.SYSFS_MAGIC, unix.DEBUGFS_MAGIC, unix.TRACEFS_MAGIC, unix.SECURITYFS_MAGIC,

@@ -220,7 +220,7 @@ func regular(fd int, path string) (*os.File, error) {
 		unix.Close(fd)
 		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
-	if kind := kindOf(st.Mode); kind != "" {
+	if kind := kindOf(uint32(st.Mode)); kind != "" { // Mode is uint16 on the BSDs
 		unix.Close(fd)
 		return nil, &NotRegularError{Path: path, Kind: kind}
 	}
