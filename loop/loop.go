@@ -79,6 +79,94 @@ type Loop struct {
 	CostHint      float64   `json:"cost_hint,omitzero"`
 	Owner         string    `json:"owner,omitzero"`
 	Reason        string    `json:"reason,omitzero"`
+
+	// Agent names the agent profile (loopr.yml `agents:`) the loop runs
+	// on; empty: its type's profile, else the default `agent:`.
+	Agent string `json:"agent,omitzero"`
+	// Usage sums what the loop's iterations consumed, from the agents'
+	// structured output.
+	Usage Usage `json:"usage,omitzero"`
+	// Budget is the loop's own ceiling (a plan's covers its whole tree);
+	// zero fields mean none.
+	Budget Budget `json:"budget,omitzero"`
+	// Needs says why a loop in NeedsHuman waits for a person.
+	Needs *Needs `json:"needs,omitempty"`
+	// Answer is a person's reply (`loopr answer`), put in the next prompt
+	// and cleared once an iteration has run with it.
+	Answer string `json:"answer,omitzero"`
+	// RateLimitStreak counts rate-limit waits in a row (reset by any
+	// iteration that ran to an outcome); a guard against waiting forever.
+	RateLimitStreak int `json:"rate_limit_streak,omitzero"`
+	// TransientRetries counts transient provider errors retried in the
+	// current iteration without spending it.
+	TransientRetries int `json:"transient_retries,omitzero"`
+	// Stalls counts consecutive iterations killed for a stall.
+	Stalls int `json:"stalls,omitzero"`
+	// FailureFingerprint and FailureRepeats track consecutive failures
+	// that look the same (no-progress detection).
+	FailureFingerprint string `json:"failure_fingerprint,omitzero"`
+	FailureRepeats     int    `json:"failure_repeats,omitzero"`
+	// Branch is the git branch the loop works on, once it has one.
+	Branch string `json:"branch,omitzero"`
+}
+
+// Usage is what agents consumed: tokens by kind, dollars and agent time.
+type Usage struct {
+	InputTokens         int64   `json:"input_tokens"`
+	OutputTokens        int64   `json:"output_tokens"`
+	CacheReadTokens     int64   `json:"cache_read_tokens"`
+	CacheCreationTokens int64   `json:"cache_creation_tokens"`
+	CostUSD             float64 `json:"cost_usd"`
+	AgentSeconds        float64 `json:"agent_seconds"`
+}
+
+// Add returns u plus v.
+func (u Usage) Add(v Usage) Usage {
+	u.InputTokens += v.InputTokens
+	u.OutputTokens += v.OutputTokens
+	u.CacheReadTokens += v.CacheReadTokens
+	u.CacheCreationTokens += v.CacheCreationTokens
+	u.CostUSD += v.CostUSD
+	u.AgentSeconds += v.AgentSeconds
+	return u
+}
+
+// Tokens is every token counted, of all kinds.
+func (u Usage) Tokens() int64 {
+	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheCreationTokens
+}
+
+// Budget is a spending ceiling; a zero field is no ceiling of that kind.
+type Budget struct {
+	USD    float64 `json:"usd,omitzero"`
+	Tokens int64   `json:"tokens,omitzero"`
+}
+
+// Spent reports whether u has reached b in dollars or tokens.
+func (b Budget) Spent(u Usage) bool {
+	return b.USD > 0 && u.CostUSD >= b.USD || b.Tokens > 0 && u.Tokens() >= b.Tokens
+}
+
+// NeedsReason says why a loop needs a person.
+type NeedsReason string
+
+// The reasons a loop waits in NeedsHuman.
+const (
+	NeedsBudget     NeedsReason = "budget"      // its own or its tree's budget is spent
+	NeedsNoProgress NeedsReason = "no_progress" // the same failure repeated
+	NeedsStalled    NeedsReason = "stalled"     // the agent stalled twice in a row
+	NeedsQuestion   NeedsReason = "question"    // the agent asked a question
+	NeedsLimit      NeedsReason = "limit"       // its agent profile is limited for long, with no fallback
+)
+
+// NeedsReasons lists every NeedsReason.
+var NeedsReasons = []NeedsReason{NeedsBudget, NeedsNoProgress, NeedsStalled, NeedsQuestion, NeedsLimit}
+
+// Needs is why a loop waits for a person, and since when.
+type Needs struct {
+	Reason NeedsReason `json:"reason"`
+	Detail string      `json:"detail,omitzero"`
+	Since  time.Time   `json:"since"`
 }
 
 // Root reports whether l has no parent.

@@ -11,12 +11,14 @@ type Status string
 
 // The statuses. Pending and Paused loops wait; Running holds a lease;
 // Complete, Cancelled, Expired and Invalidated are terminal; Failed is
-// terminal until a user resets it; AwaitingApproval waits for a person.
+// terminal until a user resets it; AwaitingApproval and NeedsHuman wait for
+// a person (NeedsHuman is never scheduled and never counts as failed).
 const (
 	Pending          Status = "pending"
 	Paused           Status = "paused"
 	Running          Status = "running"
 	AwaitingApproval Status = "awaiting_approval"
+	NeedsHuman       Status = "needs_human"
 	Complete         Status = "complete"
 	Failed           Status = "failed"
 	Cancelled        Status = "cancelled"
@@ -25,7 +27,7 @@ const (
 )
 
 // Statuses lists every status in lifecycle order.
-var Statuses = []Status{Pending, Paused, Running, AwaitingApproval, Complete, Failed, Cancelled, Expired, Invalidated}
+var Statuses = []Status{Pending, Paused, Running, AwaitingApproval, NeedsHuman, Complete, Failed, Cancelled, Expired, Invalidated}
 
 // Valid reports whether s is a known status.
 func (s Status) Valid() bool { return slices.Contains(Statuses, s) }
@@ -57,10 +59,11 @@ func ParseStatus(s string) (Status, error) {
 // iteration (iteration+1, backoff) and a requeue that costs nothing (rate
 // limit, clean daemon stop); the caller decides the iteration.
 var transitions = map[Status][]Status{
-	Pending:          {Running, Paused, Cancelled, Expired, Invalidated, Failed},
-	Paused:           {Pending, Cancelled, Expired, Invalidated, Failed},
-	Running:          {Complete, AwaitingApproval, Pending, Failed, Cancelled, Invalidated},
+	Pending:          {Running, Paused, NeedsHuman, Cancelled, Expired, Invalidated, Failed},
+	Paused:           {Pending, NeedsHuman, Cancelled, Expired, Invalidated, Failed},
+	Running:          {Complete, AwaitingApproval, Pending, NeedsHuman, Failed, Cancelled, Invalidated},
 	AwaitingApproval: {Complete, Failed, Pending, Cancelled, Invalidated},
+	NeedsHuman:       {Pending, Failed, Cancelled, Invalidated},
 	Failed:           {Pending, Cancelled, Invalidated},
 	Complete:         {Invalidated},
 	Cancelled:        nil,

@@ -77,6 +77,12 @@ type Settings struct {
 	// Env holds extra KEY=value pairs for the agent and validate commands,
 	// after os.Environ(). Values are never logged.
 	Env []string
+	// Preset names the parser of the agent's output (preset package):
+	// claude, codex, gemini, opencode, or command (text only).
+	Preset string
+	// StallTimeout kills an agent that writes no output and changes no
+	// file in the workdir for that long; 0: never.
+	StallTimeout time.Duration
 }
 
 func (s Settings) withDefaults() Settings {
@@ -137,6 +143,20 @@ type Result struct {
 	RateLimitUntil       time.Time
 	RateLimitAfter       time.Duration
 	AgentStart, AgentEnd time.Time
+
+	// Usage is what the agent reported consuming (its structured output),
+	// zero when it reported nothing.
+	Usage loop.Usage
+	// Transient marks a failure the provider caused and that may pass on
+	// its own (5xx, overloaded, connection reset): retried without
+	// spending the iteration, a bounded number of times.
+	Transient bool
+	// Stalled marks an agent killed for producing no output and changing
+	// no file for Settings.StallTimeout.
+	Stalled bool
+	// Question is what the agent wrote to $LOOPR_QUESTION_FILE, if
+	// anything: the loop waits for a person's answer.
+	Question string
 }
 
 // Runner runs iterations. The zero value is ready to use; several Runs may

@@ -15,24 +15,41 @@ import (
 // costs a fraction of encoding/json's CPU per durable transition and lets
 // the scheduler's index read a record's head without the long texts.
 //
-//	0x01                                  format tag (a JSON record starts with '{')
+//	0x01 or 0x02                          format tag (a JSON record starts with '{')
 //	head:  type  status  parent  depth  iteration  max_iterations
 //	       created_at  updated_at  started_at  finished_at  runnable_at  deadline
 //	       triggered_by  title  fairness_key  conflict_key  owner  cost_hint
+//	ext:   (0x02 only) the extension block of extcodec.go
 //	body:  task  artifact  workdir  feedback  reason  lease
 //
 // Strings are a uvarint length and the bytes; ints are zig-zag varints; a
 // time is 0x00 (zero) or 0x01, a varint of Unix seconds and a uvarint of
 // nanoseconds (always decoded in UTC); the status is its index in
-// loop.Statuses (0xff and a string for anything else); cost_hint is 0x00 or
+// codecStatuses (0xff and a string for anything else); cost_hint is 0x00 or
 // 0x01 and 8 little-endian bytes of the float; the lease is 0x00 or 0x01,
 // owner, expires_at, pid, pid_start. The id is the key and is not repeated.
 //
 // Schema version 1 stored encoding/json objects; decodeLoop still reads
 // them (the migration to version 2 does), and export/import stay JSON Lines.
 
-// tagBinary starts every record of the binary layout.
-const tagBinary = 0x01
+// tagBinary starts every record of the binary layout; tagBinaryExt one
+// whose head is followed by the extension block (extcodec.go). A record
+// without extension fields is written with tagBinary, byte for byte as
+// before the extension existed.
+const (
+	tagBinary    = 0x01
+	tagBinaryExt = 0x02
+)
+
+// isBinary reports whether b is a record of the binary layout (either tag).
+func isBinary(b []byte) bool { return len(b) > 0 && (b[0] == tagBinary || b[0] == tagBinaryExt) }
+
+// codecStatuses fixes each status's byte in the layout: the order of
+// loop.Statuses is for people and may change, these numbers may not.
+var codecStatuses = []loop.Status{
+	loop.Pending, loop.Paused, loop.Running, loop.AwaitingApproval, loop.Complete,
+	loop.Failed, loop.Cancelled, loop.Expired, loop.Invalidated, loop.NeedsHuman,
+}
 
 // errTruncated reports a record that ends before its last field.
 var errTruncated = errors.New("truncated record")
@@ -58,7 +75,7 @@ func (w *recWriter) time(t time.Time) {
 }
 
 func (w *recWriter) status(st loop.Status) {
-	for i, s := range loop.Statuses {
+	for i, s := range codecStatuses {
 		if s == st {
 			w.b = append(w.b, byte(i))
 			return
@@ -79,6 +96,7 @@ func (w *recWriter) float(f float64) {
 
 // appendLoop appends the binary encoding of l to b.
 func appendLoop(b []byte, l *loop.Loop) []byte {
+	start := len(b)
 	w := recWriter{b: append(b, tagBinary)}
 	w.str(l.Type)
 	w.status(l.Status)
@@ -98,6 +116,10 @@ func appendLoop(b []byte, l *loop.Loop) []byte {
 	w.str(l.ConflictKey)
 	w.str(l.Owner)
 	w.float(l.CostHint)
+	if hasExt(l) {
+		w.b[start] = tagBinaryExt
+		w.ext(l)
+	}
 	// body
 	w.str(l.Task)
 	w.str(l.Artifact)
@@ -212,8 +234,8 @@ func (r *recReader) time() time.Time {
 
 func (r *recReader) status() loop.Status {
 	c := r.byte()
-	if int(c) < len(loop.Statuses) {
-		return loop.Statuses[c]
+	if int(c) < len(codecStatuses) {
+		return codecStatuses[c]
 	}
 	if c == 0xff {
 		return loop.Status(r.str())
@@ -293,7 +315,7 @@ func (r *recReader) body(l *loop.Loop) {
 
 // decodeLoopInto decodes a whole record, binary or (schema 1) JSON.
 func decodeLoopInto(id, b []byte, l *loop.Loop, headOnly bool) error {
-	if len(b) > 0 && b[0] != tagBinary {
+	if len(b) > 0 && !isBinary(b) {
 		if err := json.Unmarshal(b, l); err != nil {
 			return damaged(fmt.Errorf("loop %s: decode: %w", id, err))
 		}
@@ -308,6 +330,9 @@ func decodeLoopInto(id, b []byte, l *loop.Loop, headOnly bool) error {
 	}
 	r := recReader{b: b[1:]}
 	r.head(l)
+	if b[0] == tagBinaryExt {
+		r.ext(l)
+	}
 	if !headOnly {
 		r.body(l)
 	}
@@ -320,7 +345,7 @@ func decodeLoopInto(id, b []byte, l *loop.Loop, headOnly bool) error {
 
 // peekStatusParent reads only the status and parent of a stored record.
 func peekStatusParent(id, b []byte) (loop.Status, string, error) {
-	if len(b) > 0 && b[0] != tagBinary {
+	if len(b) > 0 && !isBinary(b) {
 		l, err := decodeLoop(id, b)
 		return l.Status, l.Parent, err
 	}

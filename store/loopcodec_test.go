@@ -114,7 +114,10 @@ func TestLoopCodecKnowsEveryField(t *testing.T) {
 	t.Parallel()
 	known := []string{"ID", "Type", "Status", "Parent", "Depth", "TriggeredBy", "Task", "Title", "Iteration",
 		"MaxIterations", "CreatedAt", "UpdatedAt", "StartedAt", "FinishedAt", "RunnableAt", "Deadline", "Artifact",
-		"Workdir", "Feedback", "Lease", "FairnessKey", "ConflictKey", "CostHint", "Owner", "Reason"}
+		"Workdir", "Feedback", "Lease", "FairnessKey", "ConflictKey", "CostHint", "Owner", "Reason",
+		// the extension block (extcodec.go)
+		"Agent", "Usage", "Budget", "Needs", "Answer", "RateLimitStreak", "TransientRetries", "Stalls",
+		"FailureFingerprint", "FailureRepeats", "Branch"}
 	var got []string
 	rt := reflect.TypeFor[loop.Loop]()
 	for i := range rt.NumField() {
@@ -180,7 +183,7 @@ func TestMigrateJSONRecords(t *testing.T) {
 	}
 	s.View(func(tx *Tx) error {
 		return tx.bucket(bucketLoops).ForEach(func(k, v []byte) error {
-			if v[0] != tagBinary {
+			if !isBinary(v) {
 				t.Errorf("loop %s still JSON after migration", k)
 			}
 			return nil
@@ -335,5 +338,40 @@ func TestWriteJSONMatchesList(t *testing.T) {
 		if err != nil || n != len(list) || got.String() != string(want) {
 			t.Errorf("WriteJSON(%+v) = %d, %v:\n%s\nwant %d:\n%s", f, n, err, got.String(), len(list), want)
 		}
+	}
+}
+
+// TestExtensionTag: a record without extension fields keeps the 0x01
+// layout byte for byte; one with any is tagged 0x02 and round-trips.
+func TestExtensionTag(t *testing.T) {
+	t.Parallel()
+	base := loop.Loop{ID: "L1", Type: loop.Ralph, Status: loop.Pending, Iteration: 1, MaxIterations: 3,
+		CreatedAt: time.Unix(1, 0).UTC()}
+	b, err := encodeLoop(base)
+	if err != nil || b[0] != tagBinary {
+		t.Fatalf("encodeLoop(no extension) = tag %#x, %v; want %#x", b[0], err, tagBinary)
+	}
+	withExt := base
+	withExt.Status = loop.NeedsHuman
+	withExt.Needs = &loop.Needs{Reason: loop.NeedsQuestion, Detail: "which db?", Since: time.Unix(5, 0).UTC()}
+	withExt.Usage = loop.Usage{InputTokens: 10, CostUSD: 0.25}
+	b, err = encodeLoop(withExt)
+	if err != nil || b[0] != tagBinaryExt {
+		t.Fatalf("encodeLoop(extension) = tag %#x, %v; want %#x", b[0], err, tagBinaryExt)
+	}
+	got, err := decodeHead([]byte("L1"), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(withExt, got); diff != "" {
+		t.Errorf("decodeHead() mismatch (-want +got):\n%s", diff)
+	}
+	// An unknown extension field is an error, never dropped.
+	// base has an empty body: five empty strings and no lease, 6 bytes.
+	plain := appendLoop(nil, &base)
+	headEnd := len(plain) - 6
+	bad := append(append(append([]byte{tagBinaryExt}, plain[1:headEnd]...), 2, 99, 0), plain[headEnd:]...)
+	if _, err := decodeLoop([]byte("L1"), bad); err == nil || !strings.Contains(err.Error(), "unknown extension field 99") {
+		t.Errorf("decodeLoop(unknown extension field) error = %v; want unknown extension field 99", err)
 	}
 }

@@ -107,7 +107,7 @@ func viewLoop(id, b []byte, v *recView) error {
 // appendLoopJSON appends json.Marshal of the record stored under id.
 func appendLoopJSON(dst, id, b []byte) ([]byte, error) {
 	var v recView
-	if len(b) > 0 && b[0] != tagBinary { // a schema-1 record
+	if len(b) > 0 && b[0] != tagBinary { // a schema-1 record, or one with extension fields
 		l, err := decodeLoop(id, b)
 		if err != nil {
 			return dst, err

@@ -35,7 +35,7 @@ var migrations = []func(*bolt.Tx) error{
 		type rec struct{ k, v []byte }
 		var recs []rec
 		err := b.ForEach(func(k, v []byte) error {
-			if len(v) > 0 && v[0] == tagBinary {
+			if isBinary(v) {
 				return nil
 			}
 			l, err := decodeLoop(k, v)

@@ -1,0 +1,145 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/loopr-dev/loopr/loop"
+)
+
+// The extension block of a record tagged 0x02: the fields added after the
+// binary layout of schema 2, read with the head (the scheduler's index
+// needs the agent profile, usage and budget).
+//
+//	ext:  uvarint length of what follows, then fields, each a tag byte
+//	      and its value:
+//	  1 agent           string
+//	  2 usage           varint input, output, cache_read, cache_creation; float cost_usd, agent_seconds
+//	  3 budget          float usd; varint tokens
+//	  4 needs           string reason, string detail, time since
+//	  5 answer          string
+//	  6 rate_limit_streak  varint
+//	  7 transient_retries  varint
+//	  8 stalls          varint
+//	  9 failure         string fingerprint, varint repeats
+//	 10 branch          string
+//
+// Zero fields are not written; a record with none is tagged 0x01 and has
+// no block. A tag this build does not know makes the record undecodable,
+// never silently dropped.
+const (
+	extAgent = 1 + iota
+	extUsage
+	extBudget
+	extNeeds
+	extAnswer
+	extRateLimitStreak
+	extTransientRetries
+	extStalls
+	extFailure
+	extBranch
+)
+
+// hasExt reports whether l has any field of the extension block.
+func hasExt(l *loop.Loop) bool {
+	return l.Agent != "" || l.Usage != (loop.Usage{}) || l.Budget != (loop.Budget{}) ||
+		l.Needs != nil || l.Answer != "" || l.RateLimitStreak != 0 || l.TransientRetries != 0 ||
+		l.Stalls != 0 || l.FailureFingerprint != "" || l.FailureRepeats != 0 || l.Branch != ""
+}
+
+// ext appends the extension block of l.
+func (w *recWriter) ext(l *loop.Loop) {
+	f := recWriter{}
+	tagStr := func(tag byte, s string) {
+		if s != "" {
+			f.b = append(f.b, tag)
+			f.str(s)
+		}
+	}
+	tagInt := func(tag byte, v int) {
+		if v != 0 {
+			f.b = append(f.b, tag)
+			f.int(v)
+		}
+	}
+	tagStr(extAgent, l.Agent)
+	if u := l.Usage; u != (loop.Usage{}) {
+		f.b = append(f.b, extUsage)
+		f.int(int(u.InputTokens))
+		f.int(int(u.OutputTokens))
+		f.int(int(u.CacheReadTokens))
+		f.int(int(u.CacheCreationTokens))
+		f.float(u.CostUSD)
+		f.float(u.AgentSeconds)
+	}
+	if b := l.Budget; b != (loop.Budget{}) {
+		f.b = append(f.b, extBudget)
+		f.float(b.USD)
+		f.int(int(b.Tokens))
+	}
+	if n := l.Needs; n != nil {
+		f.b = append(f.b, extNeeds)
+		f.str(string(n.Reason))
+		f.str(n.Detail)
+		f.time(n.Since)
+	}
+	tagStr(extAnswer, l.Answer)
+	tagInt(extRateLimitStreak, l.RateLimitStreak)
+	tagInt(extTransientRetries, l.TransientRetries)
+	tagInt(extStalls, l.Stalls)
+	if l.FailureFingerprint != "" || l.FailureRepeats != 0 {
+		f.b = append(f.b, extFailure)
+		f.str(l.FailureFingerprint)
+		f.int(l.FailureRepeats)
+	}
+	tagStr(extBranch, l.Branch)
+	w.b = binary.AppendUvarint(w.b, uint64(len(f.b)))
+	w.b = append(w.b, f.b...)
+}
+
+// ext decodes an extension block into l.
+func (r *recReader) ext(l *loop.Loop) {
+	block := r.raw()
+	if r.err != nil {
+		return
+	}
+	f := recReader{b: block}
+	for len(f.b) > 0 && f.err == nil {
+		switch tag := f.byte(); tag {
+		case extAgent:
+			l.Agent = f.str()
+		case extUsage:
+			l.Usage = loop.Usage{
+				InputTokens: int64(f.int()), OutputTokens: int64(f.int()),
+				CacheReadTokens: int64(f.int()), CacheCreationTokens: int64(f.int()),
+			}
+			l.Usage.CostUSD = f.float()
+			l.Usage.AgentSeconds = f.float()
+		case extBudget:
+			l.Budget.USD = f.float()
+			l.Budget.Tokens = int64(f.int())
+		case extNeeds:
+			n := &loop.Needs{Reason: loop.NeedsReason(f.str()), Detail: f.str()}
+			n.Since = f.time()
+			l.Needs = n
+		case extAnswer:
+			l.Answer = f.str()
+		case extRateLimitStreak:
+			l.RateLimitStreak = f.int()
+		case extTransientRetries:
+			l.TransientRetries = f.int()
+		case extStalls:
+			l.Stalls = f.int()
+		case extFailure:
+			l.FailureFingerprint = f.str()
+			l.FailureRepeats = f.int()
+		case extBranch:
+			l.Branch = f.str()
+		default:
+			f.err = fmt.Errorf("unknown extension field %d (written by a newer loopr?)", tag)
+		}
+	}
+	if f.err != nil && r.err == nil {
+		r.err = f.err
+	}
+}
