@@ -24,3 +24,21 @@ func TestNewIDSortsByCreation(t *testing.T) {
 		}
 	}
 }
+
+// TestNewIDIncreasesWhenTheClockGoesBack: two clocks interleaving (two
+// daemons in one test process, a fake clock beside the real one) never
+// make a later id sort before an earlier one.
+func TestNewIDIncreasesWhenTheClockGoesBack(t *testing.T) {
+	t0 := time.Date(2026, 1, 25, 12, 0, 0, 0, time.UTC)
+	var ids []string
+	for i := range 200 {
+		at := t0
+		if i%2 == 1 {
+			at = t0.Add(time.Hour) // the other clock
+		}
+		ids = append(ids, NewID(at))
+	}
+	if !slices.IsSorted(ids) {
+		t.Error("NewID values do not sort in the order they were made")
+	}
+}
