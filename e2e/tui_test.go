@@ -46,6 +46,22 @@ func (tm *tmux) screen() string { return tm.run("capture-pane", "-p", "-t", "tui
 
 func (tm *tmux) keys(keys ...string) { tm.run(append([]string{"send-keys", "-t", "tui"}, keys...)...) }
 
+// waitGone waits until the screen no longer contains gone.
+func (tm *tmux) waitGone(what, gone string) string {
+	tm.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		s := tm.screen()
+		if !strings.Contains(s, gone) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("%s: screen still shows %q:\n%s", what, gone, s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // waitScreen waits until the screen contains every string in want.
 func (tm *tmux) waitScreen(what string, want ...string) string {
 	tm.t.Helper()
@@ -105,10 +121,13 @@ func TestTUIUnderTmux(t *testing.T) {
 		t.Errorf("why pane lacks its title:\n%s", why)
 	}
 	tm.keys("Escape")
+	// Wait for the pane to close before the next key: an Escape followed
+	// at once by "c" reaches the terminal as one Alt+c.
+	tm.waitGone("why pane closed", "priority 160 = base 100")
 
 	// Cancel it: confirm, and the daemon must confirm the change.
 	tm.keys("c")
-	tm.waitScreen("confirm", "cancel")
+	tm.waitScreen("confirm", `cancel ralph "C: add index"?`)
 	tm.keys("y")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
