@@ -423,7 +423,7 @@ func (d *daemon) getStatus(w http.ResponseWriter, r *http.Request) error {
 
 func (d *daemon) listLoops(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	if err := checkQuery(q, "status", "type", "parent"); err != nil {
+	if err := checkQuery(q, "status", "type", "parent", "prefix"); err != nil {
 		return err
 	}
 	var req api.ListRequest
@@ -436,6 +436,17 @@ func (d *daemon) listLoops(w http.ResponseWriter, r *http.Request) error {
 	}
 	req.Type = q.Get("type")
 	req.Parent = q.Get("parent")
+	if req.Prefix = q.Get("prefix"); req.Prefix != "" {
+		// Resolving an id prefix: a few loops at most (control.MaxCandidates+1).
+		loops, err := d.svc.List(req)
+		if err != nil {
+			return err
+		}
+		if loops == nil {
+			loops = []loop.Loop{}
+		}
+		return writeJSON(w, http.StatusOK, loops)
+	}
 	// Streamed from the stored records (100k loops: no 100 MB buffer).
 	w.Header().Set("Content-Type", "application/json")
 	cw := &countingWriter{w: w}
