@@ -51,7 +51,7 @@ func Match(ref string, matches []loop.Loop) (loop.Loop, error) {
 	case len(matches) == 0 && len(ref) < MinPrefix:
 		return loop.Loop{}, fmt.Errorf("loop %s: %w (an id prefix needs at least %d characters; loopr list shows the ids)", ref, store.ErrNotFound, MinPrefix)
 	case len(matches) == 0:
-		return loop.Loop{}, fmt.Errorf("no loop id starts with %q: %w (loopr list shows the ids)", ref, store.ErrNotFound)
+		return loop.Loop{}, fmt.Errorf("loop %s: %w: no loop id is or starts with it (loopr list shows the ids)", ref, store.ErrNotFound)
 	case len(ref) < MinPrefix:
 		return loop.Loop{}, Invalid("id", "%q is too short for an id prefix: give at least %d characters", ref, MinPrefix)
 	case len(matches) == 1:

@@ -49,10 +49,12 @@ func (d *daemon) routes() http.Handler {
 	handle("POST /v1/loops/{id}/{action}", d.act)
 	handle("GET /v1/loops/{id}/why", d.why)
 	handle("GET /v1/loops/{id}/output", d.output)
+	handle("GET /v1/loops/{id}/log", d.agentLogRoute) // logs.go
 	handle("GET /v1/scheduler", d.scheduler)
 	handle("GET /v1/export", d.export)
 	handle("POST /v1/import", d.needDisk(d.importLoops))
 	handle("GET /v1/events", d.events)
+	handle("GET /v1/journal", d.journalRoute) // journal.go
 	handle("GET /v1/stats", d.getStats)
 	handle("POST /v1/gc", d.postGC)
 	handle("GET /metrics", d.getMetrics)
