@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -125,8 +126,9 @@ func (p *eventPrinter) print(ev api.JournalEntry) error {
 			what += " " + ev.Title
 		}
 	}
-	_, err := fmt.Fprintf(p.w, "%s  %-26s  %-32s  %-30s  %s\n", ev.Time.Local().Format("2006-01-02 15:04:05"),
+	line := fmt.Sprintf("%s  %-26s  %-32s  %-30s  %s", ev.Time.Local().Format("2006-01-02 15:04:05"),
 		id, oneLine(what, 32), eventName(ev.Event), oneLine(ev.Message, 200))
+	_, err := fmt.Fprintln(p.w, strings.TrimRight(line, " "))
 	return err
 }
 

@@ -46,7 +46,9 @@ func run(t *testing.T, dir string, stdin string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LOOPR_HOME=", "NO_COLOR=1")
+	// LOOPR_NO_START: plan and add only queue unless a test starts a
+	// daemon itself (autostart_test.go clears it to test the start).
+	cmd.Env = append(os.Environ(), "LOOPR_HOME=", "NO_COLOR=1", "LOOPR_NO_START=1")
 	cmd.Stdin = strings.NewReader(stdin)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
