@@ -633,3 +633,25 @@ func TestNewReadersNeedAWorkspace(t *testing.T) {
 		t.Errorf(".loopr created: %v", err)
 	}
 }
+
+// TestTUISaysItStartedADaemon: with no daemon, `loopr tui` starts one and
+// says so on the terminal's main screen before the dashboard takes it.
+func TestTUISaysItStartedADaemon(t *testing.T) {
+	t.Parallel()
+	tm := newTmux(t)
+	r := newRepo(t, cliConfig(t))
+	stopAtEnd(t, r.dir)
+	script := fmt.Sprintf("cd %q && LOOPR_NO_START= %q tui; echo TUI-EXITED $?; sleep 30", r.dir, bin)
+	tm.run("new-session", "-d", "-s", "tui", "-x", "100", "-y", "30", "-e", "NO_COLOR=1", "sh", "-c", script)
+	tm.waitScreen("the dashboard", "no loops yet")
+	pid := daemonPID(t, r.dir)
+	if pid == 0 {
+		t.Fatalf("no daemon runs with the dashboard open:\n%s", tm.screen())
+	}
+	tm.keys("q")
+	after := tm.waitScreen("exit", "TUI-EXITED 0")
+	want := fmt.Sprintf("started a loopr daemon (pid %d); logs in .loopr/logs/daemon.log", pid)
+	if i, j := strings.Index(after, want), strings.Index(after, "TUI-EXITED 0"); i < 0 || i > j {
+		t.Errorf("the main screen lacks %q before the dashboard's exit:\n%s", want, after)
+	}
+}
