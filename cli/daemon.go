@@ -45,12 +45,16 @@ func (e *env) daemonCmd() *cobra.Command {
 		logLevel string
 	)
 	c := &cobra.Command{
-		Use:   "daemon [--detach] | daemon status|stop|restart",
+		Use:   "daemon [--detach]",
 		Short: "Run the scheduler and serve the API on <home>/loopr.sock",
 		Long: `Run loopr's daemon in the foreground until SIGINT or SIGTERM: it schedules
 and runs loops and serves the API on <home>/loopr.sock. With --detach it
 starts itself in the background, logging to <home>/logs/daemon.log, and
-returns once the daemon answers.`,
+returns once the daemon answers.
+
+loopr daemon status says whether one runs (exit 0) or not (exit 3); loopr
+daemon stop stops it and waits until it is gone; loopr daemon restart does
+both and starts a new one in the background.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var level slog.Level

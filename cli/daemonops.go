@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loopr-dev/loopr/client"
+	"github.com/loopr-dev/loopr/daemon"
 )
 
 // noStartEnv, when set to anything but "" or "0", keeps `loopr plan`,
@@ -152,6 +153,9 @@ func (e *env) stopDaemon(ctx context.Context, wait time.Duration, say bool) (boo
 	}
 	pid := c.DaemonPID()
 	c.Close()
+	if kpid, err := daemon.SocketPID(e.paths.Socket()); err == nil {
+		pid = kpid // the process this one can signal, whatever the daemon's namespace
+	}
 	if pid <= 0 {
 		return true, fmt.Errorf("the daemon at %s did not say its pid; stop it with SIGTERM yourself", e.paths.Socket())
 	}
