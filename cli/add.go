@@ -109,6 +109,7 @@ LOOPR_NO_START=1 in the environment, only queues the loops in the store.`,
 	f.BoolVar(&jsonOut, "json", false, "print the created loop as JSON (with --file: the result of each item)")
 	f.BoolVar(&noStart, "no-start", false, "only queue in the store: do not start a daemon when none runs")
 	c.RegisterFlagCompletionFunc("parent", e.completeFlagIDs)
+	c.RegisterFlagCompletionFunc("type", e.completeTypes)
 	return c
 }
 

@@ -104,3 +104,20 @@ func (e *env) loopIDs(ctx context.Context, prefix string) []string {
 	}
 	return out
 }
+
+// completeTypes completes --type with the loop types loopr.yml knows.
+func (e *env) completeTypes(_ *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if err := e.resolve(); err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return e.cfg.Types(), cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeStatuses completes --status with the statuses.
+func completeStatuses(_ *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+	out := make([]string, len(loop.Statuses))
+	for i, s := range loop.Statuses {
+		out[i] = string(s)
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}

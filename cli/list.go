@@ -79,6 +79,8 @@ func (e *env) listCmd() *cobra.Command {
 	f.StringVar(&req.Parent, "parent", "", "only children of this loop")
 	f.BoolVar(&jsonOut, "json", false, "print a JSON array of loop records")
 	c.RegisterFlagCompletionFunc("parent", e.completeFlagIDs)
+	c.RegisterFlagCompletionFunc("type", e.completeTypes)
+	c.RegisterFlagCompletionFunc("status", completeStatuses)
 	return c
 }
 

@@ -295,6 +295,12 @@ func TestCompletion(t *testing.T) {
 		if out := ok(t, r.dir, "__complete", "show", "--"); !strings.Contains(out, "--artifact\t") {
 			t.Errorf("show flags:\n%s", out)
 		}
+		if out := ok(t, r.dir, "__complete", "add", "--type", ""); !strings.Contains(out, "plan\nspec\nphase\nralph\n") {
+			t.Errorf("add --type values:\n%s", out)
+		}
+		if out := ok(t, r.dir, "__complete", "list", "--status", ""); !strings.Contains(out, "awaiting_approval\n") {
+			t.Errorf("list --status values:\n%s", out)
+		}
 		for _, args := range [][]string{{"show", ""}, {"approve", "ab"}, {"logs", "ABC"}, {"add", "--parent", ""}} {
 			out := ok(t, r.dir, append([]string{"__complete"}, args...)...)
 			if !strings.Contains(out, "ABCD1111\tFirst task (ralph, pending)") || strings.Contains(out, "ABCE3333") {
