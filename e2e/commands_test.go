@@ -548,6 +548,20 @@ func TestLogsFollowWhileTheAgentWrites(t *testing.T) {
 	if res := run(t, r.dir, "", "logs", slow.ID, "--iteration", "2"); res.code != 2 || !strings.Contains(res.stderr, "there is no iteration 2") {
 		t.Errorf("logs --iteration 2: exit %d %q", res.code, res.stderr)
 	}
+	// The agent's output is shown with terminal controls escaped, unless --raw.
+	var esc loop.Loop
+	mustJSON(t, ok(t, r.dir, "add", "--type", "ralph", "--title", "Clear \x1b[2J screen", "--json"), &esc)
+	awaitStatus(t, r, esc.ID, loop.Complete)
+	if out := ok(t, r.dir, "logs", esc.ID); strings.Contains(out, "\x1b") || !strings.Contains(out, `Clear \x1b[2J screen`) {
+		t.Errorf("logs printed the escape raw: %q", out)
+	}
+	if out := ok(t, r.dir, "logs", esc.ID, "--raw"); !strings.Contains(out, "Clear \x1b[2J screen") {
+		t.Errorf("logs --raw: %q", out)
+	}
+	if out := ok(t, r.dir, "events", esc.ID); strings.Contains(out, "\x1b") || !strings.Contains(out, `ralph Clear \x1b[2J screen`) {
+		t.Errorf("events printed the escape raw: %q", out)
+	}
+
 	ok(t, r.dir, "daemon", "stop")
 	if out := ok(t, r.dir, "logs", slow.ID); out != whole {
 		t.Errorf("logs from the file with no daemon differs:\n%s", out)
