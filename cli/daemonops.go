@@ -99,9 +99,7 @@ func (e *env) daemonStatus(ctx context.Context, jsonOut bool) error {
 		return err
 	}
 	st := daemonState{Socket: e.paths.Socket(), Log: e.daemonLog()}
-	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
-	c, err := client.Dial(dctx, st.Socket)
-	cancel()
+	c, err := e.dialDaemon(ctx)
 	switch {
 	case err == nil:
 		s, serr := c.Status(ctx)
@@ -139,9 +137,7 @@ func (e *env) daemonStatus(ctx context.Context, jsonOut bool) error {
 // wait until its process is gone. It reports whether one was running;
 // say prints what it did.
 func (e *env) stopDaemon(ctx context.Context, wait time.Duration, say bool) (bool, error) {
-	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
-	c, err := client.Dial(dctx, e.paths.Socket())
-	cancel()
+	c, err := e.dialDaemon(ctx)
 	if errors.Is(err, client.ErrNoDaemon) {
 		if say {
 			fmt.Fprintf(e.stdout, "no loopr daemon running here (socket %s); nothing to stop\n", e.rel(e.paths.Socket()))
@@ -183,6 +179,50 @@ func (e *env) stopDaemon(ctx context.Context, wait time.Duration, say bool) (boo
 		fmt.Fprintf(e.stdout, "stopped loopr daemon (pid %d) in %s\n", pid, time.Since(start).Round(10*time.Millisecond))
 	}
 	return true, nil
+}
+
+// dialDaemon connects to the daemon serving this home. When none answers
+// but another process holds the store's lock — a daemon that is starting
+// (recovering, sweeping worktrees) — it waits up to daemonStartWait for a
+// daemon to answer, so status, stop and the auto-start do not take a starting
+// daemon for none. It returns an error wrapping client.ErrNoDaemon when
+// there is none.
+func (e *env) dialDaemon(ctx context.Context) (*client.Client, error) {
+	deadline := time.Now().Add(daemonStartWait)
+	held := false // once seen held, wait the whole while, as backend does
+	for {
+		dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		c, err := client.Dial(dctx, e.paths.Socket())
+		cancel()
+		if err == nil || !errors.Is(err, client.ErrNoDaemon) || time.Now().After(deadline) {
+			return c, err
+		}
+		if held = held || storeHeld(e.paths.DB()); !held {
+			return c, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// storeHeld reports whether another process holds the lock of the store
+// file at path (bbolt's flock). A missing file is not held.
+func storeHeld(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fd := int(f.Fd())
+	err = syscall.Flock(fd, syscall.LOCK_SH|syscall.LOCK_NB)
+	if err == nil {
+		syscall.Flock(fd, syscall.LOCK_UN)
+		return false
+	}
+	return errors.Is(err, syscall.EWOULDBLOCK)
 }
 
 // processAlive reports whether pid is a live process (a zombie, exited but
@@ -238,9 +278,7 @@ func (e *env) startIfQueued(ctx context.Context, noStartFlag bool) {
 // autoStart starts a background daemon unless one answers, saying so on
 // stderr; it reports whether it started one.
 func (e *env) autoStart(ctx context.Context) (bool, error) {
-	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
-	c, err := client.Dial(dctx, e.paths.Socket())
-	cancel()
+	c, err := e.dialDaemon(ctx)
 	if err == nil {
 		c.Close()
 		return false, nil

@@ -19,6 +19,7 @@ import (
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/store"
 )
 
 // The commands of the first hour (issue 13): daemon status/stop/restart,
@@ -673,5 +674,42 @@ func TestTUISaysItStartedADaemon(t *testing.T) {
 	want := fmt.Sprintf("started a loopr daemon (pid %d); logs in .loopr/logs/daemon.log", pid)
 	if i, j := strings.Index(after, want), strings.Index(after, "TUI-EXITED 0"); i < 0 || i > j {
 		t.Errorf("the main screen lacks %q before the dashboard's exit:\n%s", want, after)
+	}
+}
+
+// TestDaemonStopWaitsForAStartingDaemon: a daemon that holds the store but
+// does not answer yet (starting) is not taken for none: stop waits for it
+// to answer and stops it.
+func TestDaemonStopWaitsForAStartingDaemon(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, cliConfig(t))
+	stopAtEnd(t, r.dir)
+	ok(t, r.dir, "list") // creates the store
+	// Stand in for the starting daemon: hold the store's lock.
+	st, err := store.Open(filepath.Join(r.home, "loopr.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := exec.Command(bin, "daemon", "stop")
+	stop.Dir = r.dir
+	var out, errb bytes.Buffer
+	stop.Stdout, stop.Stderr = &out, &errb
+	if err := stop.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // stop finds the store held and nothing answering
+	st.Close()
+	var pid int
+	if _, err := fmt.Sscanf(ok(t, r.dir, "daemon", "--detach"), "daemon started, pid %d", &pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := stop.Wait(); err != nil {
+		t.Fatalf("daemon stop: %v\n%s%s", err, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), fmt.Sprintf("stopped loopr daemon (pid %d)", pid)) || alive(pid) {
+		t.Errorf("daemon stop said %q, want it stopped pid %d", out.String(), pid)
+	}
+	if p := daemonPID(t, r.dir); p != 0 {
+		t.Errorf("a daemon (pid %d) still runs after stop", p)
 	}
 }
