@@ -61,6 +61,7 @@ type ListRequest struct {
 	Status []loop.Status `json:"status,omitzero"`
 	Type   string        `json:"type,omitzero"`
 	Parent string        `json:"parent,omitzero"`
+	Prefix string        `json:"prefix,omitzero"` // ids that start with this
 }
 
 // ActionRequest carries the optional text of an action.

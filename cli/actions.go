@@ -1,13 +1,19 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/loop"
 )
+
+// maxNamed is how many affected loops an action names before it says
+// "and N more".
+const maxNamed = 20
 
 func (e *env) actionCmds() []*cobra.Command {
 	type spec struct {
@@ -28,37 +34,26 @@ func (e *env) actionCmds() []*cobra.Command {
 		var req api.ActionRequest
 		var jsonOut bool
 		c := &cobra.Command{
-			Use:   s.use,
-			Short: s.short,
-			Args:  cobra.ExactArgs(1),
+			Use:               s.use,
+			Short:             s.short,
+			Long:              s.short + ".\n\nID is a loop id or a unique prefix of one (at least 4 characters).",
+			Args:              cobra.ExactArgs(1),
+			ValidArgsFunction: e.completeLoopIDs,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				return e.withBackend(func(b Backend) error {
-					res, err := b.Act(cmd.Context(), args[0], s.action, req)
+					ctx := cmd.Context()
+					id, err := resolveID(ctx, b, args[0])
+					if err != nil {
+						return err
+					}
+					res, err := b.Act(ctx, id, s.action, req)
 					if err != nil {
 						return err
 					}
 					if jsonOut {
 						return writeJSON(e.stdout, res)
 					}
-					if s.action == api.ActionCancel && res.Loop.Status != loop.Cancelled {
-						// A finished loop keeps its status; what ran below it stopped.
-						fmt.Fprintf(e.stdout, "cancel %s: stays %s; cancelled %d loop(s) below it\n", res.Loop.ID, res.Loop.Status, len(res.Affected))
-						return nil
-					}
-					fmt.Fprintf(e.stdout, "%s %s: now %s\n", s.action, res.Loop.ID, res.Loop.Status)
-					if n := len(res.Affected); n > 0 {
-						verb := "also changed"
-						if s.action == api.ActionApprove {
-							verb = "created"
-						}
-						others := n
-						if len(res.Affected) > 0 && res.Affected[0] == res.Loop.ID {
-							others--
-						}
-						if others > 0 {
-							fmt.Fprintf(e.stdout, "%s %d other loop(s)\n", verb, others)
-						}
-					}
+					e.printAction(ctx, b, s.action, res)
 					return nil
 				})
 			},
@@ -73,4 +68,56 @@ func (e *env) actionCmds() []*cobra.Command {
 		cmds = append(cmds, c)
 	}
 	return cmds
+}
+
+// printAction says what an action did: the loop's new status and, by
+// title, every loop it created or changed (beyond maxNamed, how many more).
+func (e *env) printAction(ctx context.Context, b Backend, action string, res api.ActionResult) {
+	l := res.Loop
+	var others []string
+	for _, id := range res.Affected {
+		if id != l.ID {
+			others = append(others, id)
+		}
+	}
+	name := fmt.Sprintf("%s %s %q", l.Type, l.ID, oneLine(l.Title, 60))
+	switch {
+	case action == api.ActionCancel && l.Status != loop.Cancelled:
+		// A finished loop keeps its status; what ran below it stopped.
+		fmt.Fprintf(e.stdout, "cancel %s: stays %s; cancelled %s below it:\n", name, l.Status, count(len(others), "loop"))
+	case action == api.ActionCancel && len(others) > 0:
+		fmt.Fprintf(e.stdout, "cancelled %s and %s below it:\n", name, count(len(others), "loop"))
+	case action == api.ActionApprove:
+		fmt.Fprintf(e.stdout, "approved %s: now %s\n", name, l.Status)
+		if len(others) > 0 {
+			fmt.Fprintf(e.stdout, "created %s:\n", count(len(others), "loop"))
+		}
+	default:
+		fmt.Fprintf(e.stdout, "%s %s: now %s\n", action, name, l.Status)
+		if len(others) > 0 {
+			fmt.Fprintf(e.stdout, "also changed %s:\n", count(len(others), "other loop"))
+		}
+	}
+	named := others[:min(len(others), maxNamed)]
+	w := table(e.stdout)
+	for _, id := range named {
+		o, err := b.Get(ctx, id)
+		if err != nil {
+			fmt.Fprintf(w, "  %s\t\t(%v)\n", id, err)
+			continue
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", o.ID, o.Type, o.Status, oneLine(o.Title, 60))
+	}
+	w.Flush()
+	if more := len(others) - len(named); more > 0 {
+		fmt.Fprintf(e.stdout, "  and %d more\n", more)
+	}
+}
+
+// count is "1 loop", "3 loops".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, strings.TrimSuffix(noun, "s"))
 }

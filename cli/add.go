@@ -12,19 +12,20 @@ import (
 )
 
 func (e *env) planCmd() *cobra.Command {
-	var jsonOut bool
+	var jsonOut, noStart bool
 	c := &cobra.Command{
-		Use:   "plan TEXT",
-		Short: "Start a plan loop for a request",
+		Use:   "plan TEXT [--no-start]",
+		Short: "Start a plan loop for a request (starts a daemon in the background if none runs)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(args[0]) == "" {
 				return &UsageError{fmt.Errorf("plan: the request text is empty")}
 			}
-			return e.create(cmd, api.CreateRequest{Type: loop.Plan, Task: args[0]}, jsonOut)
+			return e.create(cmd, api.CreateRequest{Type: loop.Plan, Task: args[0]}, jsonOut, noStart)
 		},
 	}
 	c.Flags().BoolVar(&jsonOut, "json", false, "print the created loop as JSON")
+	c.Flags().BoolVar(&noStart, "no-start", false, "only queue the loop in the store: do not start a daemon when none runs")
 	return c
 }
 
@@ -34,10 +35,11 @@ func (e *env) addCmd() *cobra.Command {
 		at, in, dl string
 		file       string
 		jsonOut    bool
+		noStart    bool
 	)
 	c := &cobra.Command{
 		Use:   "add --type T [--parent ID] [--task TEXT] [--title S] | add --file LOOPS.yaml",
-		Short: "Add a loop of any type, or the loops listed in a file",
+		Short: "Add a loop of any type, or the loops listed in a file (starts a daemon if none runs)",
 		Long: `Add one loop, or with --file every loop of a YAML list of create requests:
 
   - {type: ralph, task: "Fix the flaky login test", owner: alice}
@@ -50,7 +52,11 @@ Item keys are the JSON fields of POST /v1/loops (type, parent, task, title,
 max_iterations, runnable_at, deadline, fairness_key, conflict_key,
 cost_hint, owner) plus in. Each item is created or refused on its own; one
 line per item is printed. Exit 1 if any item was refused, 2 if the file
-itself is invalid (nothing is created then).`,
+itself is invalid (nothing is created then).
+
+With no daemon running, add starts one in the background (as
+` + "`loopr daemon --detach`" + ` does) and says so on stderr; --no-start, or
+LOOPR_NO_START=1 in the environment, only queues the loops in the store.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file != "" {
@@ -59,7 +65,9 @@ itself is invalid (nothing is created then).`,
 						return &UsageError{fmt.Errorf("--file and --%s: the file gives every field of its loops", f)}
 					}
 				}
-				return e.addFile(cmd, file, jsonOut)
+				err := e.addFile(cmd, file, jsonOut)
+				e.startIfQueued(cmd.Context(), noStart)
+				return err
 			}
 			var err error
 			if at != "" && in != "" {
@@ -82,12 +90,12 @@ itself is invalid (nothing is created then).`,
 					return err
 				}
 			}
-			return e.create(cmd, req, jsonOut)
+			return e.create(cmd, req, jsonOut, noStart)
 		},
 	}
 	f := c.Flags()
 	f.StringVar(&req.Type, "type", "", "loop type: plan, spec, phase, ralph or a type from loopr.yml")
-	f.StringVar(&req.Parent, "parent", "", "parent loop id")
+	f.StringVar(&req.Parent, "parent", "", "parent loop id (or a unique prefix of one)")
 	f.StringVar(&req.Task, "task", "", "what the loop works on")
 	f.StringVar(&req.Title, "title", "", "short display name (default: the task's first line)")
 	f.IntVar(&req.MaxIterations, "max-iterations", 0, "iteration budget (default from loopr.yml)")
@@ -99,15 +107,27 @@ itself is invalid (nothing is created then).`,
 	f.StringVar(&req.ConflictKey, "conflict-key", "", "resource the loop must hold exclusively within its conflict group")
 	f.StringVar(&file, "file", "", "create the loops of a YAML list of create requests (see below)")
 	f.BoolVar(&jsonOut, "json", false, "print the created loop as JSON (with --file: the result of each item)")
+	f.BoolVar(&noStart, "no-start", false, "only queue in the store: do not start a daemon when none runs")
+	c.RegisterFlagCompletionFunc("parent", e.completeFlagIDs)
+	c.RegisterFlagCompletionFunc("type", e.completeTypes)
 	return c
 }
 
-func (e *env) create(cmd *cobra.Command, req api.CreateRequest, jsonOut bool) error {
+func (e *env) create(cmd *cobra.Command, req api.CreateRequest, jsonOut, noStart bool) error {
+	defer e.startIfQueued(cmd.Context(), noStart)
 	return e.withBackend(func(b Backend) error {
+		if req.Parent != "" {
+			id, err := resolveID(cmd.Context(), b, req.Parent)
+			if err != nil {
+				return fmt.Errorf("--parent: %w", err)
+			}
+			req.Parent = id
+		}
 		l, err := b.Create(cmd.Context(), req)
 		if err != nil {
 			return err
 		}
+		_, e.queued = b.(*local)
 		if jsonOut {
 			return writeJSON(e.stdout, l)
 		}

@@ -236,6 +236,9 @@ func (e *env) addFile(cmd *cobra.Command, path string, jsonOut bool) error {
 				failed++
 			}
 		}
+		if _, ok := b.(*local); ok && failed < len(results) {
+			e.queued = true
+		}
 		if failed > 0 {
 			return fmt.Errorf("%d of %d loops not created", failed, len(results))
 		}

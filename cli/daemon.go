@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,7 +50,11 @@ func (e *env) daemonCmd() *cobra.Command {
 		Long: `Run loopr's daemon in the foreground until SIGINT or SIGTERM: it schedules
 and runs loops and serves the API on <home>/loopr.sock. With --detach it
 starts itself in the background, logging to <home>/logs/daemon.log, and
-returns once the daemon answers.`,
+returns once the daemon answers.
+
+loopr daemon status says whether one runs (exit 0) or not (exit 3); loopr
+daemon stop stops it and waits until it is gone; loopr daemon restart does
+both and starts a new one in the background.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var level slog.Level
@@ -69,6 +72,7 @@ returns once the daemon answers.`,
 	}
 	c.Flags().BoolVar(&detach, "detach", false, "run in the background (log: <home>/logs/daemon.log)")
 	c.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	c.AddCommand(e.daemonSubcommands()...)
 	return c
 }
 
@@ -108,8 +112,8 @@ func readyFile() *os.File {
 	return os.NewFile(uintptr(fd), "ready")
 }
 
-// detachDaemon starts `loopr daemon` in a new session with its output
-// appended to <home>/logs/daemon.log, and waits until it serves.
+// detachDaemon starts `loopr daemon` in the background (startDaemon)
+// unless one runs, and says where.
 func (e *env) detachDaemon(ctx context.Context, logLevel string) error {
 	dctx, cancel := context.WithTimeout(ctx, time.Second)
 	c, err := client.Dial(dctx, e.paths.Socket())
@@ -122,13 +126,25 @@ func (e *env) detachDaemon(ctx context.Context, logLevel string) error {
 	if !errors.Is(err, client.ErrNoDaemon) {
 		return err
 	}
-	if err := os.MkdirAll(e.paths.Logs(), 0o700); err != nil {
-		return fmt.Errorf("log directory: %w", err)
+	pid, logPath, err := e.startDaemon(ctx, logLevel)
+	if err != nil {
+		return err
 	}
-	logPath := filepath.Join(e.paths.Logs(), "daemon.log")
+	fmt.Fprintf(e.stdout, "daemon started, pid %d, log %s\n", pid, logPath)
+	return nil
+}
+
+// startDaemon starts `loopr daemon` in a new session with its output
+// appended to <home>/logs/daemon.log, waits until it serves, and returns
+// its pid and log.
+func (e *env) startDaemon(ctx context.Context, logLevel string) (int, string, error) {
+	if err := os.MkdirAll(e.paths.Logs(), 0o700); err != nil {
+		return 0, "", fmt.Errorf("log directory: %w", err)
+	}
+	logPath := e.daemonLog()
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
-		return fmt.Errorf("daemon log: %w", err)
+		return 0, "", fmt.Errorf("daemon log: %w", err)
 	}
 	defer logf.Close()
 	logStart, _ := logf.Seek(0, io.SeekEnd)
@@ -140,11 +156,11 @@ func (e *env) detachDaemon(ctx context.Context, logLevel string) error {
 	args = append(args, "daemon", "--log-level", logLevel)
 	cmd, err := selfCommand(args...)
 	if err != nil {
-		return err
+		return 0, "", err
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return err
+		return 0, "", err
 	}
 	defer pr.Close()
 	cmd.Dir = e.cwd
@@ -155,7 +171,7 @@ func (e *env) detachDaemon(ctx context.Context, logLevel string) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		pw.Close()
-		return fmt.Errorf("start daemon: %w", err)
+		return 0, "", fmt.Errorf("start daemon: %w", err)
 	}
 	pw.Close() // the child holds the only write end: EOF means it is gone
 	pid := cmd.Process.Pid
@@ -164,8 +180,7 @@ func (e *env) detachDaemon(ctx context.Context, logLevel string) error {
 
 	line, rerr := readReady(pr, detachWait)
 	if rerr == nil && strings.HasPrefix(line, "ready ") {
-		fmt.Fprintf(e.stdout, "daemon started, pid %d, log %s\n", pid, logPath)
-		return nil
+		return pid, logPath, nil
 	}
 	why := "exited before it was ready"
 	select {
@@ -182,7 +197,7 @@ func (e *env) detachDaemon(ctx context.Context, logLevel string) error {
 	if t := logTail(logPath, logStart, 4<<10); t != "" {
 		fmt.Fprintf(e.stderr, "%s\n", t)
 	}
-	return fmt.Errorf("daemon (pid %d) %s; log %s", pid, why, logPath)
+	return 0, "", fmt.Errorf("daemon (pid %d) %s; log %s", pid, why, logPath)
 }
 
 // readReady reads one line from r within d.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -8,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/artifact"
+	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/internal/termsafe"
 	"github.com/loopr-dev/loopr/loop"
 )
@@ -29,6 +32,13 @@ func (e *env) listCmd() *cobra.Command {
 				}
 			}
 			return e.withReader(func(b Backend) error {
+				if req.Parent != "" {
+					id, err := resolveID(cmd.Context(), b, req.Parent)
+					if err != nil {
+						return fmt.Errorf("--parent: %w", err)
+					}
+					req.Parent = id
+				}
 				if jsonOut {
 					if streamed, err := writeListJSON(cmd.Context(), b, req, e.stdout); streamed {
 						return err
@@ -68,31 +78,83 @@ func (e *env) listCmd() *cobra.Command {
 	f.StringVar(&req.Type, "type", "", "only this type")
 	f.StringVar(&req.Parent, "parent", "", "only children of this loop")
 	f.BoolVar(&jsonOut, "json", false, "print a JSON array of loop records")
+	c.RegisterFlagCompletionFunc("parent", e.completeFlagIDs)
+	c.RegisterFlagCompletionFunc("type", e.completeTypes)
+	c.RegisterFlagCompletionFunc("status", completeStatuses)
 	return c
 }
 
 func (e *env) showCmd() *cobra.Command {
-	var jsonOut bool
+	var jsonOut, artifactOnly bool
 	c := &cobra.Command{
-		Use:   "show ID",
-		Short: "Show one loop's record",
-		Args:  cobra.ExactArgs(1),
+		Use:   "show ID [--artifact]",
+		Short: "Show one loop's record, its task and its accepted artifact",
+		Long: `Show one loop: its record, its task and feedback, and the artifact its
+last passing iteration produced (the plan or spec text, as validated and
+kept under <home>/loops/<id>/accepted/). --artifact prints only the artifact.
+
+ID is a loop id or a unique prefix of one (at least 4 characters).`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: e.completeLoopIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if jsonOut && artifactOnly {
+				return &UsageError{errors.New("--json and --artifact: give one (--json prints the record, whose artifact field names the file)")}
+			}
 			return e.withReader(func(b Backend) error {
-				l, err := b.Get(cmd.Context(), args[0])
+				l, err := lookup(cmd.Context(), b, args[0])
 				if err != nil {
 					return err
 				}
 				if jsonOut {
 					return writeJSON(e.stdout, l)
 				}
+				if artifactOnly {
+					if l.Artifact == "" {
+						return fmt.Errorf("%s has no accepted artifact yet (%s)", l.ID, l.Status)
+					}
+					text, err := e.readArtifact(l)
+					if err != nil {
+						return err
+					}
+					fmt.Fprint(e.stdout, ensureNewline(text))
+					return nil
+				}
 				printLoop(e, l)
+				if l.Artifact != "" {
+					text, err := e.readArtifact(l)
+					if err != nil {
+						fmt.Fprintf(e.stdout, "\nartifact: %v\n", err)
+					} else {
+						fmt.Fprintf(e.stdout, "\nartifact (%s):\n%s\n", l.Artifact, indent(text))
+					}
+				}
 				return nil
 			})
 		},
 	}
 	c.Flags().BoolVar(&jsonOut, "json", false, "print the record as JSON")
+	c.Flags().BoolVar(&artifactOnly, "artifact", false, "print only the accepted artifact")
 	return c
+}
+
+// readArtifact reads l's accepted artifact as a regular file of at most
+// artifact.MaxSize bytes beneath the home (nothing planted there can block,
+// redirect or leak), with what a terminal would act on escaped: agents
+// wrote it.
+func (e *env) readArtifact(l loop.Loop) (string, error) {
+	b, err := safefile.ReadIn(e.paths.Home, l.Artifact, artifact.MaxSize)
+	if err != nil {
+		return "", fmt.Errorf("artifact of %s: %w", l.ID, err)
+	}
+	return termsafe.Text(string(b)), nil
+}
+
+// ensureNewline ends s with a newline.
+func ensureNewline(s string) string {
+	if s == "" || strings.HasSuffix(s, "\n") {
+		return s
+	}
+	return s + "\n"
 }
 
 func printLoop(e *env, l loop.Loop) {

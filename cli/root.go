@@ -83,6 +83,8 @@ type env struct {
 	homeFlag, configFlag string
 	paths                workspace.Paths
 	cfg                  *config.Config
+
+	queued bool // plan or add stored a loop with no daemon running
 }
 
 // Main runs loopr with args and returns the exit code. Errors are printed
@@ -135,6 +137,7 @@ func (e *env) rootCmd() *cobra.Command {
 	root.AddCommand(e.simCmd())
 	root.AddCommand(e.gcCmd(), e.statsCmd())
 	root.AddCommand(e.storeCmd(), e.versionCmd())
+	root.AddCommand(e.completionCmd(), e.logsCmd(), e.eventsCmd())
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}

@@ -34,8 +34,9 @@ func (e *env) runTUI(ctx context.Context, noStart bool) error {
 	}
 	sock := e.paths.Socket()
 	c, err := client.Dial(ctx, sock)
-	if errors.Is(err, client.ErrNoDaemon) && !noStart {
-		if err := e.detachDaemon(ctx, "info"); err != nil {
+	if errors.Is(err, client.ErrNoDaemon) && !e.noStart(noStart) {
+		// Said on stderr before the dashboard takes the screen.
+		if _, err := e.autoStart(ctx); err != nil {
 			return fmt.Errorf("start daemon: %w", err)
 		}
 		c, err = client.Dial(ctx, sock)

@@ -2,8 +2,11 @@ package cli
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/loopr-dev/loopr/loop"
 )
 
 func (e *env) whyCmd() *cobra.Command {
@@ -12,9 +15,10 @@ func (e *env) whyCmd() *cobra.Command {
 		nowFlag string
 	)
 	c := &cobra.Command{
-		Use:   "why ID",
-		Short: "Explain a loop's priority and every scheduling gate",
-		Args:  cobra.ExactArgs(1),
+		Use:               "why ID",
+		Short:             "Explain a loop's priority and every scheduling gate",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: e.completeLoopIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			now := e.now().UTC()
 			if nowFlag != "" {
@@ -24,7 +28,11 @@ func (e *env) whyCmd() *cobra.Command {
 				}
 			}
 			return e.withReader(func(b Backend) error {
-				w, err := b.Why(cmd.Context(), args[0], now)
+				id, err := resolveID(cmd.Context(), b, args[0])
+				if err != nil {
+					return err
+				}
+				w, err := b.Why(cmd.Context(), id, now)
 				if err != nil {
 					return err
 				}
@@ -41,6 +49,9 @@ func (e *env) whyCmd() *cobra.Command {
 					}
 					fmt.Fprintf(e.stdout, "  %s %s\n", mark, g.Text)
 				}
+				if w.Loop.Status == loop.AwaitingApproval {
+					printApprovalHint(e.stdout, w.Loop.ID)
+				}
 				switch {
 				case !w.Scheduled:
 				case w.Row.Runnable:
@@ -55,4 +66,14 @@ func (e *env) whyCmd() *cobra.Command {
 	c.Flags().BoolVar(&jsonOut, "json", false, "print the explanation as JSON")
 	c.Flags().StringVar(&nowFlag, "now", "", "evaluate at this RFC 3339 instant")
 	return c
+}
+
+// printApprovalHint says how to act on a loop awaiting approval.
+func printApprovalHint(w io.Writer, id string) {
+	fmt.Fprintf(w, "awaiting your approval: read it with `loopr show %s --artifact`, then one of\n", id)
+	t := table(w)
+	fmt.Fprintf(t, "  loopr approve %s\tstart what it plans\n", id)
+	fmt.Fprintf(t, "  loopr iterate %s --feedback \"…\"\tsend it back with what to change\n", id)
+	fmt.Fprintf(t, "  loopr reject %s [--reason \"…\"]\tfail it\n", id)
+	t.Flush()
 }

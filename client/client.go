@@ -290,6 +290,9 @@ func listPath(req api.ListRequest) string {
 	if req.Parent != "" {
 		q.Set("parent", req.Parent)
 	}
+	if req.Prefix != "" {
+		q.Set("prefix", req.Prefix)
+	}
 	path := "/v1/loops"
 	if len(q) > 0 {
 		path += "?" + q.Encode()

@@ -51,7 +51,8 @@ func IsUsage(err error) bool {
 	var te *loop.TransitionError
 	var ce *config.Error
 	var le *LimitError
-	return errors.As(err, &ie) || errors.As(err, &te) || errors.As(err, &ce) || errors.As(err, &le) ||
+	var ae *AmbiguousError
+	return errors.As(err, &ae) || errors.As(err, &ie) || errors.As(err, &te) || errors.As(err, &ce) || errors.As(err, &le) ||
 		errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists)
 }
 

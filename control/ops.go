@@ -118,6 +118,9 @@ func (s *Service) List(req api.ListRequest) ([]loop.Loop, error) {
 	if req.Type != "" && !s.cfg().KnownType(req.Type) {
 		return nil, Invalid("--type", "unknown type %q (known: %s)", req.Type, strings.Join(s.cfg().Types(), ", "))
 	}
+	if req.Prefix != "" { // enough to resolve a prefix (Match), not a listing
+		return s.byPrefixFilter(req)
+	}
 	return s.Store.List(store.Filter{Statuses: req.Status, Type: req.Type, Parent: req.Parent})
 }
 
@@ -151,11 +154,13 @@ func (s *Service) Act(id, action string, req api.ActionRequest) (api.ActionResul
 	}
 	now := s.Now()
 	var res api.ActionResult
+	var cur loop.Loop // the loop as the transaction found it, to explain a refusal
 	err := s.Store.Update(func(tx *store.Tx) error {
 		l, err := tx.Get(id)
 		if err != nil {
 			return err
 		}
+		cur = l
 		var affected []string
 		switch action {
 		case api.ActionCancel:
@@ -183,8 +188,8 @@ func (s *Service) Act(id, action string, req api.ActionRequest) (api.ActionResul
 				return &loop.TransitionError{ID: id, From: l.Status, To: loop.Complete}
 			}
 			if accepted == nil || accepted.path != l.Artifact { // iterated and passed again meanwhile
-				return fmt.Errorf("approve %s: its artifact changed meanwhile; look again and retry: %w",
-					l.ID, &loop.TransitionError{ID: id, From: l.Status, To: loop.Complete})
+				return &ActionError{Action: action, Loop: l, Err: &loop.TransitionError{ID: id, From: l.Status, To: loop.Complete},
+					Msg: fmt.Sprintf("%s: its plan changed while you were approving it; look again (loopr show %s --artifact) and retry", l.ID, l.ID)}
 			}
 			affected, err = s.Approve(tx, l, accepted.doc, now)
 		case api.ActionReject:
@@ -209,7 +214,7 @@ func (s *Service) Act(id, action string, req api.ActionRequest) (api.ActionResul
 		res.Affected = affected
 		return err
 	})
-	return res, err
+	return res, explainAction(action, cur, err)
 }
 
 // move transitions l to status to, applies edit, and writes the record and

@@ -90,3 +90,20 @@ func rawConn(c net.Conn) (syscall.RawConn, error) {
 	}
 	return uc.SyscallConn()
 }
+
+// SocketPID returns the pid, as this process sees it, of the process
+// listening on sock, from the kernel (SO_PEERCRED) rather than from what
+// the daemon says: the two differ across pid namespaces, and a signal must
+// go to the process this one sees. An error where the OS cannot tell.
+func SocketPID(sock string) (int, error) {
+	conn, err := net.DialTimeout("unix", sock, time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	_, pid, err := peerCred(conn)
+	if err == nil && pid <= 0 {
+		err = errors.New("the kernel did not say the peer's pid")
+	}
+	return pid, err
+}

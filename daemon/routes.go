@@ -49,10 +49,12 @@ func (d *daemon) routes() http.Handler {
 	handle("POST /v1/loops/{id}/{action}", d.act)
 	handle("GET /v1/loops/{id}/why", d.why)
 	handle("GET /v1/loops/{id}/output", d.output)
+	handle("GET /v1/loops/{id}/log", d.agentLogRoute) // logs.go
 	handle("GET /v1/scheduler", d.scheduler)
 	handle("GET /v1/export", d.export)
 	handle("POST /v1/import", d.needDisk(d.importLoops))
 	handle("GET /v1/events", d.events)
+	handle("GET /v1/journal", d.journalRoute) // journal.go
 	handle("GET /v1/stats", d.getStats)
 	handle("POST /v1/gc", d.postGC)
 	handle("GET /metrics", d.getMetrics)
@@ -423,7 +425,7 @@ func (d *daemon) getStatus(w http.ResponseWriter, r *http.Request) error {
 
 func (d *daemon) listLoops(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	if err := checkQuery(q, "status", "type", "parent"); err != nil {
+	if err := checkQuery(q, "status", "type", "parent", "prefix"); err != nil {
 		return err
 	}
 	var req api.ListRequest
@@ -436,6 +438,17 @@ func (d *daemon) listLoops(w http.ResponseWriter, r *http.Request) error {
 	}
 	req.Type = q.Get("type")
 	req.Parent = q.Get("parent")
+	if req.Prefix = q.Get("prefix"); req.Prefix != "" {
+		// Resolving an id prefix: a few loops at most (control.MaxCandidates+1).
+		loops, err := d.svc.List(req)
+		if err != nil {
+			return err
+		}
+		if loops == nil {
+			loops = []loop.Loop{}
+		}
+		return writeJSON(w, http.StatusOK, loops)
+	}
 	// Streamed from the stored records (100k loops: no 100 MB buffer).
 	w.Header().Set("Content-Type", "application/json")
 	cw := &countingWriter{w: w}

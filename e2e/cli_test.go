@@ -96,7 +96,7 @@ func TestLifecycleCommands(t *testing.T) {
 	}
 	ok(t, dir, "resume", ralph.ID)
 	out := ok(t, dir, "cancel", spec.ID)
-	if !strings.Contains(out, "also changed 1 other loop") {
+	if !strings.Contains(out, `cancelled spec `+spec.ID+` "Tokens" and 1 loop below it:`) || !strings.Contains(out, ralph.ID) || !strings.Contains(out, "Write the code") {
 		t.Errorf("cancel output %q", out)
 	}
 	var got []loop.Loop
@@ -154,7 +154,7 @@ func TestBadInput(t *testing.T) {
 		{"malformed import", []string{"import", malformed}, "line 2"},
 		{"bad --now", []string{"debug", "scheduler", "--now", "yesterday"}, "--now"},
 		{"unknown flag", []string{"list", "--colour"}, "unknown flag"},
-		{"illegal transition", []string{"resume", "1737802800"}, "cannot go from pending"},
+		{"illegal transition", []string{"resume", "1737802800"}, "1737802800: this ralph is not paused: it is pending"},
 		{"unknown status", []string{"list", "--status", "weird"}, `unknown status "weird"`},
 	}
 	for _, tc := range cases {

@@ -72,7 +72,7 @@ storage:
 	})
 
 	out := ok(t, r.dir, "cancel", "plan1")
-	if !strings.Contains(out, "cancel plan1: stays complete; cancelled 2 loop(s) below it") {
+	if !strings.Contains(out, `cancel plan plan1 "Done plan": stays complete; cancelled 2 loops below it:`) {
 		t.Errorf("cancel output = %q, want the plan still complete and 2 others changed", out)
 	}
 	if l := show(t, r, "plan1"); l.Status != loop.Complete {

@@ -44,9 +44,18 @@ type result struct {
 // run executes loopr in dir with args and returns its output and exit code.
 func run(t *testing.T, dir string, stdin string, args ...string) result {
 	t.Helper()
+	return runEnv(t, dir, stdin, nil, args...)
+}
+
+// runEnv is run with env added to the environment (the last value of a
+// variable wins).
+func runEnv(t *testing.T, dir string, stdin string, env []string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LOOPR_HOME=", "NO_COLOR=1")
+	// LOOPR_NO_START: plan and add only queue unless a test starts a
+	// daemon itself (commands_test.go clears it to test the start).
+	cmd.Env = append(append(os.Environ(), "LOOPR_HOME=", "NO_COLOR=1", "LOOPR_NO_START=1"), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se

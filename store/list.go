@@ -15,10 +15,12 @@ type Filter struct {
 	Type      string
 	Parent    string // children of this loop
 	HasParent *bool  // true: only children; false: only roots
+	IDPrefix  string // ids that start with this (List only: a seek, not a scan)
+	Limit     int    // with IDPrefix: at most this many loops (0: all)
 }
 
 func (f Filter) match(l loop.Loop) bool {
-	return (len(f.Statuses) == 0 || slices.Contains(f.Statuses, l.Status)) &&
+	return strings.HasPrefix(l.ID, f.IDPrefix) && (len(f.Statuses) == 0 || slices.Contains(f.Statuses, l.Status)) &&
 		(f.Type == "" || l.Type == f.Type) &&
 		(f.Parent == "" || l.Parent == f.Parent) &&
 		(f.HasParent == nil || *f.HasParent == (l.Parent != ""))
@@ -50,6 +52,15 @@ func (s *Store) List(f Filter) ([]loop.Loop, error) {
 			return true
 		}
 		switch {
+		case f.IDPrefix != "":
+			return tx.scan(tx.bucket(bucketLoops), []byte(f.IDPrefix), func(k, v []byte) (bool, error) {
+				l, err := decodeLoop(k, v)
+				if err != nil {
+					return false, err
+				}
+				keep(l)
+				return f.Limit <= 0 || len(out) < f.Limit, nil
+			})
 		case f.Parent != "":
 			return tx.byIndex(bucketIdxParent, f.Parent, keep)
 		case len(f.Statuses) > 0:

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -199,6 +200,9 @@ func appendLoopJSON(dst, id, b []byte) ([]byte, error) {
 // many it wrote. Like Export, it reads one snapshot and holds it while w
 // is written: give it a buffered w.
 func (s *Store) WriteJSON(w io.Writer, f Filter) (int, error) {
+	if f.IDPrefix != "" {
+		return 0, errors.New("write json: an id prefix selects with List")
+	}
 	for _, st := range f.Statuses {
 		if !st.Valid() {
 			return 0, fmt.Errorf("status %q: unknown status", st)

@@ -1,0 +1,159 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/loopr-dev/loopr/control"
+	"github.com/loopr-dev/loopr/internal/safefile"
+	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/runner"
+)
+
+// logPoll is how often a followed agent log is checked for more output.
+const logPoll = 100 * time.Millisecond
+
+// IterationLog returns the agent.log of loop id's iteration n, or when n
+// is 0 of its latest iteration that has one, with that iteration's
+// number; "" and 0 when there is none.
+func IterationLog(home, id string, n int) (string, int) {
+	if n > 0 {
+		p := filepath.Join(runner.IterationDir(home, id, n), "agent.log")
+		if _, err := os.Lstat(p); err != nil {
+			return "", 0
+		}
+		return p, n
+	}
+	p := agentLog(home, id, 0)
+	if p == "" {
+		return "", 0
+	}
+	k, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+	return p, k
+}
+
+// agentLogRoute serves GET /v1/loops/{id}/log?iteration=N&follow=1: the
+// whole agent.log of iteration N (default: the latest that has one) as
+// text/plain, its number in X-Loopr-Iteration. With follow the response
+// goes on while the agent writes and ends when that iteration does (the
+// loop leaves running or moves to another iteration), when the daemon
+// stops or the client leaves; a loop that has not run yet is waited for.
+func (d *daemon) agentLogRoute(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	if err := checkQuery(q, "iteration", "follow"); err != nil {
+		return err
+	}
+	n := 0
+	if s := q.Get("iteration"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v <= 0 {
+			return control.Invalid("iteration", "want a positive integer, got %q", s)
+		}
+		n = v
+	}
+	follow := false
+	switch s := q.Get("follow"); s {
+	case "", "0", "false":
+	case "1", "true":
+		follow = true
+	default:
+		return control.Invalid("follow", "want 1 or 0, got %q", s)
+	}
+	id, err := loopID(r)
+	if err != nil {
+		return err
+	}
+	l, err := d.svc.Get(id)
+	if err != nil {
+		return err
+	}
+	if n > l.Iteration {
+		return control.Invalid("iteration", "loop %s has had %d iteration(s); there is no iteration %d", id, l.Iteration, n)
+	}
+	path, it := IterationLog(d.paths.Home, id, n)
+	d.streams.Add(1)
+	defer d.streams.Done()
+	// Following a loop that has not run yet: wait for its first log.
+	for path == "" && follow && n == 0 && !l.Status.Terminal() && l.Status != loop.AwaitingApproval {
+		select {
+		case <-r.Context().Done():
+			return nil
+		case <-d.hub.done:
+			return nil
+		case <-time.After(logPoll):
+		}
+		if l, err = d.svc.Get(id); err != nil {
+			return err
+		}
+		path, it = IterationLog(d.paths.Home, id, 0)
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Loopr-Iteration", strconv.Itoa(it))
+	if path == "" {
+		w.WriteHeader(http.StatusOK) // never ran: no output, not an error
+		return nil
+	}
+	// Only a regular file is read: the agent could have replaced its log
+	// with a FIFO or a link to /proc/self/environ.
+	f, err := safefile.Open(path)
+	var nr *safefile.NotRegularError
+	if errors.As(err, &nr) {
+		return control.Invalid("output", "%v; loopr shows only a log it wrote", err)
+	}
+	if err != nil {
+		return fmt.Errorf("agent log: %w", err)
+	}
+	defer f.Close()
+	w.Header().Set("X-Loopr-Log", path)
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	copyAll := func() error {
+		for {
+			k, rerr := f.Read(buf)
+			if k > 0 {
+				if err := rc.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+					return err
+				}
+				if _, err := w.Write(buf[:k]); err != nil {
+					return err
+				}
+			}
+			if errors.Is(rerr, io.EOF) {
+				return rc.Flush()
+			}
+			if rerr != nil {
+				return rerr
+			}
+		}
+	}
+	for {
+		if err := copyAll(); err != nil {
+			d.log.Debug("agent log stream ended", "loop", id, "err", err)
+			return nil
+		}
+		if !follow {
+			return nil
+		}
+		cur, err := d.svc.Get(id)
+		if err != nil || cur.Status != loop.Running || cur.Iteration != it {
+			copyAll() // what was written before the iteration ended
+			return nil
+		}
+		select {
+		case <-r.Context().Done():
+			return nil
+		case <-d.hub.done:
+			copyAll()
+			return nil
+		case <-time.After(logPoll):
+		}
+	}
+}
