@@ -52,4 +52,8 @@ type Options struct {
 	// none is pending, paused, running or awaiting approval (the demo uses
 	// it to say how to see its summary).
 	DoneHint string
+	// ReportInterrupt makes Run return ErrInterrupted when the user quits
+	// with ctrl+c (or ctx ends) rather than q: `loopr demo` then stops its
+	// run and exits 130, where `loopr tui` treats both alike.
+	ReportInterrupt bool
 }

@@ -180,6 +180,7 @@ type Model struct {
 	why         whyPane
 	out         outputPane
 	flash       flash
+	interrupted bool // quit by ctrl+c (Run reports it with Options.ReportInterrupt)
 }
 
 // New returns the dashboard's model. It starts nothing: Init subscribes to
@@ -419,6 +420,7 @@ func (m *Model) fetchOutput() tea.Cmd {
 // or the list.
 func (m Model) handleKey(k tea.KeyMsg) (Model, tea.Cmd) {
 	if key.Matches(k, m.keys.ForceQuit) {
+		m.interrupted = true
 		return m, tea.Quit
 	}
 	switch m.mode {
