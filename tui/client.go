@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/scheduler"
 )
 
@@ -56,4 +57,8 @@ type Options struct {
 	// with ctrl+c (or ctx ends) rather than q: `loopr demo` then stops its
 	// run and exits 130, where `loopr tui` treats both alike.
 	ReportInterrupt bool
+	// ReadArtifact returns the text of loop l's accepted artifact
+	// (l.Artifact) for the artifact view (v). It runs in a command, off the
+	// update loop. nil: the view says it cannot read artifacts.
+	ReadArtifact func(ctx context.Context, l loop.Loop) (string, error)
 }
