@@ -46,7 +46,7 @@ func (m Model) openArtifact() (Model, tea.Cmd) {
 		if _, writes := artifact.FormatOf(l.Type); !writes {
 			m.flash = flash{text: fmt.Sprintf("a %s loop changes code and writes no artifact: o shows its agent output", l.Type), err: true}
 		} else {
-			m.flash = flash{text: fmt.Sprintf("%s %q has no accepted artifact yet (it is %s, iteration %s)", l.Type, title(l), statusText(l.Status, false), iterText(l)), err: true}
+			m.flash = flash{text: fmt.Sprintf("no accepted artifact yet: %s %q is %s", l.Type, title(l), statusText(l.Status, false)), err: true}
 		}
 		return m, nil
 	case m.readArtifact == nil:

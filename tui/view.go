@@ -33,6 +33,10 @@ func (m *Model) layout() screen {
 		return screen{body: avail}
 	}
 	pane := min(max(avail*2/5, 5), 16)
+	if m.pane == paneDetails {
+		// Details carry the failure reason and the feedback: half the room.
+		pane = min(max(avail/2, 5), 16)
+	}
 	body := avail - pane - 1 // a rule separates the body from the pane
 	if body < 3 {
 		body = min(3, avail)
@@ -705,6 +709,9 @@ func (m *Model) flashText(w int) string {
 		return fmt.Sprintf(" and %d more", n)
 	}
 	shown := text + ": " + titles[0]
+	if ansi.StringWidth(shown+more(len(titles)-1+unknown)) > w {
+		return text // not even one title fits: the count says it
+	}
 	for i := 1; i < len(titles); i++ {
 		next := shown + ", " + titles[i]
 		if ansi.StringWidth(next+more(len(titles)-i-1+unknown)) > w {
