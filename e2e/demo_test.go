@@ -129,7 +129,7 @@ func TestDemoInterruptDashboard(t *testing.T) {
 	dir := t.TempDir()
 	script := fmt.Sprintf("cd %q && %q demo --dir %q; echo DEMO-EXITED $?; sleep 30", dir, bin, dir)
 	tm.run("new-session", "-d", "-s", "tui", "-x", "80", "-y", "24", "-e", "NO_COLOR=1", "-e", "LOOPR_HOME=", "sh", "-c", script)
-	tm.waitScreen("the demo's dashboard", "Observability")
+	tm.waitScreenWithin(time.Minute, "the demo's dashboard", "Observability")
 	tm.keys("C-c")
 	after := tm.waitScreen("exit", "DEMO-EXITED 130")
 	for _, want := range []string{"interrupted after", "The summary so far", "TYPE"} {
@@ -165,4 +165,55 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestDemoFinishedInIsTheRun: "finished in" is the run's duration, not the
+// time spent browsing the dashboard after the run ended.
+func TestDemoFinishedInIsTheRun(t *testing.T) {
+	t.Parallel()
+	tm := newTmux(t)
+	dir := t.TempDir()
+	script := fmt.Sprintf("cd %q && %q demo --speed 0 --dir %q; echo DEMO-EXITED $?; sleep 30", dir, bin, dir)
+	start := time.Now()
+	tm.run("new-session", "-d", "-s", "tui", "-x", "100", "-y", "30", "-e", "NO_COLOR=1", "-e", "LOOPR_HOME=", "sh", "-c", script)
+	tm.waitScreenWithin(time.Minute, "the end of the run", "press q for the summary")
+	done := time.Since(start)
+	time.Sleep(3 * time.Second) // browsing
+	tm.keys("q")
+	after := tm.waitScreen("the summary", "DEMO-EXITED 0", "finished in")
+	m := regexp.MustCompile(`finished in ([0-9.]+)(ms|s)`).FindStringSubmatch(after)
+	if m == nil {
+		t.Fatalf("no duration in:\n%s", after)
+	}
+	took, err := time.ParseDuration(m[1] + m[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took > done {
+		t.Errorf("finished in %s, but the run was over %s after the start (browsing counted)", took, done.Round(100*time.Millisecond))
+	}
+}
+
+// waitScreenWithin is waitScreen with its own timeout, for runs longer
+// than a screen update.
+func (tm *tmux) waitScreenWithin(d time.Duration, what string, want ...string) string {
+	tm.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		s := tm.screen()
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(s, w) {
+				missing = w
+				break
+			}
+		}
+		if missing == "" {
+			return s
+		}
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("%s: screen lacks %q after %s:\n%s", what, missing, d, s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
