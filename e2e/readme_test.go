@@ -313,3 +313,44 @@ func waitStatus(t *testing.T, dir, id string, st loop.Status) {
 		return json.Unmarshal([]byte(ok(t, dir, "show", id, "--json")), &l) == nil && l.Status == st
 	})
 }
+
+// TestDocsMinimalAgent runs the minimal agent of docs/agent-contract.md, as
+// printed there, through a whole tree: the contract it relies on holds.
+func TestDocsMinimalAgent(t *testing.T) {
+	t.Parallel()
+	page, err := os.ReadFile("../docs/agent-contract.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(page)
+	i := strings.Index(text, "## A minimal agent")
+	if i < 0 {
+		t.Fatal("docs/agent-contract.md lost its minimal agent")
+	}
+	text = text[i:]
+	start := strings.Index(text, "```sh\n")
+	end := strings.Index(text[start+6:], "```")
+	script := text[start+6 : start+6+end]
+	dir := t.TempDir()
+	agent := filepath.Join(dir, "agent.sh")
+	if err := os.WriteFile(agent, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf("agent:\n  command: [%q]\nloops:\n  plan: {require_approval: false}\n  ralph: {validate: [\"test -s NOTES.md\"]}\n"+
+		"storage: {disk_quota_min_gb: 0}\ngit: {worktrees: false}\n", agent)
+	if err := os.WriteFile(filepath.Join(dir, "loopr.yml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, dir, "daemon", "--detach")
+	t.Cleanup(func() { stopDaemon(t, dir) })
+	ok(t, dir, "plan", "Try the contract")
+	waitFor(t, time.Minute, "the minimal agent's tree", func() bool {
+		var st api.Status
+		mustJSON(t, ok(t, dir, "status", "--json"), &st)
+		return settled(st) && st.Counts[loop.Complete] == 4
+	})
+	notes, err := os.ReadFile(filepath.Join(dir, "NOTES.md"))
+	if err != nil || !strings.Contains(string(notes), "iteration 1") {
+		t.Errorf("the ralph loop's note: %q %v", notes, err)
+	}
+}
