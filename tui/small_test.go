@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/google/go-cmp/cmp"
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/ratelimit"
 )
 
 // planText is a plan artifact longer than a 24-line screen.
@@ -234,5 +236,35 @@ func TestSmallTerminal(t *testing.T) {
 	}
 	if strings.Join(got, " ") != reason {
 		t.Errorf("the reason on screen is %q, want all of %q", strings.Join(got, " "), reason)
+	}
+}
+
+// TestHeaderAt80: with a rate-limit backoff and a low disk, the 80-column
+// header drops the workspace, the uptime and the idle type caps, and keeps
+// the backoff countdown, the running count and the counts by status.
+func TestHeaderAt80(t *testing.T) {
+	t.Parallel()
+	st := fixtureStatus()
+	st.RateLimit = ratelimit.State{Hits: 2, BackoffUntil: testNow.Add(37 * time.Second), RecoveryUntil: testNow.Add(67 * time.Second)}
+	st.DiskLow, st.DiskFreeGB = true, 3.2
+	fc := newFake()
+	fc.snap.Status = &st
+	m := loaded(t, fc, 80, 24)
+	head := strings.SplitN(m.View(), "\n", 2)[0]
+	for _, want := range []string{"loopr", "429 backoff 37s", "run 1/50", "○5", "✓41"} {
+		if !strings.Contains(head, want) {
+			t.Errorf("80-column header %q lacks %q", head, want)
+		}
+	}
+	for _, gone := range []string{"~/src/shop", "up 2h14m", "ralph 0/50"} {
+		if strings.Contains(head, gone) {
+			t.Errorf("80-column header %q keeps %q, which matters less", head, gone)
+		}
+	}
+	if ansiWidth(head) > 80 {
+		t.Errorf("header is %d wide", ansiWidth(head))
+	}
+	if wide := strings.SplitN(loaded(t, fc, 200, 24).View(), "\n", 2)[0]; !strings.Contains(wide, "~/src/shop") || !strings.Contains(wide, "disk low 3.2 GB") {
+		t.Errorf("200-column header %q drops what fits", wide)
 	}
 }

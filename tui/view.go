@@ -164,8 +164,10 @@ func (m *Model) headerLine(w int) string {
 		rl := m.status.RateLimit
 		switch {
 		case rl.Blocked(m.now):
-			segs = append(segs, segment{text: st.Warn.Render("429 backoff "+countdown(rl.Remaining(m.now))) +
-				st.HeaderDim.Render(" then ramp "+countdown(rl.RecoveryUntil.Sub(rl.BackoffUntil)))})
+			backoff := st.Warn.Render("429 backoff " + countdown(rl.Remaining(m.now)))
+			// Narrow: the countdown stays, the ramp after it goes.
+			segs = append(segs, segment{text: backoff + st.HeaderDim.Render(" then ramp "+countdown(rl.RecoveryUntil.Sub(rl.BackoffUntil))),
+				drop: 1, alt: backoff})
 		case rl.Recovering(m.now):
 			segs = append(segs, segment{text: st.Info.Render("429 recovery " + countdown(rl.RecoveryUntil.Sub(m.now)) + ": one start per poll")})
 		}
