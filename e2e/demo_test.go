@@ -217,3 +217,15 @@ func (tm *tmux) waitScreenWithin(d time.Duration, what string, want ...string) s
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// waitGone waits until the screen no longer shows gone.
+func (tm *tmux) waitGone(what, gone string) {
+	tm.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for strings.Contains(tm.screen(), gone) {
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("%s: screen still shows %q:\n%s", what, gone, tm.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -70,6 +70,7 @@ func TestTUI80x24(t *testing.T) {
 		t.Errorf("details lack the feedback's log line:\n%s", details)
 	}
 	tm.keys("Escape")
+	tm.waitGone("details closed", "DETAILS") // a key right after ESC reads as alt+key
 
 	// The plan's artifact, scrolled to its end.
 	tm.keys("g")

@@ -105,10 +105,13 @@ func TestTUIUnderTmux(t *testing.T) {
 		t.Errorf("why pane lacks its title:\n%s", why)
 	}
 	tm.keys("Escape")
+	// A key sent right after ESC would be read as alt+key: wait for the
+	// pane to close first.
+	tm.waitGone("why pane closed", "priority 160 = base 100")
 
 	// Cancel it: confirm, and the daemon must confirm the change.
 	tm.keys("c")
-	tm.waitScreen("confirm", "cancel")
+	tm.waitScreen("confirm", `cancel ralph "C: add index"?`)
 	tm.keys("y")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
