@@ -19,6 +19,7 @@ import (
 	"github.com/loopr-dev/loopr/cli"
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/scheduler"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite the generated parts of docs/ instead of comparing them")
@@ -429,6 +430,61 @@ func TestDocsStates(t *testing.T) {
 	slices.Sort(got)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("transitions (-loop.CanTransition +docs/states.md):\n%s", diff)
+	}
+}
+
+// section returns the part of md from heading to the next heading of the
+// same level.
+func section(md, heading string) string {
+	i := strings.Index(md, "\n"+heading+"\n")
+	if i < 0 {
+		return ""
+	}
+	md = md[i+len(heading)+2:]
+	level := heading[:strings.Index(heading, " ")+1]
+	if j := strings.Index(md, "\n"+level); j >= 0 {
+		md = md[:j]
+	}
+	return md
+}
+
+// TestDocsRecordAndGates: docs/states.md lists every field of the loop
+// record (its JSON names) and every reason code the scheduler gives, and
+// nothing else.
+func TestDocsRecordAndGates(t *testing.T) {
+	t.Parallel()
+	page := readDoc(t, "states.md")
+	var fields []string
+	lt := reflect.TypeFor[loop.Loop]()
+	for i := range lt.NumField() {
+		name, _, _ := strings.Cut(lt.Field(i).Tag.Get("json"), ",")
+		fields = append(fields, name)
+	}
+	var documented []string
+	for _, line := range strings.Split(section(page, "## The loop record"), "\n") {
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		first, _, _ := strings.Cut(line[2:], " | ")
+		for _, m := range regexp.MustCompile("`([a-z_]+)`").FindAllStringSubmatch(first, -1) {
+			documented = append(documented, m[1])
+		}
+	}
+	slices.Sort(fields)
+	slices.Sort(documented)
+	if diff := cmp.Diff(fields, documented); diff != "" {
+		t.Errorf("loop record fields (-loop.Loop's JSON +docs/states.md):\n%s", diff)
+	}
+
+	var codes []string
+	for _, c := range scheduler.Codes {
+		codes = append(codes, string(c))
+	}
+	gates := firstCells(section(page, "## What holds a pending loop"))
+	slices.Sort(codes)
+	slices.Sort(gates)
+	if diff := cmp.Diff(codes, gates); diff != "" {
+		t.Errorf("reason codes (-scheduler.Codes +docs/states.md):\n%s", diff)
 	}
 }
 
