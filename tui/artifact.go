@@ -132,12 +132,7 @@ func (m Model) artifactKey(k tea.KeyMsg) (Model, tea.Cmd) {
 // artifactLines renders the artifact view in h lines: a title, then the text.
 func (m *Model) artifactLines(w, h int) []string {
 	l := m.loops[m.art.id]
-	extra := ""
-	if n := len(m.art.lines); n > 0 && !m.art.loading && m.art.err == nil {
-		last := min(m.art.offset+h-1, n)
-		extra = fmt.Sprintf("lines %d–%d of %d", m.art.offset+1, last, n)
-	}
-	lines := []string{m.paneTitle("ARTIFACT", l, extra, w)}
+	lines := []string{m.paneTitle("ARTIFACT", l, "", w)}
 	switch {
 	case m.art.err != nil:
 		lines = append(lines, m.st.Error.Render(clip(" ✗ artifact: "+firstLine(m.art.err.Error()), w)))
@@ -163,4 +158,15 @@ func (m *Model) artifactFooter() promptKeys {
 		keys = append(keys, shortly(k.Approve, "approve"), shortly(k.Reject, "reject"), shortly(k.Iterate, "iterate"))
 	}
 	return append(keys, shortly(k.Close, "close"), k.Quit)
+}
+
+// artifactPosition is the status line's right side in the artifact view:
+// which lines show, of how many.
+func (m *Model) artifactPosition() string {
+	n := len(m.art.lines)
+	if n == 0 || m.art.loading || m.art.err != nil {
+		return ""
+	}
+	last := min(m.art.offset+m.artifactHeight(), n)
+	return fmt.Sprintf("lines %d–%d of %d ", m.art.offset+1, last, n)
 }

@@ -668,6 +668,17 @@ func (m *Model) statusLine(w int) string {
 		return clip(" "+st.Info.Render(m.doneHint), w)
 	}
 	left := " tree"
+	if m.art.open {
+		left = " artifact"
+		if l := m.loops[m.art.id]; l != nil {
+			left += fmt.Sprintf(" of %s %q", l.Type, title(l))
+		}
+		right := m.artifactPosition()
+		if pad := w - ansi.StringWidth(right); ansi.StringWidth(left) > pad-1 {
+			left = clip(left, max(pad-1, 1))
+		}
+		return st.Dim.Render(left + strings.Repeat(" ", max(w-ansi.StringWidth(left)-ansi.StringWidth(right), 1)) + right)
+	}
 	if m.flat {
 		left = " flat: waiting loops in scheduling order"
 		if m.plan.Fairness.Enabled {
