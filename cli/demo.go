@@ -65,6 +65,7 @@ func (e *env) demoCmd() *cobra.Command {
 		plain   bool
 		clean   bool
 		speed   float64
+		seed    int64
 		timeout time.Duration
 	)
 	c := &cobra.Command{
@@ -73,14 +74,18 @@ func (e *env) demoCmd() *cobra.Command {
 		Long: `Create a throwaway git workspace, start a daemon whose agent is loopr's
 simulated agent, submit a plan and show it run: the dashboard in a terminal,
 progress lines otherwise. Ends with a summary of loops, iterations and
-rate-limit waits. Needs no agent, API key or network.`,
+rate-limit waits. Needs no agent, API key or network.
+
+The simulated agent's choices (titles, bugs, rate limits) follow --seed:
+the same seed gives the same tree. Ctrl-C stops the demo and its daemon,
+prints the summary so far and exits 130.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if speed < 0 {
 				return &UsageError{fmt.Errorf("--speed: must be >= 0")}
 			}
 			useTUI := !plain && isTerminal(e.stdout)
-			return e.runDemo(cmd.Context(), dir, useTUI, clean, speed, timeout)
+			return e.runDemo(cmd.Context(), demoOptions{dir: dir, useTUI: useTUI, clean: clean, speed: speed, seed: seed, timeout: timeout})
 		},
 	}
 	f := c.Flags()
@@ -88,6 +93,7 @@ rate-limit waits. Needs no agent, API key or network.`,
 	f.BoolVar(&plain, "plain", false, "print progress lines instead of the dashboard")
 	f.BoolVar(&clean, "clean", false, "remove the demo workspace afterwards")
 	f.Float64Var(&speed, "speed", 1, "scale the simulated agent's thinking time (0 = instant)")
+	f.Int64Var(&seed, "seed", simagent.DefaultSeed, "seed of the simulated agent's choices: the same seed gives the same tree, titles and failures")
 	f.DurationVar(&timeout, "timeout", 10*time.Minute, "give up after this long")
 	return c
 }
@@ -97,8 +103,23 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(f.Fd())
 }
 
-func (e *env) runDemo(ctx context.Context, dir string, useTUI, clean bool, speed float64, timeout time.Duration) error {
+// demoOptions are the flags of `loopr demo`.
+type demoOptions struct {
+	dir     string
+	useTUI  bool
+	clean   bool
+	speed   float64
+	seed    int64
+	timeout time.Duration
+}
+
+// errDemoInterrupted ends a demo stopped by Ctrl-C (or SIGINT, SIGTERM): the
+// summary so far is printed, the exit status is 130.
+const errDemoInterrupted = ExitStatus(130)
+
+func (e *env) runDemo(ctx context.Context, o demoOptions) error {
 	began := time.Now()
+	dir, useTUI, clean, timeout := o.dir, o.useTUI, o.clean, o.timeout
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find loopr executable: %w", err)
@@ -130,8 +151,9 @@ func (e *env) runDemo(ctx context.Context, dir string, useTUI, clean bool, speed
 	if err != nil {
 		return fmt.Errorf("demo config: %w", err)
 	}
-	// The simulated agent reads its pace from the environment it inherits.
-	os.Setenv("LOOPR_SIM_SPEED", fmt.Sprint(speed))
+	// The simulated agent reads its pace and seed from the environment it inherits.
+	os.Setenv("LOOPR_SIM_SPEED", fmt.Sprint(o.speed))
+	os.Setenv("LOOPR_SIM_SEED", fmt.Sprint(o.seed))
 	if err := os.MkdirAll(paths.Logs(), 0o700); err != nil {
 		return err
 	}
@@ -174,28 +196,64 @@ func (e *env) runDemo(ctx context.Context, dir string, useTUI, clean bool, speed
 	}
 	say("loopr demo: plan %s %q submitted", plan.ID, plan.Title)
 
+	say("loopr demo: seed %d (`loopr demo --seed N` for another tree)", o.seed)
+
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var w demoWatch
+	var took time.Duration // the run: from the start to the moment every loop had settled
 	if useTUI {
+		// A watcher beside the dashboard notes when the run ends, so
+		// "finished in" does not count time spent browsing afterwards.
+		watched := make(chan error, 1)
+		var finished time.Time
+		go func() {
+			err := w.follow(wctx, c, io.Discard, began)
+			finished = time.Now()
+			watched <- err
+		}()
 		e.paths, e.cfg = paths, cfg
 		opts := e.tuiOptions(c)
 		opts.DoneHint = "✓ the demo's loops have all finished: press q for the summary"
+		opts.ReportInterrupt = true
 		err = tui.Run(wctx, opts, e.stdin, e.stdout)
-		if err == nil {
-			err = w.counts(wctx, c)
+		select {
+		case werr := <-watched:
+			if werr == nil && errors.Is(err, tui.ErrInterrupted) {
+				err = nil // ctrl+c after the end only leaves the dashboard
+			}
+			if err == nil {
+				err = werr
+			}
+			took = finished.Sub(began)
+		default: // quit before the end: stop here, the summary says so far
+			cancel()
+			<-watched
+			took = time.Since(began)
+			if err == nil {
+				err = errDemoStopped
+			}
 		}
 	} else {
 		err = w.follow(wctx, c, e.stdout, began)
+		took = time.Since(began)
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	interrupted := ctx.Err() != nil || errors.Is(err, tui.ErrInterrupted)
+	switch {
+	case interrupted:
+		err = errDemoInterrupted
+	case errors.Is(err, context.DeadlineExceeded):
 		err = fmt.Errorf("demo did not finish within %s (see %s)", timeout, filepath.Join(paths.Logs(), "daemon.log"))
 	}
-	summaryErr := e.demoSummary(context.WithoutCancel(ctx), c, plan, dir, w, time.Since(began))
-	if derr := stop(); err == nil {
+	// Stop the daemon first: an interrupted demo's summary is the state
+	// it left (running loops requeued), and nothing changes under it.
+	derr := stop()
+	if err == nil {
 		err = derr
 	}
-	if err == nil {
+	e.paths, e.cfg = paths, cfg
+	summaryErr := e.demoSummary(context.WithoutCancel(ctx), plan, dir, w, took, err)
+	if err == nil || errors.Is(err, errDemoStopped) {
 		err = summaryErr
 	}
 	if !clean {
@@ -203,6 +261,10 @@ func (e *env) runDemo(ctx context.Context, dir string, useTUI, clean bool, speed
 	}
 	return err
 }
+
+// errDemoStopped means the dashboard was closed with q before the run
+// ended: the demo stops there, with the summary so far, and exits 0.
+var errDemoStopped = errors.New("demo stopped before the end")
 
 // initDemoRepo makes dir a git repository with one commit, or says why not.
 func initDemoRepo(ctx context.Context, dir string) error {
@@ -328,13 +390,20 @@ func (w *demoWatch) counts(ctx context.Context, c *client.Client) error {
 }
 
 // demoSummary prints loops by type and status, iterations, rate-limit
-// waits and what landed on the plan branch.
-func (e *env) demoSummary(ctx context.Context, c *client.Client, plan loop.Loop, dir string, w demoWatch, took time.Duration) error {
-	loops, err := c.List(ctx, api.ListRequest{})
+// waits and what landed on the plan branch, from the store the stopped
+// daemon left. runErr says how the run ended: finished (nil), stopped with
+// q, interrupted, or failed.
+func (e *env) demoSummary(ctx context.Context, plan loop.Loop, dir string, w demoWatch, took time.Duration, runErr error) error {
+	b, err := e.openLocal()
+	if err != nil {
+		return fmt.Errorf("demo summary: %w", err)
+	}
+	defer b.Close()
+	loops, err := b.List(ctx, api.ListRequest{})
 	if err != nil {
 		return err
 	}
-	st, err := c.Status(ctx)
+	st, err := b.Status(ctx)
 	if err != nil {
 		return err
 	}
@@ -347,7 +416,14 @@ func (e *env) demoSummary(ctx context.Context, c *client.Client, plan loop.Loop,
 		byType[l.Type][l.Status]++
 		iterations[l.Type] += l.Iteration
 	}
-	fmt.Fprintf(e.stdout, "\nloopr demo finished in %s\n\n", took.Round(100*time.Millisecond))
+	switch took := took.Round(100 * time.Millisecond); {
+	case errors.Is(runErr, errDemoInterrupted):
+		fmt.Fprintf(e.stdout, "\nloopr demo interrupted after %s; the daemon is stopped. The summary so far:\n\n", took)
+	case errors.Is(runErr, errDemoStopped):
+		fmt.Fprintf(e.stdout, "\nloopr demo stopped after %s, before the end; the daemon is stopped. The summary so far:\n\n", took)
+	default:
+		fmt.Fprintf(e.stdout, "\nloopr demo finished in %s\n\n", took)
+	}
 	tw := table(e.stdout)
 	fmt.Fprintln(tw, "TYPE\tLOOPS\tCOMPLETE\tFAILED\tOTHER\tITERATIONS")
 	total, totalIter := 0, 0

@@ -7,8 +7,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/loopr-dev/loopr/artifact"
 	"github.com/loopr-dev/loopr/client"
 	"github.com/loopr-dev/loopr/control"
+	"github.com/loopr-dev/loopr/internal/safefile"
+	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/tui"
 )
 
@@ -67,5 +70,22 @@ func (e *env) tuiOptions(c *client.Client) tui.Options {
 		NoColor:   e.getenv("NO_COLOR") != "",
 		Version:   Version,
 		Policy:    control.Policy(e.cfg),
+		ReadArtifact: func(_ context.Context, l loop.Loop) (string, error) {
+			return readAccepted(e.paths.Home, l)
+		},
 	}
+}
+
+// readAccepted reads loop l's accepted artifact, the copy loopr validated
+// under the home: a regular file reached without a symlink below the home,
+// at most artifact.MaxSize bytes.
+func readAccepted(home string, l loop.Loop) (string, error) {
+	if l.Artifact == "" {
+		return "", fmt.Errorf("%s %s has no accepted artifact", l.Type, l.ID)
+	}
+	b, err := safefile.ReadIn(home, l.Artifact, artifact.MaxSize)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
 }

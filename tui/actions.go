@@ -3,11 +3,14 @@ package tui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/artifact"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -82,11 +85,23 @@ func (m Model) startAction(action string) (Model, tea.Cmd) {
 		m.mode = modeConfirm
 		m.confirm = confirmation{action: action, id: l.ID, prompt: "reject " + name + "? it fails and spawns nothing"}
 		return m, nil
+	case api.ActionApprove:
+		what := "its children are created and start"
+		if f, ok := artifact.FormatOf(l.Type); ok {
+			what = "its " + strings.ToLower(f.Section) + " are created and start"
+		}
+		m.mode = modeConfirm
+		m.confirm = confirmation{action: action, id: l.ID, prompt: "approve " + name + "? " + what}
+		return m, nil
 	case api.ActionIterate:
 		m.mode = modeFeedback
 		m.confirm = confirmation{action: action, id: l.ID}
-		m.input.Prompt = "feedback for " + name + ": "
 		m.input.Placeholder = "what should the next iteration change?"
+		// The placeholder says what to write: the prompt gives way to it.
+		m.input.Prompt = "feedback for " + name + ": "
+		if lipgloss.Width(m.input.Prompt)+lipgloss.Width(m.input.Placeholder)+inputReserve(modeFeedback) > m.width {
+			m.input.Prompt = "feedback: "
+		}
 		m.input.SetValue("")
 		m.sizeInput()
 		return m, m.input.Focus()
@@ -149,17 +164,31 @@ func (m Model) actDone(msg actMsg) (tea.Model, tea.Cmd) {
 		name = fmt.Sprintf("%s %q", l.Type, title(l))
 	}
 	text := pastTense(msg.action) + " " + name
-	if msg.action == api.ActionIterate {
+	// The other loops the action changed, named by title in the status line.
+	others := slices.DeleteFunc(slices.Clone(msg.res.Affected), func(id string) bool { return id == msg.id })
+	switch n := len(others); {
+	case msg.action == api.ActionIterate:
 		text = name + " goes back for another iteration with your feedback"
-	}
-	if n := len(msg.res.Affected); n > 0 {
-		text += fmt.Sprintf(" (+%d more)", n)
-	}
-	if msg.action == api.ActionCancel && msg.res.Loop.ID != "" && msg.res.Loop.Status != loop.Cancelled {
-		n := len(msg.res.Affected)
+		if n > 0 {
+			text += fmt.Sprintf("; invalidated %d loop%s", n, plural(n))
+		}
+	case msg.action == api.ActionCancel && msg.res.Loop.ID != "" && msg.res.Loop.Status != loop.Cancelled:
 		text = fmt.Sprintf("cancelled %d loop%s under %s (it stays %s)", n, plural(n), name, statusText(msg.res.Loop.Status, false))
+	case msg.action == api.ActionCancel && n > 0:
+		text += fmt.Sprintf(" and %d loop%s under it", n, plural(n))
+	case msg.action == api.ActionApprove:
+		child := "child loop"
+		if l := m.loops[msg.id]; l != nil {
+			if f, ok := artifact.FormatOf(l.Type); ok {
+				child = strings.ToLower(f.Child)
+			}
+		}
+		text += fmt.Sprintf("; created %d %s%s", n, child, plural(n))
 	}
-	m.flash = flash{text: text}
+	m.flash = flash{text: text, names: others}
+	if msg.action != api.ActionCancel && msg.id == m.art.id {
+		m.art.open = false // decided: back to the tree, where the new loops show
+	}
 	if m.synced {
 		m.rebuild()
 	}
@@ -192,6 +221,8 @@ func verbNoun(action string) string {
 		return "cancel"
 	case api.ActionReject:
 		return "reject"
+	case api.ActionApprove:
+		return "approval"
 	}
 	return action
 }

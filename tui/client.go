@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/scheduler"
 )
 
@@ -52,4 +53,12 @@ type Options struct {
 	// none is pending, paused, running or awaiting approval (the demo uses
 	// it to say how to see its summary).
 	DoneHint string
+	// ReportInterrupt makes Run return ErrInterrupted when the user quits
+	// with ctrl+c (or ctx ends) rather than q: `loopr demo` then stops its
+	// run and exits 130, where `loopr tui` treats both alike.
+	ReportInterrupt bool
+	// ReadArtifact returns the text of loop l's accepted artifact
+	// (l.Artifact) for the artifact view (v). It runs in a command, off the
+	// update loop. nil: the view says it cannot read artifacts.
+	ReadArtifact func(ctx context.Context, l loop.Loop) (string, error)
 }

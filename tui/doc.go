@@ -1,8 +1,17 @@
-// Package tui is loopr's live dashboard, `loopr tui` (SPEC §10): a bubbletea
-// program that shows the loop tree (plan > spec > phase > ralph) with live
-// priorities and the first reason each waiting loop does not start, the
-// daemon's caps and rate-limit state, and panes that explain a loop (why),
-// describe it (details) or follow its agent's output.
+// Package tui is loopr's live dashboard, `loopr tui` (docs/commands.md#the-dashboard):
+// a bubbletea program that shows the loop tree (plan > spec > phase > ralph)
+// with live priorities and the first reason each waiting loop does not
+// start, the daemon's caps and rate-limit state, panes that explain a loop
+// (why), describe it (details: the whole failure reason and the latest
+// feedback first) or follow its agent's output, and a full-screen view of a
+// loop's accepted artifact (v) to approve with eyes open.
+//
+// At 80×24 and below, each part gives way by dropping what matters least:
+// the header drops the workspace, the uptime and idle type caps; the footer
+// drops keys (never ? help and q quit); the details pane drops rows (never
+// the status, the failure reason or the latest feedback); a question drops
+// its words before its y/n; a text input's prompt gives way to its
+// placeholder.
 //
 // The package talks to the daemon only through the small Client interface it
 // declares; the client package implements it over the daemon's socket. State

@@ -8,6 +8,7 @@ type keyMap struct {
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
 	Collapse, Expand                        key.Binding
 	Details, Why, Output, Filter, Flat      key.Binding
+	Artifact                                key.Binding
 	Close                                   key.Binding
 	Cancel, Reset, Pause                    key.Binding
 	Approve, Reject, Iterate                key.Binding
@@ -36,6 +37,7 @@ func newKeyMap() keyMap {
 		Details:   b("enter", "details", "enter"),
 		Why:       b("w", "why: score and gates", "w"),
 		Output:    b("o", "agent output (live)", "o"),
+		Artifact:  b("v", "accepted artifact (scroll)", "v"),
 		Filter:    b("/", "filter", "/"),
 		Flat:      b("t", "flat view (schedule order)", "t"),
 		Close:     b("esc", "close pane / clear filter", "esc"),
@@ -47,7 +49,7 @@ func newKeyMap() keyMap {
 		Iterate:   b("i", "iterate with feedback", "i"),
 		Help:      b("?", "help", "?"),
 		Quit:      b("q", "quit", "q"),
-		ForceQuit: b("ctrl+c", "quit from a prompt", "ctrl+c"),
+		ForceQuit: b("ctrl+c", "quit (also from a prompt)", "ctrl+c"),
 		Yes:       b("y", "confirm", "y", "Y"),
 		No:        b("n/esc", "cancel", "n", "N", "esc"),
 		Accept:    b("enter", "accept", "enter"),
@@ -60,7 +62,7 @@ func newKeyMap() keyMap {
 // ShortHelp is the footer.
 func (k keyMap) ShortHelp() []key.Binding {
 	return []key.Binding{
-		k.moveHint, k.foldHint, k.Details, shortly(k.Why, "why"), shortly(k.Output, "output"),
+		k.moveHint, k.foldHint, k.Details, shortly(k.Why, "why"), shortly(k.Output, "output"), shortly(k.Artifact, "artifact"),
 		shortly(k.Filter, "filter"), shortly(k.Flat, "flat view"), shortly(k.Cancel, "cancel"),
 		shortly(k.Reset, "reset"), shortly(k.Pause, "pause"), k.planHint, k.Help, k.Quit,
 	}
@@ -70,7 +72,7 @@ func (k keyMap) ShortHelp() []key.Binding {
 func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Collapse, k.Expand},
-		{k.Details, k.Why, k.Output, k.Filter, k.Flat, k.Close, k.Help},
+		{k.Details, k.Why, k.Output, k.Artifact, k.Filter, k.Flat, k.Close, k.Help},
 		{k.Cancel, k.Reset, k.Pause, k.Approve, k.Reject, k.Iterate, k.Quit, k.ForceQuit},
 	}
 }

@@ -121,6 +121,10 @@ type outputPane struct {
 type flash struct {
 	text string
 	err  bool
+	// names lists loops an action created or changed, by id: the status
+	// line shows their titles after text (children an approve created
+	// arrive on the event stream a moment after the answer).
+	names []string
 }
 
 // Model is the dashboard's state. It implements tea.Model; create it with New.
@@ -164,22 +168,25 @@ type Model struct {
 	dirty       bool
 
 	// View state.
-	rows        []row
-	cursor      int
-	offset      int
-	sel         string
-	flat        bool
-	userFold    map[string]bool
-	defaultOpen map[string]bool
-	filter      string
-	prevFilter  string
-	mode        inputMode
-	showHelp    bool
-	pane        paneKind
-	confirm     confirmation
-	why         whyPane
-	out         outputPane
-	flash       flash
+	rows         []row
+	cursor       int
+	offset       int
+	sel          string
+	flat         bool
+	userFold     map[string]bool
+	defaultOpen  map[string]bool
+	filter       string
+	prevFilter   string
+	mode         inputMode
+	showHelp     bool
+	pane         paneKind
+	confirm      confirmation
+	why          whyPane
+	out          outputPane
+	flash        flash
+	interrupted  bool // quit by ctrl+c (Run reports it with Options.ReportInterrupt)
+	art          artifactView
+	readArtifact func(context.Context, loop.Loop) (string, error)
 }
 
 // New returns the dashboard's model. It starts nothing: Init subscribes to
@@ -195,23 +202,24 @@ func New(o Options) Model {
 	}
 	st := newStyles(lipgloss.NewRenderer(os.Stdout), o.NoColor)
 	m := Model{
-		ctx:         context.Background(),
-		clock:       clock,
-		now:         clock(),
-		policy:      pol,
-		plan:        pol,
-		workspace:   shortPath(o.Workspace),
-		version:     o.Version,
-		doneHint:    o.DoneHint,
-		keys:        newKeyMap(),
-		client:      o.Client,
-		dial:        o.Dial,
-		loops:       map[string]*loop.Loop{},
-		children:    map[string][]string{},
-		userFold:    map[string]bool{},
-		defaultOpen: map[string]bool{},
-		width:       80,
-		height:      24,
+		ctx:          context.Background(),
+		clock:        clock,
+		now:          clock(),
+		policy:       pol,
+		plan:         pol,
+		workspace:    shortPath(o.Workspace),
+		version:      o.Version,
+		doneHint:     o.DoneHint,
+		readArtifact: o.ReadArtifact,
+		keys:         newKeyMap(),
+		client:       o.Client,
+		dial:         o.Dial,
+		loops:        map[string]*loop.Loop{},
+		children:     map[string][]string{},
+		userFold:     map[string]bool{},
+		defaultOpen:  map[string]bool{},
+		width:        80,
+		height:       24,
 	}
 	m.setStyles(st)
 	return m
@@ -275,6 +283,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.help.Width = msg.Width - 2
 		m.sizeInput()
 		m.syncSelection()
+		m.wrapArtifact()
+		return m, nil
+
+	case artifactMsg:
+		m.artifactLoaded(msg)
 		return m, nil
 
 	case tickMsg:
@@ -419,6 +432,7 @@ func (m *Model) fetchOutput() tea.Cmd {
 // or the list.
 func (m Model) handleKey(k tea.KeyMsg) (Model, tea.Cmd) {
 	if key.Matches(k, m.keys.ForceQuit) {
+		m.interrupted = true
 		return m, tea.Quit
 	}
 	switch m.mode {
@@ -438,6 +452,9 @@ func (m Model) handleKey(k tea.KeyMsg) (Model, tea.Cmd) {
 			m.showHelp = false
 		}
 		return m, nil
+	}
+	if m.art.open {
+		return m.artifactKey(k)
 	}
 	ks := m.keys
 	switch {
@@ -467,6 +484,8 @@ func (m Model) handleKey(k tea.KeyMsg) (Model, tea.Cmd) {
 		if m.togglePane(paneOutput) {
 			return m, m.openOutput()
 		}
+	case key.Matches(k, ks.Artifact):
+		return m.openArtifact()
 	case key.Matches(k, ks.Filter):
 		m.mode = modeFilter
 		m.prevFilter = m.filter
@@ -512,7 +531,16 @@ func (m Model) handleKey(k tea.KeyMsg) (Model, tea.Cmd) {
 // sizeInput fits the text input between its prompt and the end of the
 // status line (leaving room for the filter's match count).
 func (m *Model) sizeInput() {
-	m.input.Width = max(8, m.width-lipgloss.Width(m.input.Prompt)-16)
+	m.input.Width = max(8, m.width-lipgloss.Width(m.input.Prompt)-inputReserve(m.mode))
+}
+
+// inputReserve is what the status line keeps beside a text input: the
+// filter's match count, or the margins.
+func inputReserve(mode inputMode) int {
+	if mode == modeFilter {
+		return 16
+	}
+	return 3
 }
 
 // togglePane opens pane p, or closes it when it is already open. It reports

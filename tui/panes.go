@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -47,7 +48,6 @@ func (m *Model) detailsLines(w, h int) []string {
 		return []string{m.paneTitle("DETAILS", nil, "no loop selected", w)}
 	}
 	lines := []string{m.paneTitle("DETAILS", l, "", w)}
-	type kv struct{ k, v string }
 	ts := func(t time.Time) string {
 		if t.IsZero() {
 			return ""
@@ -67,44 +67,89 @@ func (m *Model) detailsLines(w, h int) []string {
 	if l.Lease != nil {
 		lease = l.Lease.Owner + ", expires " + ts(l.Lease.ExpiresAt)
 	}
-	pairs := []kv{
-		{"status", icon(l.Status) + " " + statusText(l.Status, false) + "   iteration " + iterText(l) + "   depth " + strconv.Itoa(l.Depth)},
-		{"parent", parent},
-		{"created", ts(l.CreatedAt)},
-		{"started", ts(l.StartedAt)},
-		{"finished", ts(l.FinishedAt)},
-		{"runnable at", ts(l.RunnableAt)},
-		{"deadline", ts(l.Deadline)},
-		{"artifact", l.Artifact},
-		{"workdir", l.Workdir},
-		{"triggered by", l.TriggeredBy},
-		{"lease", lease},
-		{"reason", firstLine(l.Reason)},
-		{"task", firstLine(l.Task)},
+	// Rows in display order; rank says which stay when the pane is short
+	// (lower stays longer). The status and the reason always show, the
+	// reason wrapped, never cut; the latest feedback comes next.
+	type row struct {
+		k, v string
+		rank int
 	}
+	rows := []row{
+		{"parent", parent, 1},
+		{"created", ts(l.CreatedAt), 6},
+		{"started", ts(l.StartedAt), 4},
+		{"finished", ts(l.FinishedAt), 7},
+		{"runnable at", ts(l.RunnableAt), 3},
+		{"deadline", ts(l.Deadline), 5},
+		{"artifact", l.Artifact, 8},
+		{"workdir", l.Workdir, 9},
+		{"triggered by", l.TriggeredBy, 10},
+		{"lease", lease, 11},
+		{"task", firstLine(l.Task), 2},
+	}
+	rows = slices.DeleteFunc(rows, func(r row) bool { return r.v == "" })
 	const labelW = 13
-	for _, p := range pairs {
-		if p.v == "" {
-			continue
+	label := func(k string) string { return " " + m.st.PaneLabel.Render(fit(k, labelW)) }
+	lines = append(lines, clip(label("status")+icon(l.Status)+" "+statusText(l.Status, false)+"   iteration "+iterText(l)+"   depth "+strconv.Itoa(l.Depth), w))
+	if r := strings.TrimSpace(l.Reason); r != "" {
+		for i, part := range strings.Split(ansi.Wrap(strings.Join(strings.Fields(r), " "), max(w-1-labelW, 10), ""), "\n") {
+			k := ""
+			if i == 0 {
+				k = "reason"
+			}
+			lines = append(lines, label(k)+m.st.Error.Render(part))
 		}
-		lines = append(lines, clip(" "+m.st.PaneLabel.Render(fit(p.k, labelW))+p.v, w))
 	}
-	if fb := strings.TrimSpace(l.Feedback); fb != "" {
-		room := h - len(lines) - 1
-		if room >= 1 {
-			lines = append(lines, " "+m.st.PaneLabel.Render("last feedback"))
-			fl := strings.Split(ansi.Strip(fb), "\n")
-			if len(fl) > room {
-				fl = fl[len(fl)-room:]
-			}
-			for _, s := range fl {
-				lines = append(lines, clip("   "+expandTabs(s), w))
-			}
-		} else if len(lines) < h {
-			lines = append(lines, clip(" "+m.st.PaneLabel.Render(fit("feedback", labelW))+firstLine(fb), w))
+	var fb []string // the latest iteration's feedback, wrapped
+	if text := latestFeedback(l.Feedback); text != "" {
+		for _, s := range strings.Split(ansi.Wrap(expandTabs(text), max(w-3, 10), ""), "\n") {
+			fb = append(fb, clip("   "+s, w))
 		}
+	}
+	room := max(h-len(lines), 0)
+	fbRoom := 0
+	if len(fb) > 0 {
+		// At least the heading and three lines, more when the rows leave room.
+		fbRoom = min(1+len(fb), max(room-len(rows), min(4, room)))
+	}
+	keep := room - fbRoom
+	if keep < len(rows) {
+		ranks := make([]int, len(rows))
+		for i, r := range rows {
+			ranks[i] = r.rank
+		}
+		slices.Sort(ranks)
+		cut := 1 << 30
+		if keep > 0 {
+			cut = ranks[keep-1]
+		} else {
+			cut = -1
+		}
+		rows = slices.DeleteFunc(rows, func(r row) bool { return r.rank > cut })
+	}
+	for _, r := range rows {
+		lines = append(lines, clip(label(r.k)+r.v, w))
+	}
+	if fbRoom > 0 {
+		lines = append(lines, " "+m.st.PaneLabel.Render("last feedback"))
+		body := fbRoom - 1
+		if len(fb) > body && body >= 3 {
+			// Its first line says what failed; its end, the log's last words.
+			fb = append([]string{fb[0], m.st.Dim.Render("   …")}, fb[len(fb)-(body-2):]...)
+		}
+		lines = append(lines, fb[:min(body, len(fb))]...)
 	}
 	return lines
+}
+
+// latestFeedback is the feedback of the latest failed iteration: the
+// record keeps the newest first, older ones after a "--- earlier ---" line.
+func latestFeedback(fb string) string {
+	fb = strings.TrimSpace(ansi.Strip(fb))
+	if i := strings.Index(fb, "\n--- earlier ---"); i >= 0 {
+		fb = strings.TrimSpace(fb[:i])
+	}
+	return fb
 }
 
 func (m *Model) clockTime(t time.Time) string {

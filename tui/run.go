@@ -10,6 +10,10 @@ import (
 	"github.com/charmbracelet/lipgloss"
 )
 
+// ErrInterrupted is Run's answer, with Options.ReportInterrupt, when the
+// dashboard ended by ctrl+c or by its context rather than by q.
+var ErrInterrupted = errors.New("interrupted")
+
 // Run shows the dashboard on out (in the alternate screen), reading keys from
 // in, until the user quits or ctx ends. Cancelling ctx also ends the event
 // stream and any request in flight.
@@ -28,12 +32,18 @@ func Run(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 		tea.WithOutput(out),
 		tea.WithAltScreen(),
 	)
-	_, err := p.Run()
+	final, err := p.Run()
 	if err != nil && errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		if o.ReportInterrupt {
+			return ErrInterrupted
+		}
 		return nil // the caller ended it: a clean stop
 	}
 	if err != nil {
 		return fmt.Errorf("tui: %w", err)
+	}
+	if fm, ok := final.(Model); ok && fm.interrupted && o.ReportInterrupt {
+		return ErrInterrupted
 	}
 	return nil
 }

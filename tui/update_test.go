@@ -89,7 +89,7 @@ func TestUpdateKeys(t *testing.T) {
 		{name: "enter opens details", at: idIndex, keys: []string{"enter"}, check: func(t *testing.T, m Model) {
 			wantPane(paneDetails)(t, m)
 			v := m.View()
-			for _, want := range []string{"DETAILS", "p1-001-001-002", "/home/dev/src/shop/.loopr/worktrees/p1-001-001-002", "missing index users_email_idx", "runnable at"} {
+			for _, want := range []string{"DETAILS", "p1-001-001-002", "last feedback", "missing index users_email_idx", "runnable at"} {
 				if !strings.Contains(v, want) {
 					t.Errorf("details pane lacks %q:\n%s", want, v)
 				}
@@ -202,7 +202,13 @@ func TestUpdateKeys(t *testing.T) {
 		{name: "p pauses a pending loop", at: idIndex, keys: []string{"p"}, wantAc: []actCall{{ID: idIndex, Action: api.ActionPause}}},
 		{name: "p resumes a paused loop", at: idPausedRal, keys: []string{"p"}, wantAc: []actCall{{ID: idPausedRal, Action: api.ActionResume}}},
 		{name: "p on a running loop says why not", at: idLimits, keys: []string{"p"}, check: wantFlash("can't pause: only pending loops pause (and paused ones resume), this phase is running")},
-		{name: "a approves a plan awaiting approval", at: idBilling, keys: []string{"a"}, wantAc: []actCall{{ID: idBilling, Action: api.ActionApprove}}},
+		{name: "a asks, then approves", at: idBilling, keys: []string{"a", "y"}, wantAc: []actCall{{ID: idBilling, Action: api.ActionApprove}}},
+		{name: "a asks first", at: idBilling, keys: []string{"a"}, check: func(t *testing.T, m Model) {
+			if m.mode != modeConfirm || !strings.Contains(m.View(), `approve plan "Billing with Stripe"? its specs are created and start y/n`) {
+				t.Errorf("a did not ask:\n%s", m.View())
+			}
+		}},
+		{name: "a then n keeps the plan", at: idBilling, keys: []string{"a", "n"}, check: wantFlash("approval not confirmed: nothing changed")},
 		{name: "a elsewhere says why not", at: idIndex, keys: []string{"a"}, check: wantFlash("can't approve: only a plan awaiting approval can be approved, this ralph is pending")},
 		{name: "x asks, then rejects", at: idBilling, keys: []string{"x", "y"}, wantAc: []actCall{{ID: idBilling, Action: api.ActionReject}}},
 		{name: "x then n keeps the plan", at: idBilling, keys: []string{"x", "esc"}, check: wantFlash("reject not confirmed: nothing changed")},

@@ -33,6 +33,10 @@ func (m *Model) layout() screen {
 		return screen{body: avail}
 	}
 	pane := min(max(avail*2/5, 5), 16)
+	if m.pane == paneDetails {
+		// Details carry the failure reason and the feedback: half the room.
+		pane = min(max(avail/2, 5), 16)
+	}
 	body := avail - pane - 1 // a rule separates the body from the pane
 	if body < 3 {
 		body = min(3, avail)
@@ -48,9 +52,12 @@ func (m Model) View() string {
 	lines := make([]string, 0, m.height)
 	lines = append(lines, m.headerLine(w), m.bannerOrRule(w))
 	lay := m.layout()
-	if m.showHelp {
+	switch {
+	case m.showHelp:
 		lines = append(lines, m.helpLines(w, max(m.height-fixedLines, 1)+1)...)
-	} else {
+	case m.art.open:
+		lines = append(lines, m.artifactLines(w, max(m.height-fixedLines, 1)+1)...)
+	default:
 		lines = append(lines, m.columnTitles(w))
 		lines = append(lines, m.bodyLines(w, lay.body)...)
 		if lay.pane > 0 {
@@ -157,8 +164,10 @@ func (m *Model) headerLine(w int) string {
 		rl := m.status.RateLimit
 		switch {
 		case rl.Blocked(m.now):
-			segs = append(segs, segment{text: st.Warn.Render("429 backoff "+countdown(rl.Remaining(m.now))) +
-				st.HeaderDim.Render(" then ramp "+countdown(rl.RecoveryUntil.Sub(rl.BackoffUntil)))})
+			backoff := st.Warn.Render("429 backoff " + countdown(rl.Remaining(m.now)))
+			// Narrow: the countdown stays, the ramp after it goes.
+			segs = append(segs, segment{text: backoff + st.HeaderDim.Render(" then ramp "+countdown(rl.RecoveryUntil.Sub(rl.BackoffUntil))),
+				drop: 1, alt: backoff})
 		case rl.Recovering(m.now):
 			segs = append(segs, segment{text: st.Info.Render("429 recovery " + countdown(rl.RecoveryUntil.Sub(m.now)) + ": one start per poll")})
 		}
@@ -635,7 +644,8 @@ func (m *Model) statusLine(w int) string {
 	st := m.st
 	switch m.mode {
 	case modeConfirm:
-		return clip(" "+st.Prompt.Render(m.confirm.prompt)+" "+st.HelpKey.Render("y")+st.HelpDesc.Render("/")+st.HelpKey.Render("n"), w)
+		// The question gives way to its answer keys, never the reverse.
+		return " " + st.Prompt.Render(clip(m.confirm.prompt, max(w-5, 1))) + " " + st.HelpKey.Render("y") + st.HelpDesc.Render("/") + st.HelpKey.Render("n")
 	case modeFilter:
 		return clip(" "+m.input.View()+st.Dim.Render(fmt.Sprintf("   %d shown", len(m.rows))), w)
 	case modeFeedback:
@@ -649,7 +659,7 @@ func (m *Model) statusLine(w int) string {
 		if m.flash.err {
 			return clip(" "+st.Error.Render("✗ "+m.flash.text), w)
 		}
-		return clip(" "+st.Info.Render(m.flash.text), w)
+		return clip(" "+st.Info.Render(m.flashText(w-1)), w)
 	}
 	if m.haveStatus && m.status.Warning != "" {
 		return clip(" "+st.Warn.Render("! "+m.status.Warning), w)
@@ -658,6 +668,17 @@ func (m *Model) statusLine(w int) string {
 		return clip(" "+st.Info.Render(m.doneHint), w)
 	}
 	left := " tree"
+	if m.art.open {
+		left = " artifact"
+		if l := m.loops[m.art.id]; l != nil {
+			left += fmt.Sprintf(" of %s %q", l.Type, title(l))
+		}
+		right := m.artifactPosition()
+		if pad := w - ansi.StringWidth(right); ansi.StringWidth(left) > pad-1 {
+			left = clip(left, max(pad-1, 1))
+		}
+		return st.Dim.Render(left + strings.Repeat(" ", max(w-ansi.StringWidth(left)-ansi.StringWidth(right), 1)) + right)
+	}
 	if m.flat {
 		left = " flat: waiting loops in scheduling order"
 		if m.plan.Fairness.Enabled {
@@ -678,6 +699,42 @@ func (m *Model) statusLine(w int) string {
 	return st.Dim.Render(left + strings.Repeat(" ", pad) + right)
 }
 
+// flashText is the flash message with the titles of the loops it names,
+// as many as fit in w cells; the rest are counted.
+func (m *Model) flashText(w int) string {
+	text := m.flash.text
+	var titles []string
+	unknown := 0
+	for _, id := range m.flash.names {
+		if l := m.loops[id]; l != nil {
+			titles = append(titles, fmt.Sprintf("%q", title(l)))
+		} else {
+			unknown++ // not on the stream yet
+		}
+	}
+	if len(titles) == 0 {
+		return text
+	}
+	more := func(n int) string {
+		if n == 0 {
+			return ""
+		}
+		return fmt.Sprintf(" and %d more", n)
+	}
+	shown := text + ": " + titles[0]
+	if ansi.StringWidth(shown+more(len(titles)-1+unknown)) > w {
+		return text // not even one title fits: the count says it
+	}
+	for i := 1; i < len(titles); i++ {
+		next := shown + ", " + titles[i]
+		if ansi.StringWidth(next+more(len(titles)-i-1+unknown)) > w {
+			return shown + more(len(titles)-i+unknown)
+		}
+		shown = next
+	}
+	return shown + more(unknown)
+}
+
 func (m *Model) footer(w int) string {
 	hm := m.help
 	hm.Width = w - 1
@@ -692,11 +749,14 @@ func (m *Model) footer(w int) string {
 	if m.showHelp {
 		return clip(" "+hm.View(promptKeys{shortly(m.keys.Close, "close help"), m.keys.Quit}), w)
 	}
+	if m.art.open {
+		return clip(" "+hm.View(m.artifactFooter()), w)
+	}
 	// Drop the hints a user needs least until the rest fits; ? help and q
 	// quit always stay.
 	hm.Width = 0 // measure untruncated
 	items := m.keys.ShortHelp()
-	for _, drop := range []string{"t", "h/l", "r", "o", "p", "enter", "a/x/i", "/", "c", "w", "j/k"} {
+	for _, drop := range []string{"t", "r", "p", "h/l", "o", "enter", "w", "/", "v", "c", "a/x/i", "j/k"} {
 		if ansi.StringWidth(hm.ShortHelpView(items)) <= w-1 {
 			break
 		}

@@ -1,6 +1,6 @@
 #!/bin/sh
 # agent.sh is the scripted agent of loopr's end-to-end tests. It keeps the
-# agent contract of SPEC §6 (the prompt on stdin, the LOOPR_* environment,
+# agent contract of docs/agent-contract.md (the prompt on stdin, the LOOPR_* environment,
 # the artifact at $LOOPR_ARTIFACT, the exit status) and behaves as the
 # tests need:
 #

@@ -175,7 +175,7 @@ func rows(r results) []row {
 			base, _ := r.get(dec(n), "baseline-ms")
 			x, _ := r.get(dec(n), "x-baseline")
 			rw.measured = us(decNs[j])
-			rw.baseline = ms(base) + " (seed 004 over the same bbolt store)"
+			rw.baseline = ms(base) + " (the original design's selection, same bbolt store)"
 			rw.ratio = times(x) + " faster"
 			if n == "100000" {
 				rw.verdict = "met"
@@ -192,7 +192,7 @@ func rows(r results) []row {
 	if v, ok := r.get(dec("100000/policies"), "ns/op"); ok {
 		base, _ := r.get(dec("100000/policies"), "baseline-ms")
 		x, _ := r.get(dec("100000/policies"), "x-baseline")
-		pol.measured, pol.baseline, pol.ratio = us(v), ms(base)+" (seed 004, which knows no policies)", times(x)+" faster"
+		pol.measured, pol.baseline, pol.ratio = us(v), ms(base)+" (the original design, which knows no policies)", times(x)+" faster"
 	}
 	out = append(out, pol)
 	growth := row{figure: "decision cost growth, 1k → 10k → 100k", measured: missing, target: "no worse than n log n", verdict: missing}

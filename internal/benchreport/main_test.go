@@ -27,7 +27,7 @@ func TestReport(t *testing.T) {
 	write(&b, r, machine{model: "m", cores: 2, goVersion: "go1.26", os: "linux/amd64", cpu: r.cpu})
 	out := b.String()
 	for _, want := range []string{
-		"31.5 µs", "1522 ms (seed 004", "48378× faster", "≤ 1 ms and ≥ 500× the baseline",
+		"31.5 µs", "1522 ms (the original design's selection", "48378× faster", "≤ 1 ms and ≥ 500× the baseline",
 		"×0.62, ×1.10", "n log n: ×13.3, ×12.5",
 		"699 tx/s", "0.32×", "MISSED by 60%",
 		"2.26 ms / 25.0 ms", "MISSED by 25%",
