@@ -217,4 +217,3 @@ func (tm *tmux) waitScreenWithin(d time.Duration, what string, want ...string) s
 		time.Sleep(100 * time.Millisecond)
 	}
 }
-
