@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -21,7 +23,13 @@ func (e *env) initCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "init",
 		Short: "Write a commented loopr.yml with every key and its default",
-		Args:  cobra.NoArgs,
+		Long: `Write a commented loopr.yml with every key and its default. When the
+workspace is a Go module (go.mod), a Rust crate (Cargo.toml), a Node
+package (package.json) or a Python project (pyproject.toml, setup.cfg,
+setup.py), ralph loops are validated by its test command — go test ./...,
+cargo test, npm test, pytest — and init says what it found; otherwise the
+default (go test ./...) stays.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			path := e.configFlag
 			if path == "" {
@@ -38,7 +46,13 @@ func (e *env) initCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := f.Write(config.Template()); err != nil {
+			found := preflight.DetectAll(filepath.Dir(path))
+			body, err := templateFor(found)
+			if err != nil {
+				f.Close()
+				return err
+			}
+			if _, err := f.Write(body); err != nil {
 				f.Close()
 				return err
 			}
@@ -46,11 +60,59 @@ func (e *env) initCmd() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(e.stdout, "wrote %s\n", path)
+			if len(found) == 0 {
+				fmt.Fprintf(e.stdout, "no go.mod, Cargo.toml, package.json, pyproject.toml, setup.cfg or setup.py here: ralph loops keep the default validate %q; set loops.ralph.validate to your test command\n", defaultValidate)
+				return nil
+			}
+			var markers, cmds []string
+			for _, d := range found {
+				markers = append(markers, d.Marker)
+				cmds = append(cmds, strconv.Quote(d.Validate))
+			}
+			fmt.Fprintf(e.stdout, "detected %s: ralph loops are validated by %s (loops.ralph.validate)\n",
+				strings.Join(markers, ", "), strings.Join(cmds, ", "))
 			return nil
 		},
 	}
 	c.Flags().BoolVar(&force, "force", false, "overwrite an existing file")
 	return c
+}
+
+// defaultValidate is the template's ralph validate command.
+const defaultValidate = "go test ./..."
+
+// templateFor returns config.Template() with the ralph validate line set to
+// the commands of the detected projects; the template itself when none was
+// found or the only one is a Go module.
+func templateFor(found []preflight.Detection) ([]byte, error) {
+	tmpl := string(config.Template())
+	if len(found) == 0 || len(found) == 1 && found[0].Validate == defaultValidate {
+		return []byte(tmpl), nil
+	}
+	old := fmt.Sprintf("validate: [%q]", defaultValidate)
+	ralph := strings.Index(tmpl, "\n  ralph:")
+	i := strings.Index(tmpl[max(ralph, 0):], old)
+	if ralph < 0 || i < 0 {
+		return nil, fmt.Errorf("loopr's template has no ralph %s line", old)
+	}
+	i += ralph
+	var cmds []string
+	for _, d := range found {
+		cmds = append(cmds, strconv.Quote(d.Validate))
+	}
+	repl := "validate: [" + strings.Join(cmds, ", ") + "]"
+	// Keep the comment's column when the new value fits in front of it.
+	end := i + len(old)
+	for pad := 0; end < len(tmpl) && tmpl[end] == ' '; end++ {
+		pad++
+		if len(repl) < len(old)+pad-1 && tmpl[end+1] != ' ' {
+			repl += strings.Repeat(" ", len(old)+pad-len(repl))
+		}
+	}
+	if !strings.HasSuffix(repl, " ") {
+		repl += " "
+	}
+	return []byte(tmpl[:i] + repl + tmpl[end:]), nil
 }
 
 func (e *env) configCmd() *cobra.Command {
