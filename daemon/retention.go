@@ -51,7 +51,7 @@ func (d *daemon) gc(ctx context.Context, req api.GCRequest) (api.GCResult, error
 			if _, serr := os.Stat(filepath.Join(d.paths.Worktrees(), l.ID)); serr != nil {
 				continue
 			}
-			if werr := d.git.RemoveWorktree(context.WithoutCancel(ctx), l.ID, false); werr != nil {
+			if werr := d.git.RemoveWorktree(context.WithoutCancel(ctx), l.ID, ""); werr != nil {
 				d.log.Warn("gc: remove worktree", "loop", l.ID, "err", werr)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -143,7 +144,7 @@ func TestGitAbuseNeverLosesWork(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m, func(t *testing.T) {
 			rl := ralphOf(plans[m])
-			file := "loopr/" + plans[m] + ":out/" + rl.ID + ".txt"
+			file := gitflow.BranchName(plans[m], m) + ":out/" + rl.ID + ".txt"
 			if m == "orphan" {
 				// Iteration 1's work went to unrelated history: not on the
 				// branch, so the iteration fails, says where the work is,
