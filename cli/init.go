@@ -182,5 +182,8 @@ func plural(n int, word string) string {
 	if n == 1 {
 		return word
 	}
+	if strings.HasSuffix(word, "ch") {
+		return word + "es"
+	}
 	return word + "s"
 }

@@ -89,6 +89,14 @@ func integrationName(into string) string {
 	return integrationPrefix + strings.ReplaceAll(into, "/", "-")
 }
 
+// HasBranch reports whether the branch exists.
+func (r *Repo) HasBranch(ctx context.Context, branch string) (bool, error) {
+	if err := checkBranch(branch); err != nil {
+		return false, err
+	}
+	return r.branchExists(ctx, branch)
+}
+
 // branchExists reports whether refs/heads/<branch> exists.
 func (r *Repo) branchExists(ctx context.Context, branch string) (bool, error) {
 	_, err := r.git(ctx, r.Root, "show-ref", "--verify", "--quiet", "refs/heads/"+branch)

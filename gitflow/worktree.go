@@ -356,3 +356,21 @@ func (r *Repo) prune(ctx context.Context) error {
 	_, err = r.git(ctx, r.Root, "worktree", "prune")
 	return err
 }
+
+// RemoveIntegration removes the integration worktree where Merge merges
+// into the branch into, if there is one, after any merge into it in
+// progress. Merge makes it again when needed.
+func (r *Repo) RemoveIntegration(ctx context.Context, into string) error {
+	if err := checkBranch(into); err != nil {
+		return err
+	}
+	root, err := r.worktreesRoot()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(root, integrationName(into))
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return r.sweepOne(ctx, dir, true)
+}

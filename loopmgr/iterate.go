@@ -437,4 +437,7 @@ func (m *Manager) cleanup(ctx context.Context, l loop.Loop, completed bool) {
 	if err := m.o.Git.RemoveWorktree(ctx, l.ID, branch); err != nil {
 		m.log.Warn("remove worktree", "loop", l.ID, "err", err)
 	}
+	if l.Parent != "" {
+		m.TidyTree(ctx, l.ID)
+	}
 }
