@@ -28,10 +28,10 @@ import (
 // schedRows runs `loopr debug scheduler --json` and returns its rows by id.
 func schedRows(t *testing.T, r repo) map[string]api.SchedRow {
 	t.Helper()
-	var v api.SchedulerView
-	mustJSON(t, ok(t, r.dir, "debug", "scheduler", "--json"), &v)
+	var rows []api.SchedRow
+	mustJSON(t, ok(t, r.dir, "debug", "scheduler", "--json"), &rows)
 	out := map[string]api.SchedRow{}
-	for _, row := range v.Rows {
+	for _, row := range rows {
 		out[row.ID] = row
 	}
 	return out
@@ -101,8 +101,8 @@ func TestPreflightPythonRepo(t *testing.T) {
 			continue
 		}
 		ralphs = append(ralphs, l.ID)
-		if l.Iteration != 0 || l.Status != loop.Pending {
-			t.Errorf("ralph %s: %s at iteration %d, want pending at 0: no iteration spent", l.ID, l.Status, l.Iteration)
+		if l.Iteration != 1 || l.Status != loop.Pending || !l.StartedAt.IsZero() {
+			t.Errorf("ralph %s: %s at iteration %d, started %v; want pending, never started: no iteration spent", l.ID, l.Status, l.Iteration, l.StartedAt)
 		}
 		row := rows[l.ID]
 		if row.Runnable || !slices.Equal(row.Reasons, []string{"preflight"}) ||
@@ -188,8 +188,8 @@ func TestPreflightMissingAgent(t *testing.T) {
 	}
 	// Two scheduling ticks later, still nothing spent.
 	time.Sleep(2500 * time.Millisecond)
-	if l := show(t, r, p.ID); l.Status != loop.Pending || l.Iteration != 0 {
-		t.Errorf("plan %s at iteration %d, want pending at 0", l.Status, l.Iteration)
+	if l := show(t, r, p.ID); l.Status != loop.Pending || l.Iteration != 1 || !l.StartedAt.IsZero() {
+		t.Errorf("plan %s at iteration %d, started %v; want pending, never started", l.Status, l.Iteration, l.StartedAt)
 	}
 	why := ok(t, r.dir, "why", p.ID)
 	if !strings.Contains(why, `agent "loopr-e2e-no-such-agent" is not on PATH`) {
@@ -360,7 +360,7 @@ func TestGCBranches(t *testing.T) {
 	healthy := add("Healthy task")
 	waitFor(t, 30*time.Second, "one failed, one in backoff, one complete", func() bool {
 		return show(t, r, failed.ID).Status == loop.Failed && show(t, r, healthy.ID).Status == loop.Complete &&
-			show(t, r, cancelled.ID).Iteration == 1 && show(t, r, cancelled.ID).Status == loop.Pending
+			show(t, r, cancelled.ID).Feedback != "" && show(t, r, cancelled.ID).Status == loop.Pending
 	})
 	ok(t, r.dir, "cancel", cancelled.ID)
 	names := map[string]string{}
