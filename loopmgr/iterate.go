@@ -100,7 +100,7 @@ func (m *Manager) promptFile(typ, configured string) string {
 }
 
 // worktree makes the loop's working directory: ralph-like loops get a
-// branch loopr/<id> from their plan's branch; plan/spec/phase loops get a
+// branch loopr/<slug>-<short-id> from their plan's branch; plan/spec/phase loops get a
 // throwaway worktree of the plan branch.
 func (m *Manager) worktree(ctx context.Context, l loop.Loop) (string, error) {
 	g := m.o.Git
