@@ -399,3 +399,26 @@ func TestGCBranches(t *testing.T) {
 		t.Errorf("a second gc deleted %+v", again.Branches)
 	}
 }
+
+// TestLegacyBranchKeepsWorking: a loop made by an older loopr, whose branch
+// is loopr/<id>, keeps working on it: its iteration is committed there and
+// no loopr/<slug>-<short-id> branch appears.
+func TestLegacyBranchKeepsWorking(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, treeConfig(t, 2, validateCmd(t), "bad"))
+	const id = "01JD3K9QZ8X7W6V5T4S3R2Q1PN"
+	now := time.Now().UTC().Format(time.RFC3339)
+	rec := fmt.Sprintf(`{"id":%q,"type":"ralph","status":"pending","iteration":1,"max_iterations":2,"created_at":%q,"updated_at":%q,"title":"Old task","task":"x"}`, id, now, now)
+	seed := filepath.Join(t.TempDir(), "old.jsonl")
+	writeFile(t, seed, rec+"\n")
+	ok(t, r.dir, "import", seed)
+	r.git(t, "branch", "loopr/"+id)
+	startDaemon(t, r)
+	waitFor(t, 30*time.Second, "the old loop to complete", func() bool { return show(t, r, id).Status == loop.Complete })
+	if got := r.git(t, "log", "-1", "--format=%s", "loopr/"+id); got != `loopr: ralph "Old task" iteration 1` {
+		t.Errorf("last commit on loopr/%s = %q, want the iteration's", id, got)
+	}
+	if b := r.git(t, "branch", "--list", gitflow.BranchName(id, "Old task")); b != "" {
+		t.Errorf("a new-style branch appeared for an old loop: %s", b)
+	}
+}
