@@ -106,7 +106,7 @@ func ByType(ps []Problem) map[string]string {
 	out := make(map[string]string, len(first))
 	for t, w := range first {
 		if n := count[t] - 1; n > 0 {
-			w += fmt.Sprintf(" (and %d more: loopr config check)", n)
+			w += fmt.Sprintf(" (and %d more: run loopr config check)", n)
 		}
 		out[t] = w
 	}

@@ -130,7 +130,7 @@ func TestByType(t *testing.T) {
 	}
 	want := map[string]string{
 		"plan":  `agent "claude" is not on PATH`,
-		"ralph": `agent "claude" is not on PATH (and 1 more: loopr config check)`,
+		"ralph": `agent "claude" is not on PATH (and 1 more: run loopr config check)`,
 	}
 	if diff := cmp.Diff(want, preflight.ByType(ps)); diff != "" {
 		t.Errorf("ByType() mismatch (-want +got):\n%s", diff)
