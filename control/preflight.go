@@ -52,7 +52,7 @@ func (s *Service) EnableWorkspaceGates() {
 
 func (s *Service) preflight() ([]preflight.Problem, map[string]string) {
 	c := s.cfg()
-	now := time.Now()
+	now := s.now()
 	g := &s.gates
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -82,12 +82,12 @@ func (s *Service) SetGit(why string) {
 // workspace.
 func (s *Service) NoGit() string {
 	s.gates.mu.Lock()
-	on, set, why := s.gates.on, s.gates.gitSet, s.gates.noGit
+	on, set, why, look := s.gates.on, s.gates.gitSet, s.gates.noGit, s.look
 	s.gates.mu.Unlock()
 	if !on || set {
 		return why
 	}
-	return GitOff(s.cfg(), s.Paths.Workspace, s.look)
+	return GitOff(s.cfg(), s.Paths.Workspace, look)
 }
 
 // GitOff says why loops in workspace under c would share the workspace
@@ -115,8 +115,13 @@ func NoGitText(cause string) string {
 	return cause + ": loops of leaf types (ralph) share the workspace directory, so they run one at a time"
 }
 
-// SetLookPath replaces exec.LookPath in the checks (tests).
-func (s *Service) SetLookPath(look func(file string) (string, error)) { s.look = look }
+// SetLookPath replaces exec.LookPath in the checks (tests); the next
+// check runs at once.
+func (s *Service) SetLookPath(look func(file string) (string, error)) {
+	s.gates.mu.Lock()
+	s.look, s.gates.cfg = look, nil
+	s.gates.mu.Unlock()
+}
 
 // inRepo reports whether dir or a parent holds a .git entry.
 func inRepo(dir string) bool {
