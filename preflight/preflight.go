@@ -1,8 +1,9 @@
 // Package preflight finds, before any iteration runs, what would make every
 // iteration of a loop type fail in this workspace: an agent binary that is
-// not on PATH, a validate command whose program is missing, or a validate
+// not on PATH, a validate command whose program is missing, a validate
 // command that cannot work here (`go test ./...` without a go.mod, `npm
-// test` without a package.json, ...).
+// test` without a package.json, ...), or, with git worktrees, a repository
+// without a commit to branch from.
 //
 // `loopr config check` prints the problems and exits 1; the daemon checks
 // at start, on every configuration reload and now and then (an installed
@@ -16,6 +17,7 @@
 package preflight
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -85,7 +87,41 @@ func Check(c *config.Config, env Env) []Problem {
 			}
 		}
 	}
+	if c.Git.Worktrees && noCommits(env) {
+		// Every loop gets a worktree branched from HEAD: none can start.
+		for _, t := range c.Types() {
+			add(t, Problem{Key: "git.worktrees", What: "the git repository has no commit yet, and loops branch from HEAD",
+				Fix: "make a first commit (git commit --allow-empty -m init), or set git.worktrees: false"})
+		}
+	}
 	return out
+}
+
+// noCommits reports whether the workspace is in a git repository (git on
+// PATH, a .git above it) whose HEAD names no commit yet.
+func noCommits(env Env) bool {
+	if env.lookPath("git") != nil || !inRepo(env.Workspace) {
+		return false
+	}
+	cmd := exec.Command("git", "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+	cmd.Dir = env.Workspace
+	err := cmd.Run()
+	var ee *exec.ExitError
+	return errors.As(err, &ee) && ee.ExitCode() == 1
+}
+
+// inRepo reports whether dir or a parent holds a .git entry.
+func inRepo(dir string) bool {
+	for {
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			return true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return false
+		}
+		dir = parent
+	}
 }
 
 // ByType returns, per affected loop type, the text of its reason preflight:

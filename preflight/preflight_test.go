@@ -3,6 +3,7 @@ package preflight_test
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -161,5 +162,46 @@ func TestDetect(t *testing.T) {
 				t.Errorf("DetectAll() mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestCheckRepositoryWithoutCommits: loops branch from HEAD, so a fresh
+// `git init` with no commit is a problem for every type until the first
+// commit (a real repository, real git).
+func TestCheckRepositoryWithoutCommits(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	dir := workspace(t, "go.mod")
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	c := config.Default()
+	env := preflight.Env{Workspace: dir, LookPath: func(f string) (string, error) {
+		if f == "git" {
+			return exec.LookPath(f)
+		}
+		return "/usr/bin/" + f, nil
+	}}
+	ps := preflight.Check(c, env)
+	if len(ps) != 1 || ps[0].Key != "git.worktrees" || ps[0].TypesText(c) != "all types" ||
+		ps[0].What != "the git repository has no commit yet, and loops branch from HEAD" {
+		t.Fatalf("Check() without commits = %+v, want the one git problem for all types", ps)
+	}
+	c.Git.Worktrees = false
+	if ps := preflight.Check(c, env); len(ps) != 0 {
+		t.Errorf("Check() with git.worktrees false = %+v, want none", ps)
+	}
+	c.Git.Worktrees = true
+	git("-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", "commit", "-q", "--allow-empty", "-m", "first")
+	if ps := preflight.Check(c, env); len(ps) != 0 {
+		t.Errorf("Check() after the first commit = %+v, want none", ps)
 	}
 }
