@@ -126,7 +126,8 @@ would make every iteration of a loop type fail in this workspace: an agent
 binary that is not on PATH, a validate command whose program is missing, a
 validate command that cannot work here (go test without a go.mod, npm test
 without a package.json, cargo test without a Cargo.toml, pytest without a
-Python project, make without a Makefile). Each problem is one line: the
+Python project, make without a Makefile), and, with git worktrees, a
+repository with no commit yet. Each problem is one line: the
 loop types, what is wrong, what to do; any problem exits 1. The daemon runs
 the same check and holds back loops of the affected types (reason
 preflight) instead of spending their iterations.`,
