@@ -422,3 +422,52 @@ func TestLegacyBranchKeepsWorking(t *testing.T) {
 		t.Errorf("a new-style branch appeared for an old loop: %s", b)
 	}
 }
+
+// TestGCBranchesWithoutDaemon: with no daemon, `loopr gc` opens the
+// repository itself: the branches of an invalidated plan and of a
+// cancelled loop (an older loopr's loopr/<id> too) go, a failed loop's
+// stays, and branches of no loop are never touched.
+func TestGCBranchesWithoutDaemon(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, treeConfig(t, 2, "true"))
+	now := time.Now().UTC().Format(time.RFC3339)
+	recs := []struct{ id, typ, status, title, branch string }{
+		{"01JD3K9QZ8X7W6V5T4S3R2Q1PA", "plan", "invalidated", "Old plan", ""},
+		{"01JD3K9QZ8X7W6V5T4S3R2Q1PB", "ralph", "cancelled", "Dropped task", ""},
+		{"01JD3K9QZ8X7W6V5T4S3R2Q1PC", "ralph", "cancelled", "Legacy task", "loopr/01JD3K9QZ8X7W6V5T4S3R2Q1PC"},
+		{"01JD3K9QZ8X7W6V5T4S3R2Q1PD", "ralph", "failed", "Broken task", ""},
+	}
+	var lines []string
+	for i, rc := range recs {
+		lines = append(lines, fmt.Sprintf(`{"id":%q,"type":%q,"status":%q,"iteration":1,"max_iterations":2,"created_at":%q,"updated_at":%q,"finished_at":%q,"title":%q}`,
+			rc.id, rc.typ, rc.status, now, now, now, rc.title))
+		if rc.branch == "" {
+			recs[i].branch = gitflow.BranchName(rc.id, rc.title)
+		}
+		r.git(t, "branch", recs[i].branch)
+	}
+	r.git(t, "branch", "loopr/someone-elses")
+	seed := filepath.Join(t.TempDir(), "seed.jsonl")
+	writeFile(t, seed, strings.Join(lines, "\n")+"\n")
+	ok(t, r.dir, "import", seed)
+
+	var res api.GCResult
+	mustJSON(t, ok(t, r.dir, "gc", "--json"), &res)
+	var gone []string
+	for _, b := range res.Branches {
+		gone = append(gone, b.Branch)
+	}
+	sort.Strings(gone)
+	want := []string{recs[2].branch, recs[1].branch, recs[0].branch}
+	sort.Strings(want)
+	if !slices.Equal(gone, want) {
+		t.Errorf("gc deleted %v, want %v", gone, want)
+	}
+	left := strings.Fields(r.git(t, "for-each-ref", "--format=%(refname:short)", "refs/heads/loopr/"))
+	wantLeft := []string{recs[3].branch, "loopr/someone-elses"}
+	sort.Strings(left)
+	sort.Strings(wantLeft)
+	if !slices.Equal(left, wantLeft) {
+		t.Errorf("branches left %v, want %v", left, wantLeft)
+	}
+}
