@@ -1,9 +1,7 @@
 package control
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -104,7 +102,7 @@ func GitOff(c *config.Config, workspace string, look func(string) (string, error
 		return NoGitText("git.worktrees is false")
 	case func() bool { _, err := look("git"); return err != nil }():
 		return NoGitText("git is not on PATH")
-	case !inRepo(workspace):
+	case !preflight.InRepo(workspace):
 		return NoGitText("the workspace is not a git repository")
 	}
 	return ""
@@ -123,19 +121,6 @@ func (s *Service) SetLookPath(look func(file string) (string, error)) {
 	s.gates.mu.Unlock()
 }
 
-// inRepo reports whether dir or a parent holds a .git entry.
-func inRepo(dir string) bool {
-	for {
-		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
-			return true
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return false
-		}
-		dir = parent
-	}
-}
 
 // gateInputs returns the scheduler inputs of the preflight and no_git
 // gates: the reason text per affected type, and the types sharing the

@@ -100,7 +100,7 @@ func Check(c *config.Config, env Env) []Problem {
 // noCommits reports whether the workspace is in a git repository (git on
 // PATH, a .git above it) whose HEAD names no commit yet.
 func noCommits(env Env) bool {
-	if env.lookPath("git") != nil || !inRepo(env.Workspace) {
+	if env.lookPath("git") != nil || !InRepo(env.Workspace) {
 		return false
 	}
 	cmd := exec.Command("git", "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
@@ -110,8 +110,9 @@ func noCommits(env Env) bool {
 	return errors.As(err, &ee) && ee.ExitCode() == 1
 }
 
-// inRepo reports whether dir or a parent holds a .git entry.
-func inRepo(dir string) bool {
+// InRepo reports whether dir or a parent holds a .git entry: whether git
+// would find a repository there.
+func InRepo(dir string) bool {
 	for {
 		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
 			return true
