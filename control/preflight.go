@@ -121,7 +121,6 @@ func (s *Service) SetLookPath(look func(file string) (string, error)) {
 	s.gates.mu.Unlock()
 }
 
-
 // gateInputs returns the scheduler inputs of the preflight and no_git
 // gates: the reason text per affected type, and the types sharing the
 // workspace directory with the reason text.
