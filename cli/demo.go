@@ -20,6 +20,7 @@ import (
 	"github.com/loopr-dev/loopr/client"
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/daemon"
+	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/simagent"
 	"github.com/loopr-dev/loopr/tui"
@@ -199,7 +200,7 @@ func (e *env) runDemo(ctx context.Context, dir string, useTUI, clean bool, speed
 		err = summaryErr
 	}
 	if !clean {
-		say("\nThe workspace is kept: %s (see `git -C %s log --oneline --graph loopr/%s`)", dir, dir, plan.ID)
+		say("\nThe workspace is kept: %s (see `git -C %s log --oneline --graph %s`)", dir, dir, gitflow.BranchName(plan.ID, plan.Title))
 	}
 	return err
 }
