@@ -376,10 +376,11 @@ func (e *env) demoSummary(ctx context.Context, c *client.Client, plan loop.Loop,
 	markers, _ := filepath.Glob(filepath.Join(dir, ".loopr", "sim", "429-*"))
 	fmt.Fprintf(e.stdout, "%d rate-limit signal(s) from the agent; all loops waited out the shared backoff (no iteration spent)\n",
 		max(len(markers), w.rateLimits, st.RateLimit.Hits))
-	if out, err := exec.CommandContext(ctx, "git", "-C", dir, "ls-tree", "-r", "--name-only", "loopr/"+plan.ID, "sim").Output(); err == nil {
+	branch := gitflow.BranchName(plan.ID, plan.Title)
+	if out, err := exec.CommandContext(ctx, "git", "-C", dir, "ls-tree", "-r", "--name-only", branch, "sim").Output(); err == nil {
 		files := strings.Fields(string(out))
 		slices.Sort(files)
-		fmt.Fprintf(e.stdout, "%d file(s) merged onto branch loopr/%s\n", len(files), plan.ID)
+		fmt.Fprintf(e.stdout, "%d file(s) merged onto branch %s\n", len(files), branch)
 	}
 	for _, l := range loops {
 		if l.Status == loop.Failed {
