@@ -12,6 +12,10 @@ type GCRequest struct {
 	DryRun bool `json:"dry_run,omitzero"`
 	// Days overrides retention.days for this pass; 0 uses the configured value.
 	Days int `json:"days,omitzero"`
+	// Branches also deletes the git branches of cancelled and invalidated
+	// loops, whatever their age (`loopr gc` asks for it; the daemon's
+	// hourly pass does not). Branches of failed loops are never deleted.
+	Branches bool `json:"branches,omitzero"`
 }
 
 // GCResult reports a retention pass: what it removed, or with DryRun what
@@ -29,6 +33,18 @@ type GCResult struct {
 	// Dirs and Bytes measure the <home>/loops/<id> directories removed.
 	Dirs  int   `json:"dirs"`
 	Bytes int64 `json:"bytes"`
+	// Branches are the git branches deleted (or, with DryRun, that would
+	// be) because their loops were cancelled or invalidated.
+	Branches []GCBranch `json:"branches"`
+}
+
+// GCBranch is one git branch a pass deleted, and its loop.
+type GCBranch struct {
+	Branch string      `json:"branch"`
+	ID     string      `json:"id"`
+	Type   string      `json:"type"`
+	Status loop.Status `json:"status"`
+	Title  string      `json:"title"`
 }
 
 // GCLoop is one loop a retention pass removed.

@@ -181,9 +181,27 @@ type Status struct {
 	DiskFull    bool                `json:"disk_full"` // below control.DiskFloorBytes free: no loop starts, new loops refused
 	Accepting   bool                `json:"accepting"`
 	Warning     string              `json:"warning,omitzero"`
+	// Problems are what would fail every iteration of some loop types in
+	// this workspace (`loopr config check`): those loops wait with reason
+	// preflight. Empty when nothing is wrong.
+	Problems []Problem `json:"problems"`
+	// NoGit says why loops share the workspace directory and leaf loops
+	// (ralph) run one at a time (reason no_git); "" when each loop gets a
+	// git worktree.
+	NoGit string `json:"no_git,omitzero"`
 	// Policy is the scheduling policy in force (it follows hot reloads), so
 	// a dashboard scores loops exactly as the daemon does.
 	Policy *scheduler.Policy `json:"policy,omitempty"`
+}
+
+// Problem is one preflight problem: something that would fail every
+// iteration of the loop types it names.
+type Problem struct {
+	Types     []string `json:"types"`      // the loop types affected
+	TypesText string   `json:"types_text"` // for people: "all types" or "ralph" or "plan,ralph"
+	Key       string   `json:"key"`        // the configuration key at fault
+	What      string   `json:"what"`       // e.g. agent "claude" is not on PATH
+	Fix       string   `json:"fix"`        // what to do about it
 }
 
 // Error is the body of every API error: {"error": {"code": ..., "message": ...}}.

@@ -81,14 +81,16 @@ func TestAddDelayedRunsAndDeadlines(t *testing.T) {
 	if r := rows[at.ID]; r.Runnable || !slices.Equal(r.Reasons, []string{"backoff"}) {
 		t.Errorf("before --at: %s %v %v; want backoff", at.ID, r.Runnable, r.ReasonText)
 	}
-	if r := rows[dl.ID]; !r.Runnable {
-		t.Errorf("before the deadline: %s not runnable: %v", dl.ID, r.ReasonText)
+	// git.worktrees is false: the ralph loops share the workspace, so "in"
+	// (created first) starts and the others wait with no_git.
+	if r := rows[dl.ID]; r.Runnable || !slices.Equal(r.Reasons, []string{"no_git"}) {
+		t.Errorf("before the deadline: %s %v %v; want only no_git", dl.ID, r.Runnable, r.ReasonText)
 	}
 	rows = schedAt(t, ws, "2030-01-01T08:00:00Z")
 	if r := rows[at.ID]; !r.Runnable {
 		t.Errorf("at --at: %s not runnable: %v", at.ID, r.ReasonText)
 	}
-	if r := rows[dl.ID]; r.Runnable || !slices.Equal(r.Reasons, []string{"deadline_passed"}) ||
+	if r := rows[dl.ID]; r.Runnable || !slices.Equal(r.Reasons, []string{"deadline_passed", "no_git"}) ||
 		r.ReasonText[0] != "deadline passed 00:00:00 (8h ago)" {
 		t.Errorf("past the deadline: %s %v; want deadline_passed", dl.ID, r.ReasonText)
 	}

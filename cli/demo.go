@@ -20,6 +20,7 @@ import (
 	"github.com/loopr-dev/loopr/client"
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/daemon"
+	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/simagent"
 	"github.com/loopr-dev/loopr/tui"
@@ -257,7 +258,7 @@ func (e *env) runDemo(ctx context.Context, o demoOptions) error {
 		err = summaryErr
 	}
 	if !clean {
-		say("\nThe workspace is kept: %s (see `git -C %s log --oneline --graph loopr/%s`)", dir, dir, plan.ID)
+		say("\nThe workspace is kept: %s (see `git -C %s log --oneline --graph %s`)", dir, dir, gitflow.BranchName(plan.ID, plan.Title))
 	}
 	return err
 }
@@ -451,10 +452,11 @@ func (e *env) demoSummary(ctx context.Context, plan loop.Loop, dir string, w dem
 	markers, _ := filepath.Glob(filepath.Join(dir, ".loopr", "sim", "429-*"))
 	fmt.Fprintf(e.stdout, "%d rate-limit signal(s) from the agent; all loops waited out the shared backoff (no iteration spent)\n",
 		max(len(markers), w.rateLimits, st.RateLimit.Hits))
-	if out, err := exec.CommandContext(ctx, "git", "-C", dir, "ls-tree", "-r", "--name-only", "loopr/"+plan.ID, "sim").Output(); err == nil {
+	branch := gitflow.BranchName(plan.ID, plan.Title)
+	if out, err := exec.CommandContext(ctx, "git", "-C", dir, "ls-tree", "-r", "--name-only", branch, "sim").Output(); err == nil {
 		files := strings.Fields(string(out))
 		slices.Sort(files)
-		fmt.Fprintf(e.stdout, "%d file(s) merged onto branch loopr/%s\n", len(files), plan.ID)
+		fmt.Fprintf(e.stdout, "%d file(s) merged onto branch %s\n", len(files), branch)
 	}
 	for _, l := range loops {
 		if l.Status == loop.Failed {

@@ -23,12 +23,16 @@ loops that are complete, failed, cancelled, expired or invalidated and
 finished more than retention.days ago are removed with their journal
 entries and their <home>/loops/<id> directories. A loop goes only with its
 whole subtree: never while a descendant is still live or finished recently.
-Git branches are kept. Goes through the daemon when one runs.`,
+It also deletes the git branches (and worktrees) of cancelled and
+invalidated loops, whatever their age; branches of complete loops were
+merged and deleted already, and branches of failed loops are kept (a reset
+resumes their work). Goes through the daemon when one runs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("days") && req.Days < 1 {
 				return &UsageError{fmt.Errorf("--days: must be at least 1 (retention.days 0 keeps everything; nothing to run)")}
 			}
+			req.Branches = true
 			return e.withBackend(func(b Backend) error {
 				res, err := b.GC(cmd.Context(), req)
 				if err != nil {
@@ -50,13 +54,25 @@ Git branches are kept. Goes through the daemon when one runs.`,
 
 func (e *env) printGC(res api.GCResult) {
 	out := e.stdout
-	if res.Days == 0 {
-		fmt.Fprintln(out, "retention.days is 0: every loop is kept (use --days N to remove old loops once)")
-		return
-	}
 	verb := "removed"
 	if res.DryRun {
 		verb = "would remove"
+	}
+	if len(res.Branches) > 0 {
+		branchVerb := "deleted"
+		if res.DryRun {
+			branchVerb = "would delete"
+		}
+		fmt.Fprintf(out, "%s %d git %s of cancelled and invalidated loops:\n", branchVerb, len(res.Branches), plural(len(res.Branches), "branch"))
+		w := table(out)
+		for _, b := range res.Branches {
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", b.Branch, b.Status, b.ID, oneLine(b.Title, 50))
+		}
+		w.Flush()
+	}
+	if res.Days == 0 {
+		fmt.Fprintln(out, "retention.days is 0: every loop is kept (use --days N to remove old loops once)")
+		return
 	}
 	cutoff := res.Cutoff.Local().Format("2006-01-02 15:04")
 	if len(res.Removed) == 0 {

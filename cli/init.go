@@ -3,12 +3,18 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/config"
+	"github.com/loopr-dev/loopr/control"
+	"github.com/loopr-dev/loopr/preflight"
 	"github.com/loopr-dev/loopr/workspace"
 )
 
@@ -17,7 +23,13 @@ func (e *env) initCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "init",
 		Short: "Write a commented loopr.yml with every key and its default",
-		Args:  cobra.NoArgs,
+		Long: `Write a commented loopr.yml with every key and its default. When the
+workspace is a Go module (go.mod), a Rust crate (Cargo.toml), a Node
+package (package.json) or a Python project (pyproject.toml, setup.cfg,
+setup.py), ralph loops are validated by its test command — go test ./...,
+cargo test, npm test, pytest — and init says what it found; otherwise the
+default (go test ./...) stays.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			path := e.configFlag
 			if path == "" {
@@ -34,7 +46,13 @@ func (e *env) initCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := f.Write(config.Template()); err != nil {
+			found := preflight.DetectAll(filepath.Dir(path))
+			body, err := templateFor(found)
+			if err != nil {
+				f.Close()
+				return err
+			}
+			if _, err := f.Write(body); err != nil {
 				f.Close()
 				return err
 			}
@@ -42,6 +60,17 @@ func (e *env) initCmd() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(e.stdout, "wrote %s\n", path)
+			if len(found) == 0 {
+				fmt.Fprintf(e.stdout, "no go.mod, Cargo.toml, package.json, pyproject.toml, setup.cfg or setup.py here: ralph loops keep the default validate %q; set loops.ralph.validate to your test command\n", defaultValidate)
+				return nil
+			}
+			var markers, cmds []string
+			for _, d := range found {
+				markers = append(markers, d.Marker)
+				cmds = append(cmds, strconv.Quote(d.Validate))
+			}
+			fmt.Fprintf(e.stdout, "detected %s: ralph loops are validated by %s (loops.ralph.validate)\n",
+				strings.Join(markers, ", "), strings.Join(cmds, ", "))
 			return nil
 		},
 	}
@@ -49,23 +78,113 @@ func (e *env) initCmd() *cobra.Command {
 	return c
 }
 
+// defaultValidate is the template's ralph validate command.
+const defaultValidate = "go test ./..."
+
+// templateFor returns config.Template() with the ralph validate line set to
+// the commands of the detected projects; the template itself when none was
+// found or the only one is a Go module.
+func templateFor(found []preflight.Detection) ([]byte, error) {
+	tmpl := string(config.Template())
+	if len(found) == 0 || len(found) == 1 && found[0].Validate == defaultValidate {
+		return []byte(tmpl), nil
+	}
+	old := fmt.Sprintf("validate: [%q]", defaultValidate)
+	ralph := strings.Index(tmpl, "\n  ralph:")
+	i := strings.Index(tmpl[max(ralph, 0):], old)
+	if ralph < 0 || i < 0 {
+		return nil, fmt.Errorf("loopr's template has no ralph %s line", old)
+	}
+	i += ralph
+	var cmds []string
+	for _, d := range found {
+		cmds = append(cmds, strconv.Quote(d.Validate))
+	}
+	repl := "validate: [" + strings.Join(cmds, ", ") + "]"
+	// Keep the comment's column when the new value fits in front of it.
+	end := i + len(old)
+	for pad := 0; end < len(tmpl) && tmpl[end] == ' '; end++ {
+		pad++
+		if len(repl) < len(old)+pad-1 && tmpl[end+1] != ' ' {
+			repl += strings.Repeat(" ", len(old)+pad-len(repl))
+		}
+	}
+	if !strings.HasSuffix(repl, " ") {
+		repl += " "
+	}
+	return []byte(tmpl[:i] + repl + tmpl[end:]), nil
+}
+
 func (e *env) configCmd() *cobra.Command {
 	c := &cobra.Command{Use: "config", Short: "Inspect the configuration"}
-	c.AddCommand(&cobra.Command{
+	var jsonOut bool
+	check := &cobra.Command{
 		Use:   "check",
-		Short: "Validate loopr.yml; errors name the line and key",
-		Args:  cobra.NoArgs,
+		Short: "Validate loopr.yml and check what would fail every iteration here",
+		Long: `Validate loopr.yml (errors name the line and key, exit 2), then check what
+would make every iteration of a loop type fail in this workspace: an agent
+binary that is not on PATH, a validate command whose program is missing, a
+validate command that cannot work here (go test without a go.mod, npm test
+without a package.json, cargo test without a Cargo.toml, pytest without a
+Python project, make without a Makefile), and, with git worktrees, a
+repository with no commit yet. Each problem is one line: the
+loop types, what is wrong, what to do; any problem exits 1. The daemon runs
+the same check and holds back loops of the affected types (reason
+preflight) instead of spending their iterations.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := e.resolve(); err != nil {
 				return err
 			}
+			ps := preflight.Check(e.cfg, preflight.Env{Workspace: e.paths.Workspace})
+			noGit := control.GitOff(e.cfg, e.paths.Workspace, nil)
+			if jsonOut {
+				err := writeJSON(e.stdout, struct {
+					Config   string        `json:"config"`
+					Problems []api.Problem `json:"problems"`
+					NoGit    string        `json:"no_git,omitzero"`
+				}{e.paths.Config, control.APIProblems(e.cfg, ps), noGit})
+				if err == nil && len(ps) > 0 {
+					err = ExitStatus(1)
+				}
+				return err
+			}
 			if e.paths.Config == "" {
 				fmt.Fprintln(e.stdout, "no loopr.yml found: using defaults (run `loopr init` to write one)")
+			} else {
+				fmt.Fprintf(e.stdout, "%s: ok\n", e.paths.Config)
+			}
+			if noGit != "" {
+				fmt.Fprintf(e.stdout, "note: %s\n", noGit)
+			}
+			if len(ps) == 0 {
 				return nil
 			}
-			fmt.Fprintf(e.stdout, "%s: ok\n", e.paths.Config)
-			return nil
+			printProblems(e.stdout, e.cfg, ps)
+			return fmt.Errorf("%d %s would fail every iteration: loops of those types will not start", len(ps), plural(len(ps), "problem"))
 		},
-	})
+	}
+	check.Flags().BoolVar(&jsonOut, "json", false, "print the problems as JSON (exit 1 when there are any)")
+	c.AddCommand(check)
 	return c
+}
+
+// printProblems prints preflight problems as an aligned table.
+func printProblems(out io.Writer, c *config.Config, ps []preflight.Problem) {
+	w := table(out)
+	fmt.Fprintln(w, "TYPES\tPROBLEM\tWHAT TO DO")
+	for _, p := range ps {
+		fmt.Fprintf(w, "%s\t%s\t%s\n", p.TypesText(c), p.What, p.Fix)
+	}
+	w.Flush()
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	if strings.HasSuffix(word, "ch") {
+		return word + "es"
+	}
+	return word + "s"
 }

@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"io"
 	"time"
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/control"
+	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -43,10 +45,28 @@ func (b *local) CreateBatch(_ context.Context, reqs []api.CreateRequest) (api.Ba
 	return b.svc.CreateBatch(reqs)
 }
 
-// GC runs the retention pass on the store. Worktrees of removed loops, if
-// any, are swept by the next daemon at start.
-func (b *local) GC(_ context.Context, req api.GCRequest) (api.GCResult, error) {
-	return b.svc.GC(req)
+// GC runs the retention pass on the store, after deleting the branches of
+// cancelled and invalidated loops when asked. Worktrees of removed loops,
+// if any, are swept by the next daemon at start.
+func (b *local) GC(ctx context.Context, req api.GCRequest) (api.GCResult, error) {
+	var branches []api.GCBranch
+	if req.Branches && b.svc.Config().Git.Worktrees {
+		g, err := gitflow.Open(b.svc.Paths.Workspace, b.svc.Paths.Home, nil)
+		switch {
+		case errors.Is(err, gitflow.ErrNotRepo), errors.Is(err, gitflow.ErrNoGit):
+		case err != nil:
+			return api.GCResult{}, err
+		default:
+			if branches, err = b.svc.GCBranches(ctx, g, req.DryRun); err != nil {
+				return api.GCResult{}, err
+			}
+		}
+	}
+	res, err := b.svc.GC(req)
+	if branches != nil {
+		res.Branches = branches
+	}
+	return res, err
 }
 
 // Stats is the store's part of the summary: counters and latencies need

@@ -272,6 +272,7 @@ func (e *env) openLocal() (Backend, error) {
 	}
 	cfg := e.cfg
 	svc := control.New(st, e.paths, func() *config.Config { return cfg }, e.now)
+	svc.EnableWorkspaceGates()
 	return &local{svc: svc}, nil
 }
 

@@ -64,8 +64,19 @@ func (e *env) statusCmd() *cobra.Command {
 					disk += " — below storage.disk_quota_min_gb: no new loops start"
 				}
 				fmt.Fprintf(w, "disk\t%s\n", disk)
+				if st.NoGit != "" {
+					fmt.Fprintf(w, "no git\t%s\n", st.NoGit)
+				}
 				if st.Warning != "" {
 					fmt.Fprintf(w, "note\t%s\n", st.Warning)
+				}
+				if err := w.Flush(); err != nil || len(st.Problems) == 0 {
+					return err
+				}
+				fmt.Fprintf(e.stdout, "\nproblems: loops of these types do not start (reason preflight) until fixed\n")
+				w = table(e.stdout)
+				for _, p := range st.Problems {
+					fmt.Fprintf(w, "  %s\t%s\t%s\n", p.TypesText, p.What, p.Fix)
 				}
 				return w.Flush()
 			})

@@ -265,8 +265,9 @@ func (t TypeSettings) loopSettings() LoopSettings { return t.LoopSettings }
 
 // Git is the `git:` section.
 type Git struct {
-	// Worktrees gives each loop a git worktree and branch loopr/<id> when
-	// the workspace is a git repository.
+	// Worktrees gives each loop a git worktree and branch
+	// loopr/<slug>-<short-id> when the workspace is a git repository;
+	// without, loops share the workspace and leaf loops run one at a time.
 	Worktrees bool `yaml:"worktrees"`
 }
 

@@ -68,6 +68,9 @@ type Service struct {
 	adm   admissionCount // the waiting loops counted in the last write transaction
 
 	idx indexState // the in-memory scheduling index, once enabled (index.go)
+
+	gates gateState                         // preflight and no_git (preflight.go)
+	look  func(file string) (string, error) // finds a program on PATH; nil: exec.LookPath
 }
 
 // New returns a Service. cfg is called on every operation so a daemon can

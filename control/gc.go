@@ -37,7 +37,7 @@ func (s *Service) GC(req api.GCRequest) (api.GCResult, error) {
 	if req.Days < 0 {
 		return api.GCResult{}, Invalid("--days", "must be >= 0")
 	}
-	res := api.GCResult{DryRun: req.DryRun, Days: req.Days, Removed: []api.GCLoop{}}
+	res := api.GCResult{DryRun: req.DryRun, Days: req.Days, Removed: []api.GCLoop{}, Branches: []api.GCBranch{}}
 	if res.Days == 0 {
 		res.Days = s.cfg().Retention.Days
 	}

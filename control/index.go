@@ -114,6 +114,7 @@ func (s *Service) env(fair bool) (readyset.Env, float64, error) {
 	}
 	free, low, text := s.diskGate()
 	env.DiskLow, env.DiskLowText = low, text
+	env.Preflight, env.NoGit, env.NoGitText = s.gateInputs()
 	env.ArtifactExists = artifactExists
 	env.ArtifactsExist = artifactsExist
 	return env, free, nil

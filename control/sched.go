@@ -146,6 +146,7 @@ func (s *Service) Snapshot() (Snapshot, error) {
 		c.ArtifactMissing = !ok
 	}
 	snap.DiskFreeGB, snap.DiskLow, snap.DiskLowText = s.diskGate()
+	snap.Preflight, snap.NoGit, snap.NoGitText = s.gateInputs()
 	return snap, nil
 }
 
@@ -275,6 +276,7 @@ func (s *Service) Why(id string, now time.Time) (api.Why, error) {
 	if c.Storage.DiskQuotaMinGB > 0 || snap.DiskLow {
 		gate(scheduler.DiskLow, fmt.Sprintf("disk %.1f GB free", snap.DiskFreeGB))
 	}
+	gate(scheduler.Preflight, "agent and validate programs found")
 	gate(scheduler.RateLimited, "not rate limited")
 	capText := "no cap"
 	if tc := p.TypeCap[l.Type]; tc > 0 {
@@ -302,6 +304,15 @@ func (s *Service) Why(id string, now time.Time) (api.Why, error) {
 	}
 	if g := p.ConflictGroup[l.Type]; g != "" && l.ConflictKey != "" {
 		gate(scheduler.Conflict, fmt.Sprintf("no conflict on %s/%s", g, l.ConflictKey))
+	}
+	if snap.NoGit[l.Type] {
+		n := 0
+		for t, k := range snap.Running {
+			if snap.NoGit[t] {
+				n += k
+			}
+		}
+		gate(scheduler.NoGit, fmt.Sprintf("no git worktrees: shared workspace %d/1", n))
 	}
 	return w, nil
 }
@@ -336,6 +347,8 @@ func (s *Service) Status(now time.Time) (api.Status, error) {
 	for _, t := range c.Types() {
 		st.Types = append(st.Types, api.TypeUsage{Type: t, Running: running[t], Cap: c.TypeCap(t)})
 	}
+	st.Problems = APIProblems(c, s.Preflight())
+	st.NoGit = s.NoGit()
 	st.RateLimit = rl
 	st.RateLimited = rl.Blocked(now)
 	st.Recovering = rl.Recovering(now)

@@ -137,6 +137,7 @@ func Run(ctx context.Context, o Options) error {
 	cfg := o.Config
 	d.cfg.Store(cfg) // swapped by a hot reload of loopr.yml
 	d.svc = control.New(st, paths, d.config, time.Now)
+	d.svc.EnableWorkspaceGates()
 	// The scheduling index: every record's head, read once here and kept
 	// in step with every commit (control/index.go, readyset).
 	if err := d.svc.EnableIndex(); err != nil {
@@ -160,14 +161,26 @@ func Run(ctx context.Context, o Options) error {
 		git, err = gitflow.Open(paths.Workspace, paths.Home, log)
 		switch {
 		case errors.Is(err, gitflow.ErrNotRepo), errors.Is(err, gitflow.ErrNoGit):
-			d.warning = fmt.Sprintf("git worktrees off (%v): loops run in the workspace directly", err)
-			log.Warn("git worktrees off: loops run in the workspace directly", "err", err)
+			log.Warn("git worktrees off: loops run in the workspace directly, leaf loops one at a time", "err", err)
 			git = nil
 		case err != nil:
 			return fmt.Errorf("git: %w", err)
 		}
 	}
 	d.git = git
+	switch {
+	case !cfg.Git.Worktrees:
+		d.svc.SetGit(control.NoGitText("git.worktrees is false"))
+	case git == nil && errors.Is(err, gitflow.ErrNoGit):
+		d.svc.SetGit(control.NoGitText("git is not on PATH"))
+	case git == nil:
+		d.svc.SetGit(control.NoGitText("the workspace is not a git repository"))
+	default:
+		d.svc.SetGit("")
+	}
+	for _, p := range d.svc.Preflight() {
+		log.Warn("preflight: loops of these types will not start", "types", strings.Join(p.Types, ","), "problem", p.What, "fix", p.Fix)
+	}
 	mgr = loopmgr.New(loopmgr.Options{
 		Service: d.svc, Runner: run, Git: git, Log: log,
 		Owner: "pid " + strconv.Itoa(pid), Notify: d.hub.poke,

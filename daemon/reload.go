@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -185,5 +186,16 @@ func (d *daemon) reload(path string, last *[]byte) {
 	msg := "config reloaded from " + filepath.Base(path) + ": " + strings.Join(parts, "; ")
 	d.log.Info("config reloaded", "file", path, "changes", strings.Join(parts, "; "))
 	d.journal(loop.EventConfig, msg)
+	d.journalPreflight()
 	d.mgr.Wake()
+}
+
+// journalPreflight journals the preflight problems of the configuration in
+// force, if any: loops of those types wait (reason preflight).
+func (d *daemon) journalPreflight() {
+	for _, p := range d.svc.Preflight() {
+		msg := fmt.Sprintf("preflight: %s: %s; %s (loops of %s wait)", p.Key, p.What, p.Fix, strings.Join(p.Types, ", "))
+		d.log.Warn(msg)
+		d.journal(loop.EventConfig, msg)
+	}
 }

@@ -42,7 +42,22 @@ func (d *daemon) gc(ctx context.Context, req api.GCRequest) (api.GCResult, error
 		return api.GCResult{}, err
 	}
 	defer done()
+	var branches []api.GCBranch
+	if req.Branches { // before the records go: they name the branches
+		var err error
+		if branches, err = d.svc.GCBranches(ctx, d.git, req.DryRun); err != nil {
+			return api.GCResult{}, err
+		}
+		if !req.DryRun && len(branches) > 0 {
+			msg := fmt.Sprintf("gc: deleted %d git branches of cancelled and invalidated loops", len(branches))
+			d.log.Info(msg)
+			d.event(msg)
+		}
+	}
 	res, err := d.svc.GC(req)
+	if branches != nil {
+		res.Branches = branches
+	}
 	if req.DryRun || len(res.Removed) == 0 {
 		return res, err
 	}
@@ -51,7 +66,7 @@ func (d *daemon) gc(ctx context.Context, req api.GCRequest) (api.GCResult, error
 			if _, serr := os.Stat(filepath.Join(d.paths.Worktrees(), l.ID)); serr != nil {
 				continue
 			}
-			if werr := d.git.RemoveWorktree(context.WithoutCancel(ctx), l.ID, false); werr != nil {
+			if werr := d.git.RemoveWorktree(context.WithoutCancel(ctx), l.ID, ""); werr != nil {
 				d.log.Warn("gc: remove worktree", "loop", l.ID, "err", werr)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -143,7 +144,7 @@ func TestGitAbuseNeverLosesWork(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m, func(t *testing.T) {
 			rl := ralphOf(plans[m])
-			file := "loopr/" + plans[m] + ":out/" + rl.ID + ".txt"
+			file := gitflow.BranchName(plans[m], m) + ":out/" + rl.ID + ".txt"
 			if m == "orphan" {
 				// Iteration 1's work went to unrelated history: not on the
 				// branch, so the iteration fails, says where the work is,
@@ -151,7 +152,7 @@ func TestGitAbuseNeverLosesWork(t *testing.T) {
 				if rl.Status != loop.Complete || rl.Iteration != 2 {
 					t.Fatalf("ralph %s at iteration %d, want complete at 2 (reason %q)\n%s", rl.Status, rl.Iteration, rl.Reason, grepLines(d.output(), rl.ID))
 				}
-				if !strings.Contains(rl.Feedback, "does not descend from loopr/"+rl.ID) || !strings.Contains(rl.Feedback, "refs/loopr/stray/"+rl.ID) {
+				if !strings.Contains(rl.Feedback, "does not descend from "+gitflow.BranchName(rl.ID, rl.Title)) || !strings.Contains(rl.Feedback, "refs/loopr/stray/"+rl.ID) {
 					t.Errorf("feedback %q does not say where iteration 1's work went", clipS(rl.Feedback, 600))
 				}
 				if got := r.git(t, "show", "refs/loopr/stray/"+rl.ID+":out/"+rl.ID+".txt"); got != "done by "+rl.ID {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/runner"
 )
@@ -116,8 +117,8 @@ storage:
 		t.Errorf("healthy loop after the bad ones: %s (%s), want complete", l.Status, l.Reason)
 	}
 	// A standalone loop's branch is its result.
-	if got := r.git(t, "show", "loopr/"+good.ID+":out/"+good.ID+".txt"); !strings.HasPrefix(got, "done by "+good.ID) {
-		t.Errorf("healthy loop's file on loopr/%s = %q", good.ID, got)
+	if got := r.git(t, "show", "loopr/healthy-task-"+gitflow.ShortID(good.ID)+":out/"+good.ID+".txt"); !strings.HasPrefix(got, "done by "+good.ID) {
+		t.Errorf("healthy loop's file on loopr/healthy-task-%s = %q", gitflow.ShortID(good.ID), got)
 	}
 	// No agent of a bad loop is left behind, in particular not the one that ignored SIGTERM.
 	if procs := agentProcs(r.home); len(procs) > 0 {

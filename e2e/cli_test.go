@@ -19,7 +19,12 @@ const seedNow = "2026-01-25T12:00:00Z"
 // prints the seed's numbers in the seed's order (SPEC §4, seed 004).
 func TestSeed004EndToEnd(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	// A Go module in git with an agent on PATH: no preflight problem and no
+	// no_git, so only the seed's own gates show.
+	dir := newRepo(t, "agent: {command: [\"sh\"]}\n").dir
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/seed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if out := ok(t, dir, "import", abs(t, "testdata/seed004.jsonl")); !strings.Contains(out, "imported 9 loops") {
 		t.Fatalf("import: %q", out)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -268,10 +269,10 @@ func (sc crashScenario) run(t *testing.T) {
 	if after := r.checkout(t); after != before {
 		t.Errorf("the user's checkout changed: before %+v, after %+v", before, after)
 	}
-	files := strings.Fields(r.git(t, "ls-tree", "-r", "--name-only", "loopr/"+plan.ID))
+	files := strings.Fields(r.git(t, "ls-tree", "-r", "--name-only", gitflow.BranchName(plan.ID, plan.Title)))
 	for _, l := range loops {
 		if l.Type == loop.Ralph && !slices.Contains(files, "out/"+l.ID+".txt") {
-			t.Errorf("out/%s.txt is not on branch loopr/%s", l.ID, plan.ID)
+			t.Errorf("out/%s.txt is not on branch %s", l.ID, gitflow.BranchName(plan.ID, plan.Title))
 		}
 	}
 

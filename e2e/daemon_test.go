@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -126,13 +127,14 @@ func TestTreeRunsToCompletion(t *testing.T) {
 
 	// The code: every ralph's file on the plan branch, the fixed version of
 	// the fragile one; finished worktrees gone; the user's checkout as it was.
-	files := strings.Fields(r.git(t, "ls-tree", "-r", "--name-only", "loopr/"+plan.ID))
+	planBranch := gitflow.BranchName(plan.ID, plan.Title)
+	files := strings.Fields(r.git(t, "ls-tree", "-r", "--name-only", planBranch))
 	for _, l := range loops {
 		if l.Type == loop.Ralph && !slices.Contains(files, "out/"+l.ID+".txt") {
-			t.Errorf("out/%s.txt (ralph %q) is not on branch loopr/%s: %q", l.ID, l.Title, plan.ID, files)
+			t.Errorf("out/%s.txt (ralph %q) is not on branch %s: %q", l.ID, l.Title, planBranch, files)
 		}
 	}
-	if got, want := r.git(t, "show", "loopr/"+plan.ID+":out/"+fragile.ID+".txt"), "done by "+fragile.ID+" iteration 2"; got != want {
+	if got, want := r.git(t, "show", planBranch+":out/"+fragile.ID+".txt"), "done by "+fragile.ID+" iteration 2"; got != want {
 		t.Errorf("fragile task's file on the plan branch = %q, want %q", got, want)
 	}
 	entries, _ := os.ReadDir(filepath.Join(r.home, "worktrees"))

@@ -42,8 +42,10 @@ func TestReadmeConfigReference(t *testing.T) {
 	}
 }
 
-// TestInitWritesTemplate: `loopr init` writes the template and
-// `loopr config check` accepts it; a second init refuses to overwrite.
+// TestInitWritesTemplate: `loopr init` in a directory with no project file
+// writes the template and `loopr config check` accepts it (and reports, exit
+// 1, that its default `go test ./...` cannot work without a go.mod); a
+// second init refuses to overwrite.
 func TestInitWritesTemplate(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -55,8 +57,9 @@ func TestInitWritesTemplate(t *testing.T) {
 	if string(data) != string(config.Template()) {
 		t.Error("loopr init did not write config.Template()")
 	}
-	if out := ok(t, dir, "config", "check"); !strings.Contains(out, "ok") {
-		t.Errorf("config check: %q", out)
+	if r := run(t, dir, "", "config", "check"); r.code != 1 || !strings.Contains(r.stdout, "loopr.yml: ok") ||
+		!strings.Contains(r.stdout, `validate "go test ./..." needs a go.mod, and the workspace has none`) {
+		t.Errorf("config check: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 	if r := run(t, dir, "", "init"); r.code != 2 || !strings.Contains(r.stderr, "already exists") {
 		t.Errorf("second init: exit %d %q", r.code, r.stderr)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -389,8 +390,10 @@ func TestFaultCorruptConfig(t *testing.T) {
 	relWaitFor(t, 10*time.Second, "the fixed file to be applied", func() bool { return d.status(t).MaxLoops == 9 })
 }
 
-// TestFaultAgentMissing: an agent binary that does not exist fails the
-// loop with that reason; the daemon keeps serving and runs other loops.
+// TestFaultAgentMissing: an agent binary that does not exist is found
+// before any iteration (preflight): the loop waits with that reason and
+// spends nothing, status lists the problem; the daemon keeps serving and
+// runs loops of a type whose agent exists.
 func TestFaultAgentMissing(t *testing.T) {
 	t.Parallel()
 	e := newRelEnv(t, relSimpleConfig([]string{"/nonexistent/loopr-agent", "-p"},
@@ -401,18 +404,18 @@ func TestFaultAgentMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	relWaitFor(t, 20*time.Second, "the loop to fail", func() bool {
-		got, err := d.c.Get(ctx, l.ID)
+	const what = `agent "/nonexistent/loopr-agent" does not exist`
+	relWaitFor(t, 20*time.Second, "the loop to wait with reason preflight", func() bool {
+		w, err := d.c.Why(ctx, l.ID, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		l = got
-		return l.Status == loop.Failed
+		return slices.Contains(w.Row.Reasons, "preflight") && slices.Contains(w.Row.ReasonText, what)
 	})
-	if !strings.Contains(l.Reason, "agent binary not found: /nonexistent/loopr-agent") {
-		t.Errorf("reason %q does not say the agent binary is missing", l.Reason)
+	st := d.status(t)
+	if len(st.Problems) != 1 || st.Problems[0].What != what || !slices.Equal(st.Problems[0].Types, []string{"plan", "spec", "phase", "ralph"}) {
+		t.Errorf("status problems %+v; want the missing agent for the built-in types (not chore)", st.Problems)
 	}
-	t.Logf("failed loop: %s", l.Reason)
 	chore, err := d.c.Create(ctx, api.CreateRequest{Type: "chore", Task: "Run a healthy agent."})
 	if err != nil {
 		t.Fatal(err)
@@ -421,14 +424,17 @@ func TestFaultAgentMissing(t *testing.T) {
 		got, _ := d.c.Get(ctx, chore.ID)
 		return got.Status == loop.Complete
 	})
+	if got, _ := d.c.Get(ctx, l.ID); got.Status != loop.Pending || !got.StartedAt.IsZero() {
+		t.Errorf("the loop with the missing agent: %s, started %v; want pending, never started", got.Status, got.StartedAt)
+	}
 	if st := d.status(t); st.PID != d.pid() || d.exited() {
 		t.Errorf("daemon pid %d, want %d still running", st.PID, d.pid())
 	}
 }
 
 // TestFaultNoGit: with git.worktrees on, a workspace that is not a git
-// repository, or a PATH without git, makes the daemon warn (log and
-// status) and run loops in the workspace directly.
+// repository, or a PATH without git, makes the daemon warn (log, and
+// status's no_git) and run loops in the workspace directly.
 func TestFaultNoGit(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
@@ -473,13 +479,13 @@ func TestFaultNoGit(t *testing.T) {
 			tc.prep(t, e)
 			d := e.start()
 			st := d.status(t)
-			if !strings.Contains(st.Warning, "git worktrees off") || !strings.Contains(st.Warning, tc.want) {
-				t.Errorf("status warning %q; want git worktrees off, mentioning %q", st.Warning, tc.want)
+			if !strings.Contains(st.NoGit, "share the workspace directory, so they run one at a time") || !strings.Contains(st.NoGit, tc.want) {
+				t.Errorf("status no_git %q; want leaf loops one at a time, mentioning %q", st.NoGit, tc.want)
 			}
 			if !strings.Contains(e.output(), "git worktrees off") {
 				t.Errorf("no warning in the log:\n%s", e.tail(10))
 			}
-			t.Logf("warning: %s", st.Warning)
+			t.Logf("no git: %s", st.NoGit)
 			ctx := context.Background()
 			l, err := d.c.Create(ctx, api.CreateRequest{Type: loop.Ralph, Task: "Work without worktrees."})
 			if err != nil {

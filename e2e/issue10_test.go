@@ -33,7 +33,7 @@ agent:
   command: %s
   timeout_secs: 120
 loops:
-  ralph: {max_iterations: 3}
+  ralph: {max_iterations: 3, validate: []}
 storage:
   disk_quota_min_gb: 0
 `, cmd))

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -23,8 +24,8 @@ import (
 // "/abs/loopr-evil-path", "a/b", "nul\x00byte", "..", "$(touch …)",
 // "`touch …`" and "x; touch … | touch …", in a git workspace with
 // worktrees. Every loop completes; every child has a loopr id, never a name
-// taken from its title; loops/<id> and worktrees/<id> directories and
-// loopr/<id> branches are named by ids only; nothing is created outside
+// taken from its title; loops/<id> and worktrees/<id> directories are named
+// by ids only, branches loopr/<slug>-<short-id> by [a-z0-9-] only; nothing is created outside
 // the workspace and its home; no command in the text ever runs (the
 // canary directory stays empty); and the titles are stored verbatim.
 func TestArtifactTextIsNeverAPathOrACommand(t *testing.T) {
@@ -107,9 +108,13 @@ func TestArtifactTextIsNeverAPathOrACommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	names := map[string]bool{}
+	for _, l := range loops {
+		names[gitflow.BranchName(l.ID, l.Title)] = true
+	}
 	for _, b := range strings.Fields(string(out)) {
-		if id, ok := strings.CutPrefix(b, "loopr/"); !ok || !loop.ValidID(id) {
-			t.Errorf("branch %q is not loopr/<id>", b)
+		if rest, ok := strings.CutPrefix(b, "loopr/"); !ok || !names[b] || strings.Trim(rest, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
+			t.Errorf("branch %q is not loopr/<slug>-<short-id> of a loop", b)
 		}
 	}
 

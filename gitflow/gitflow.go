@@ -2,8 +2,9 @@
 // the real git binary (argv only, never a shell).
 //
 // The flow (SPEC §6 "Git flow"): a plan gets an integration branch
-// loopr/<plan-id> taken from the user's HEAD; each ralph loop works on branch
-// loopr/<id> in its own worktree <home>/worktrees/<id>; plan, spec and phase
+// loopr/<slug>-<short-id> (names.go) taken from the user's HEAD; each ralph
+// loop works on its own branch of that form in its own worktree
+// <home>/worktrees/<id>; plan, spec and phase
 // loops get a detached worktree of the plan branch whose changes are thrown
 // away. A finished ralph branch is merged into the plan branch inside a
 // dedicated integration worktree, so the user's checkout — current branch,
@@ -103,20 +104,13 @@ func Open(dir, home string, log *slog.Logger) (*Repo, error) {
 	return r, nil
 }
 
-// PlanBranch names the integration branch of a plan.
-func PlanBranch(planID string) string { return "loopr/" + planID }
-
-// LoopBranch names the working branch of a ralph loop.
-func LoopBranch(id string) string { return "loopr/" + id }
-
-// EnsurePlanBranch creates loopr/<planID> at the current HEAD unless it
-// exists. It uses `git branch`, never checkout: the user's current branch and
-// working tree stay as they are.
-func (r *Repo) EnsurePlanBranch(ctx context.Context, planID string) error {
-	if err := checkID(planID); err != nil {
+// EnsurePlanBranch creates a plan's integration branch (Branch) at the
+// current HEAD unless it exists. It uses `git branch`, never checkout: the
+// user's current branch and working tree stay as they are.
+func (r *Repo) EnsurePlanBranch(ctx context.Context, branch string) error {
+	if err := checkOurs(branch); err != nil {
 		return err
 	}
-	branch := PlanBranch(planID)
 	if ok, err := r.branchExists(ctx, branch); err != nil || ok {
 		return err
 	}

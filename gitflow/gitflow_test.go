@@ -106,7 +106,7 @@ func dirty(t *testing.T, root string) {
 func ralph(t *testing.T, r *Repo, plan, id string, files map[string]string) string {
 	t.Helper()
 	ctx := t.Context()
-	dir, err := r.AddWorktree(ctx, id, LoopBranch(id), PlanBranch(plan))
+	dir, err := r.AddWorktree(ctx, id, LegacyBranch(id), LegacyBranch(plan))
 	if err != nil {
 		t.Fatalf("AddWorktree(%s) = %v", id, err)
 	}
@@ -195,7 +195,7 @@ func TestEnsurePlanBranch(t *testing.T) {
 	before := snapshot(t, r.Root)
 
 	for range 2 { // the second call finds the branch
-		if err := r.EnsurePlanBranch(ctx, "P1"); err != nil {
+		if err := r.EnsurePlanBranch(ctx, LegacyBranch("P1")); err != nil {
 			t.Fatalf("EnsurePlanBranch() = %v", err)
 		}
 	}
@@ -215,7 +215,7 @@ func TestEnsurePlanBranchNoCommits(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open() = %v", err)
 	}
-	if err := r.EnsurePlanBranch(t.Context(), "P1"); !errors.Is(err, ErrNoCommits) {
+	if err := r.EnsurePlanBranch(t.Context(), LegacyBranch("P1")); !errors.Is(err, ErrNoCommits) {
 		t.Fatalf("EnsurePlanBranch() = %v, want ErrNoCommits", err)
 	}
 }
@@ -224,12 +224,12 @@ func TestAddWorktree(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	r := newRepo(t)
-	if err := r.EnsurePlanBranch(ctx, "P"); err != nil {
+	if err := r.EnsurePlanBranch(ctx, LegacyBranch("P")); err != nil {
 		t.Fatal(err)
 	}
 	plan := gitT(t, r.Root, "rev-parse", "loopr/P")
 
-	dir, err := r.AddWorktree(ctx, "R1", LoopBranch("R1"), PlanBranch("P"))
+	dir, err := r.AddWorktree(ctx, "R1", LegacyBranch("R1"), LegacyBranch("P"))
 	if err != nil {
 		t.Fatalf("AddWorktree() = %v", err)
 	}
@@ -243,7 +243,7 @@ func TestAddWorktree(t *testing.T) {
 
 	// Adding again reuses the worktree, uncommitted work and all.
 	write(t, dir, "wip.txt", "work in progress\n")
-	if again, err := r.AddWorktree(ctx, "R1", LoopBranch("R1"), PlanBranch("P")); err != nil || again != dir {
+	if again, err := r.AddWorktree(ctx, "R1", LegacyBranch("R1"), LegacyBranch("P")); err != nil || again != dir {
 		t.Fatalf("AddWorktree() again = %q, %v; want %q, nil", again, err, dir)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "wip.txt")); err != nil {
@@ -259,17 +259,17 @@ func TestAddWorktree(t *testing.T) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	if again, err := r.AddWorktree(ctx, "R1", LoopBranch("R1"), PlanBranch("P")); err != nil || again != dir {
+	if again, err := r.AddWorktree(ctx, "R1", LegacyBranch("R1"), LegacyBranch("P")); err != nil || again != dir {
 		t.Fatalf("AddWorktree() after deletion = %q, %v; want %q, nil", again, err, dir)
 	}
 	if got := gitT(t, dir, "rev-parse", "HEAD"); got != tip {
 		t.Errorf("re-added worktree at %s, want the branch tip %s", got, tip)
 	}
 
-	if _, err := r.AddWorktree(ctx, "R1", "loopr/other", PlanBranch("P")); err == nil {
+	if _, err := r.AddWorktree(ctx, "R1", "loopr/other", LegacyBranch("P")); err == nil {
 		t.Error("AddWorktree() on another branch than the existing worktree's = nil, want error")
 	}
-	if _, err := r.AddWorktree(ctx, "R2", LoopBranch("R2"), ""); err == nil {
+	if _, err := r.AddWorktree(ctx, "R2", LegacyBranch("R2"), ""); err == nil {
 		t.Error("AddWorktree() of a new branch without base = nil, want error")
 	}
 }
@@ -278,12 +278,12 @@ func TestAddDetachedWorktree(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	r := newRepo(t)
-	if err := r.EnsurePlanBranch(ctx, "P"); err != nil {
+	if err := r.EnsurePlanBranch(ctx, LegacyBranch("P")); err != nil {
 		t.Fatal(err)
 	}
 	plan := gitT(t, r.Root, "rev-parse", "loopr/P")
 
-	dir, err := r.AddDetachedWorktree(ctx, "S1", PlanBranch("P"))
+	dir, err := r.AddDetachedWorktree(ctx, "S1", LegacyBranch("P"))
 	if err != nil {
 		t.Fatalf("AddDetachedWorktree() = %v", err)
 	}
@@ -297,12 +297,12 @@ func TestAddDetachedWorktree(t *testing.T) {
 	// The plan moves on and the loop leaves a mess: adding again gives a
 	// clean tree at the new plan tip.
 	ralph(t, r, "P", "R1", map[string]string{"feature.txt": "feature\n"})
-	if err := r.Merge(ctx, LoopBranch("R1"), PlanBranch("P")); err != nil {
+	if err := r.Merge(ctx, LegacyBranch("R1"), LegacyBranch("P")); err != nil {
 		t.Fatal(err)
 	}
 	write(t, dir, "README.md", "scribbled\n")
 	write(t, dir, "scratch.txt", "scratch\n")
-	if again, err := r.AddDetachedWorktree(ctx, "S1", PlanBranch("P")); err != nil || again != dir {
+	if again, err := r.AddDetachedWorktree(ctx, "S1", LegacyBranch("P")); err != nil || again != dir {
 		t.Fatalf("AddDetachedWorktree() again = %q, %v; want %q, nil", again, err, dir)
 	}
 	got := []string{gitT(t, dir, "rev-parse", "HEAD"), gitT(t, dir, "status", "--porcelain")}
@@ -315,7 +315,7 @@ func TestCommitAll(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	r := newRepo(t)
-	dir, err := r.AddWorktree(ctx, "R1", LoopBranch("R1"), "HEAD")
+	dir, err := r.AddWorktree(ctx, "R1", LegacyBranch("R1"), "HEAD")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func TestMerge(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	r := newRepo(t)
-	if err := r.EnsurePlanBranch(ctx, "P"); err != nil {
+	if err := r.EnsurePlanBranch(ctx, LegacyBranch("P")); err != nil {
 		t.Fatal(err)
 	}
 	dirty(t, r.Root)
@@ -362,7 +362,7 @@ func TestMerge(t *testing.T) {
 	ralph(t, r, "P", "R1", map[string]string{"a.txt": "from R1\n"})
 	ralph(t, r, "P", "R2", map[string]string{"shared.txt": "line one\nline two, by R2\n"})
 	for _, id := range []string{"R1", "R2"} {
-		if err := r.Merge(ctx, LoopBranch(id), PlanBranch("P")); err != nil {
+		if err := r.Merge(ctx, LegacyBranch(id), LegacyBranch("P")); err != nil {
 			t.Fatalf("Merge(%s) = %v", id, err)
 		}
 	}
@@ -396,17 +396,17 @@ func TestMergeConflict(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	r := newRepo(t)
-	if err := r.EnsurePlanBranch(ctx, "P"); err != nil {
+	if err := r.EnsurePlanBranch(ctx, LegacyBranch("P")); err != nil {
 		t.Fatal(err)
 	}
 	ralph(t, r, "P", "R1", map[string]string{"shared.txt": "line one by R1\nline two\n"})
 	ralph(t, r, "P", "R2", map[string]string{"shared.txt": "line one by R2\nline two\n", "b.txt": "b\n"})
-	if err := r.Merge(ctx, LoopBranch("R1"), PlanBranch("P")); err != nil {
+	if err := r.Merge(ctx, LegacyBranch("R1"), LegacyBranch("P")); err != nil {
 		t.Fatalf("Merge(R1) = %v", err)
 	}
 	plan := gitT(t, r.Root, "rev-parse", "loopr/P")
 
-	err := r.Merge(ctx, LoopBranch("R2"), PlanBranch("P"))
+	err := r.Merge(ctx, LegacyBranch("R2"), LegacyBranch("P"))
 	var ce *ConflictError
 	if !errors.As(err, &ce) {
 		t.Fatalf("Merge(R2) = %v, want *ConflictError", err)
@@ -436,7 +436,7 @@ func TestMergeConflict(t *testing.T) {
 
 	// The integration worktree still works.
 	ralph(t, r, "P", "R3", map[string]string{"c.txt": "c\n"})
-	if err := r.Merge(ctx, LoopBranch("R3"), PlanBranch("P")); err != nil {
+	if err := r.Merge(ctx, LegacyBranch("R3"), LegacyBranch("P")); err != nil {
 		t.Fatalf("Merge(R3) after a conflict = %v", err)
 	}
 }
@@ -445,7 +445,7 @@ func TestMergeConcurrent(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	r := newRepo(t)
-	if err := r.EnsurePlanBranch(ctx, "P"); err != nil {
+	if err := r.EnsurePlanBranch(ctx, LegacyBranch("P")); err != nil {
 		t.Fatal(err)
 	}
 	const n = 4
@@ -457,7 +457,7 @@ func TestMergeConcurrent(t *testing.T) {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { errs[i] = r.Merge(ctx, LoopBranch(fmt.Sprintf("R%d", i)), PlanBranch("P")) })
+		wg.Go(func() { errs[i] = r.Merge(ctx, LegacyBranch(fmt.Sprintf("R%d", i)), LegacyBranch("P")) })
 	}
 	wg.Wait()
 	if diff := cmp.Diff(make([]error, n), errs, cmp.Comparer(func(a, b error) bool { return a == b })); diff != "" {
@@ -478,11 +478,11 @@ func TestMergeRefusesUserCheckout(t *testing.T) {
 	r := newRepo(t)
 	dirty(t, r.Root)
 	before := snapshot(t, r.Root)
-	if err := r.EnsurePlanBranch(ctx, "P"); err != nil {
+	if err := r.EnsurePlanBranch(ctx, LegacyBranch("P")); err != nil {
 		t.Fatal(err)
 	}
 	ralph(t, r, "P", "R1", map[string]string{"x.txt": "x\n"})
-	if err := r.Merge(ctx, LoopBranch("R1"), "main"); err == nil {
+	if err := r.Merge(ctx, LegacyBranch("R1"), "main"); err == nil {
 		t.Error("Merge() into the user's current branch = nil, want error")
 	}
 	if diff := cmp.Diff(before, snapshot(t, r.Root)); diff != "" {
@@ -507,14 +507,18 @@ func TestRemoveWorktree(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
 			r := newRepo(t)
-			if err := r.EnsurePlanBranch(ctx, "P"); err != nil {
+			if err := r.EnsurePlanBranch(ctx, LegacyBranch("P")); err != nil {
 				t.Fatal(err)
 			}
 			dir := ralph(t, r, "P", "R1", map[string]string{"x.txt": "x\n"})
 			write(t, dir, "uncommitted.txt", "dirty\n")
 
 			for range 2 { // removing what is gone is fine
-				if err := r.RemoveWorktree(ctx, "R1", tt.deleteBranch); err != nil {
+				branch := ""
+				if tt.deleteBranch {
+					branch = LegacyBranch("R1")
+				}
+				if err := r.RemoveWorktree(ctx, "R1", branch); err != nil {
 					t.Fatalf("RemoveWorktree() = %v", err)
 				}
 			}
@@ -536,13 +540,13 @@ func TestSweep(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	r := newRepo(t)
-	if err := r.EnsurePlanBranch(ctx, "P"); err != nil {
+	if err := r.EnsurePlanBranch(ctx, LegacyBranch("P")); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"a", "b", "c", "gone"} {
 		ralph(t, r, "P", id, map[string]string{id + ".txt": id})
 	}
-	if err := r.Merge(ctx, LoopBranch("a"), PlanBranch("P")); err != nil {
+	if err := r.Merge(ctx, LegacyBranch("a"), LegacyBranch("P")); err != nil {
 		t.Fatal(err)
 	}
 	root := filepath.Join(r.Home, "worktrees")
@@ -583,7 +587,7 @@ func TestSweep(t *testing.T) {
 	if got := gitT(t, r.Root, "branch", "--list", "loopr/*", "--format=%(refname:short)"); got != "loopr/P\nloopr/a\nloopr/b\nloopr/c\nloopr/gone" {
 		t.Errorf("branches after Sweep:\n%s", got)
 	}
-	if err := r.Merge(ctx, LoopBranch("b"), PlanBranch("P")); err != nil {
+	if err := r.Merge(ctx, LegacyBranch("b"), LegacyBranch("P")); err != nil {
 		t.Errorf("Merge() after Sweep = %v", err)
 	}
 }
@@ -598,7 +602,7 @@ func TestInvalidNames(t *testing.T) {
 			t.Parallel()
 			calls := map[string]error{
 				"EnsurePlanBranch":    r.EnsurePlanBranch(ctx, id),
-				"RemoveWorktree":      r.RemoveWorktree(ctx, id, true),
+				"RemoveWorktree":      r.RemoveWorktree(ctx, id, "loopr/ok"),
 				"AddWorktree":         second(r.AddWorktree(ctx, id, "loopr/ok", "HEAD")),
 				"AddDetachedWorktree": second(r.AddDetachedWorktree(ctx, id, "HEAD")),
 			}

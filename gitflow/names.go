@@ -3,7 +3,10 @@ package gitflow
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
+
+	"github.com/loopr-dev/loopr/internal/termsafe"
 )
 
 // integrationPrefix starts the names of the integration worktrees that Merge
@@ -67,11 +70,31 @@ func checkBranch(name string) error {
 	return nil
 }
 
+// checkOurs accepts the branch names loopr creates and deletes: checkBranch
+// names under loopr/.
+func checkOurs(branch string) error {
+	if err := checkBranch(branch); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(branch, "loopr/") {
+		return fmt.Errorf("%w: branch %q: not under loopr/", ErrInvalidID, branch)
+	}
+	return nil
+}
+
 // integrationName is the directory under <home>/worktrees where merges into
 // branch happen. into has passed checkBranch, so the name is one safe path
 // element.
 func integrationName(into string) string {
 	return integrationPrefix + strings.ReplaceAll(into, "/", "-")
+}
+
+// HasBranch reports whether the branch exists.
+func (r *Repo) HasBranch(ctx context.Context, branch string) (bool, error) {
+	if err := checkBranch(branch); err != nil {
+		return false, err
+	}
+	return r.branchExists(ctx, branch)
 }
 
 // branchExists reports whether refs/heads/<branch> exists.
@@ -97,3 +120,122 @@ func (r *Repo) resolve(ctx context.Context, rev string) (string, error) {
 	}
 	return strings.TrimSpace(out), nil
 }
+
+// Branch names.
+//
+// A plan's integration branch and a ralph loop's working branch are named
+// loopr/<slug>-<short-id>: the slug is the loop's title made of lowercase
+// ASCII letters, digits and '-' (at most SlugMax characters, no '-' at
+// either end; "" when nothing is left, and then the name is
+// loopr/<short-id>); the short id is the last 8 characters of a ULID,
+// lowercased (its random part: unique in practice), or the whole id when
+// the id is not a ULID. A title never changes, so the name is computed
+// the same way every time and stored nowhere. Loops created by an older
+// loopr have branch loopr/<id>: Branch finds it first.
+
+// SlugMax is the longest slug a branch name carries.
+const SlugMax = 40
+
+// BranchName returns loopr/<slug>-<short-id> for a loop's id and title.
+func BranchName(id, title string) string {
+	short := ShortID(id)
+	if s := Slug(title); s != "" {
+		return "loopr/" + s + "-" + short
+	}
+	return "loopr/" + short
+}
+
+// LegacyBranch is the branch name of loops created before branch names
+// carried titles: loopr/<id>.
+func LegacyBranch(id string) string { return "loopr/" + id }
+
+// ShortID is the part of id a branch name carries: the last 8 characters
+// of a ULID, lowercased; any other id whole, without leading '-'.
+func ShortID(id string) string {
+	if isULID(id) {
+		return strings.ToLower(id[len(id)-8:])
+	}
+	if s := strings.TrimLeft(id, "-"); s != "" {
+		return s
+	}
+	return "loop"
+}
+
+func isULID(id string) bool {
+	if len(id) != 26 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// Slug makes a branch-name part of a title: ASCII letters lowercased,
+// digits kept, every other run of characters one '-', at most SlugMax
+// characters, no '-' at either end.
+func Slug(title string) string {
+	var b strings.Builder
+	dash := false
+	for _, c := range title {
+		switch {
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+			fallthrough
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = false
+			b.WriteRune(c)
+		default:
+			dash = true
+		}
+		if b.Len() >= SlugMax {
+			break
+		}
+	}
+	s := b.String()
+	if len(s) > SlugMax {
+		s = s[:SlugMax]
+	}
+	return strings.TrimRight(s, "-")
+}
+
+// Branch returns the branch of the loop id with title: its legacy name
+// loopr/<id> when a branch of that name exists (a loop created by an older
+// loopr), else BranchName(id, title).
+func (r *Repo) Branch(ctx context.Context, id, title string) (string, error) {
+	if err := checkID(id); err != nil {
+		return "", err
+	}
+	legacy := LegacyBranch(id)
+	ok, err := r.branchExists(ctx, legacy)
+	if err != nil {
+		return "", err
+	}
+	if ok {
+		return legacy, nil
+	}
+	return BranchName(id, title), nil
+}
+
+// CommitMessage is the message of the commit that saves an iteration's
+// work: loopr: <type> "<title>" iteration <n>, the title with control
+// characters escaped, quotes backslashed and clipped to CommitTitleMax
+// characters.
+func CommitMessage(typ, title string, iteration int) string {
+	t := termsafe.Line(title)
+	t = strings.ReplaceAll(t, `"`, `\"`)
+	if r := []rune(t); len(r) > CommitTitleMax {
+		t = strings.TrimRight(string(r[:CommitTitleMax-1]), " ") + "…"
+	}
+	return "loopr: " + typ + ` "` + t + `" iteration ` + strconv.Itoa(iteration)
+}
+
+// CommitTitleMax is the most characters of a title a commit message
+// carries.
+const CommitTitleMax = 60

@@ -15,7 +15,7 @@ import (
 func saveSetup(t *testing.T) (*Repo, string, string) {
 	t.Helper()
 	r := newRepo(t)
-	dir, err := r.AddWorktree(t.Context(), "R1", LoopBranch("R1"), "HEAD")
+	dir, err := r.AddWorktree(t.Context(), "R1", LegacyBranch("R1"), "HEAD")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,11 +26,11 @@ func saveSetup(t *testing.T) (*Repo, string, string) {
 // and that the worktree is back on that branch, clean.
 func onBranch(t *testing.T, dir, name, content string) {
 	t.Helper()
-	if got, err := gitOut(dir, "show", LoopBranch("R1")+":"+name); err != nil || got != strings.TrimSpace(content) {
-		t.Errorf("%s on %s = %q, %v; want %q", name, LoopBranch("R1"), got, err, content)
+	if got, err := gitOut(dir, "show", LegacyBranch("R1")+":"+name); err != nil || got != strings.TrimSpace(content) {
+		t.Errorf("%s on %s = %q, %v; want %q", name, LegacyBranch("R1"), got, err, content)
 	}
-	if got := gitT(t, dir, "symbolic-ref", "HEAD"); got != "refs/heads/"+LoopBranch("R1") {
-		t.Errorf("HEAD = %s, want refs/heads/%s", got, LoopBranch("R1"))
+	if got := gitT(t, dir, "symbolic-ref", "HEAD"); got != "refs/heads/"+LegacyBranch("R1") {
+		t.Errorf("HEAD = %s, want refs/heads/%s", got, LegacyBranch("R1"))
 	}
 	if got := gitT(t, dir, "status", "--porcelain"); got != "" {
 		t.Errorf("status = %q, want clean", got)
@@ -41,11 +41,11 @@ func TestSaveWorkPlain(t *testing.T) {
 	t.Parallel()
 	r, dir, _ := saveSetup(t)
 	write(t, dir, "work.txt", "done\n")
-	if ok, err := r.SaveWork(t.Context(), dir, LoopBranch("R1"), "loopr: ralph R1 iteration 1"); err != nil || !ok {
+	if ok, err := r.SaveWork(t.Context(), dir, LegacyBranch("R1"), "loopr: ralph R1 iteration 1"); err != nil || !ok {
 		t.Fatalf("SaveWork() = %v, %v; want true, nil", ok, err)
 	}
 	onBranch(t, dir, "work.txt", "done")
-	if ok, err := r.SaveWork(t.Context(), dir, LoopBranch("R1"), "again"); err != nil || ok {
+	if ok, err := r.SaveWork(t.Context(), dir, LegacyBranch("R1"), "again"); err != nil || ok {
 		t.Errorf("SaveWork() with nothing new = %v, %v; want false, nil", ok, err)
 	}
 }
@@ -60,7 +60,7 @@ func TestSaveWorkStaleIndexLock(t *testing.T) {
 	if err := os.WriteFile(lock, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.SaveWork(t.Context(), dir, LoopBranch("R1"), "m"); err != nil {
+	if _, err := r.SaveWork(t.Context(), dir, LegacyBranch("R1"), "m"); err != nil {
 		t.Fatalf("SaveWork() with a stale index.lock = %v, want nil", err)
 	}
 	onBranch(t, dir, "work.txt", "done")
@@ -76,7 +76,7 @@ func TestSaveWorkDeletedDotGit(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, ".git")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.SaveWork(t.Context(), dir, LoopBranch("R1"), "m"); err != nil {
+	if _, err := r.SaveWork(t.Context(), dir, LegacyBranch("R1"), "m"); err != nil {
 		t.Fatalf("SaveWork() after .git was deleted = %v, want nil", err)
 	}
 	onBranch(t, dir, "work.txt", "done")
@@ -90,7 +90,7 @@ func TestSaveWorkDotGitReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	gitT(t, dir, "init", "-q") // the agent's own repository
-	_, err := r.SaveWork(t.Context(), dir, LoopBranch("R1"), "m")
+	_, err := r.SaveWork(t.Context(), dir, LegacyBranch("R1"), "m")
 	if err == nil || !strings.Contains(err.Error(), "replaced") {
 		t.Fatalf("SaveWork() with .git a directory = %v, want an error saying it was replaced", err)
 	}
@@ -107,7 +107,7 @@ func TestSaveWorkDetachedHead(t *testing.T) {
 	gitT(t, dir, "add", "a.txt")
 	gitT(t, dir, "commit", "-q", "-m", "agent on a detached HEAD")
 	write(t, dir, "b.txt", "left uncommitted\n")
-	if _, err := r.SaveWork(t.Context(), dir, LoopBranch("R1"), "m"); err != nil {
+	if _, err := r.SaveWork(t.Context(), dir, LegacyBranch("R1"), "m"); err != nil {
 		t.Fatalf("SaveWork() on a detached HEAD = %v, want nil", err)
 	}
 	onBranch(t, dir, "a.txt", "agent commit")
@@ -119,12 +119,12 @@ func TestSaveWorkOtherBranch(t *testing.T) {
 	r, dir, _ := saveSetup(t)
 	gitT(t, dir, "checkout", "-q", "-b", "feature")
 	write(t, dir, "a.txt", "on feature\n")
-	if _, err := r.SaveWork(t.Context(), dir, LoopBranch("R1"), "m"); err != nil {
+	if _, err := r.SaveWork(t.Context(), dir, LegacyBranch("R1"), "m"); err != nil {
 		t.Fatalf("SaveWork() on another branch = %v, want nil", err)
 	}
 	onBranch(t, dir, "a.txt", "on feature")
 	// loopr's commit never lands on a branch that is not the loop's.
-	if got := gitT(t, dir, "rev-parse", "feature"); got == gitT(t, dir, "rev-parse", LoopBranch("R1")) {
+	if got := gitT(t, dir, "rev-parse", "feature"); got == gitT(t, dir, "rev-parse", LegacyBranch("R1")) {
 		t.Errorf("feature moved to the loop's commit %s", got)
 	}
 }
@@ -135,7 +135,7 @@ func TestSaveWorkStray(t *testing.T) {
 	// The loop has work of its own, then the agent moves its worktree to a
 	// branch that does not descend from it and works there.
 	write(t, dir, "first.txt", "iteration 1\n")
-	if _, err := r.SaveWork(t.Context(), dir, LoopBranch("R1"), "m1"); err != nil {
+	if _, err := r.SaveWork(t.Context(), dir, LegacyBranch("R1"), "m1"); err != nil {
 		t.Fatal(err)
 	}
 	write(t, r.Root, "other.txt", "x\n")
@@ -145,8 +145,8 @@ func TestSaveWorkStray(t *testing.T) {
 	gitT(t, r.Root, "checkout", "-q", "main")
 	gitT(t, dir, "checkout", "-q", "--detach", "elsewhere")
 	write(t, dir, "work.txt", "stray work\n")
-	tip := gitT(t, dir, "rev-parse", LoopBranch("R1"))
-	_, err := r.SaveWork(t.Context(), dir, LoopBranch("R1"), "m")
+	tip := gitT(t, dir, "rev-parse", LegacyBranch("R1"))
+	_, err := r.SaveWork(t.Context(), dir, LegacyBranch("R1"), "m")
 	var se *StrayError
 	if !errors.As(err, &se) {
 		t.Fatalf("SaveWork() = %v, want a *StrayError", err)
@@ -154,8 +154,8 @@ func TestSaveWorkStray(t *testing.T) {
 	if got := gitT(t, dir, "show", se.Ref+":work.txt"); got != "stray work" {
 		t.Errorf("work.txt under %s = %q, want it kept", se.Ref, got)
 	}
-	if got := gitT(t, dir, "rev-parse", LoopBranch("R1")); got != tip {
-		t.Errorf("%s moved to %s", LoopBranch("R1"), got)
+	if got := gitT(t, dir, "rev-parse", LegacyBranch("R1")); got != tip {
+		t.Errorf("%s moved to %s", LegacyBranch("R1"), got)
 	}
 	if !strings.Contains(err.Error(), short(se.Commit)) || !strings.Contains(err.Error(), "does not descend from") {
 		t.Errorf("error %q does not name the commit", err)
@@ -168,7 +168,7 @@ func TestSaveWorkGone(t *testing.T) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.SaveWork(t.Context(), dir, LoopBranch("R1"), "m"); err == nil {
+	if _, err := r.SaveWork(t.Context(), dir, LegacyBranch("R1"), "m"); err == nil {
 		t.Fatal("SaveWork() on a deleted worktree = nil, want an error")
 	}
 }
@@ -186,14 +186,14 @@ func TestHooksDisabled(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := r.EnsurePlanBranch(t.Context(), "P1"); err != nil {
+	if err := r.EnsurePlanBranch(t.Context(), LegacyBranch("P1")); err != nil {
 		t.Fatal(err)
 	}
 	write(t, dir, "work.txt", "done\n")
-	if _, err := r.SaveWork(t.Context(), dir, LoopBranch("R1"), "m"); err != nil {
+	if _, err := r.SaveWork(t.Context(), dir, LegacyBranch("R1"), "m"); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Merge(t.Context(), LoopBranch("R1"), PlanBranch("P1")); err != nil {
+	if err := r.Merge(t.Context(), LegacyBranch("R1"), LegacyBranch("P1")); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(mark); err == nil {
@@ -229,7 +229,7 @@ func TestSaveWorkOrphan(t *testing.T) {
 	gitT(t, dir, "checkout", "-q", "--orphan", "mine")
 	gitT(t, dir, "add", "-A")
 	gitT(t, dir, "commit", "-q", "-m", "orphan")
-	_, err := r.SaveWork(t.Context(), dir, LoopBranch("R1"), "m")
+	_, err := r.SaveWork(t.Context(), dir, LegacyBranch("R1"), "m")
 	var se *StrayError
 	if !errors.As(err, &se) {
 		t.Fatalf("SaveWork() on an orphan branch = %v, want a *StrayError", err)
@@ -245,11 +245,11 @@ func TestSaveWorkDeletedDotGitSurvivesPrune(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, ".git")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.AddWorktree(t.Context(), "R2", LoopBranch("R2"), "HEAD"); err != nil {
+	if _, err := r.AddWorktree(t.Context(), "R2", LegacyBranch("R2"), "HEAD"); err != nil {
 		t.Fatal(err)
 	}
 	gitT(t, r.Root, "worktree", "prune")
-	if _, err := r.SaveWork(t.Context(), dir, LoopBranch("R1"), "m"); err != nil {
+	if _, err := r.SaveWork(t.Context(), dir, LegacyBranch("R1"), "m"); err != nil {
 		t.Fatalf("SaveWork() after .git was deleted and worktrees pruned = %v, want nil", err)
 	}
 	onBranch(t, dir, "work.txt", "done")

@@ -53,13 +53,17 @@ func (r *Repo) AddDetachedWorktree(ctx context.Context, id, base string) (string
 	return dir, nil
 }
 
-// RemoveWorktree removes <home>/worktrees/<id> whatever its state, and with
-// deleteBranch also the branch loopr/<id> (only that one: a worktree added
-// on another branch leaves it alone). A missing worktree or branch is not an
-// error.
-func (r *Repo) RemoveWorktree(ctx context.Context, id string, deleteBranch bool) error {
+// RemoveWorktree removes <home>/worktrees/<id> whatever its state and, when
+// branch is not "", deletes that branch too (the loop's own: see Branch).
+// A missing worktree or branch is not an error.
+func (r *Repo) RemoveWorktree(ctx context.Context, id, branch string) error {
 	if err := checkID(id); err != nil {
 		return err
+	}
+	if branch != "" {
+		if err := checkOurs(branch); err != nil {
+			return err
+		}
 	}
 	root, err := r.worktreesRoot()
 	if err != nil {
@@ -68,10 +72,18 @@ func (r *Repo) RemoveWorktree(ctx context.Context, id string, deleteBranch bool)
 	r.admin.Lock()
 	err = r.removeLocked(ctx, filepath.Join(root, id))
 	r.admin.Unlock()
-	if err != nil || !deleteBranch {
+	if err != nil || branch == "" {
 		return err
 	}
-	branch := LoopBranch(id)
+	return r.DeleteBranch(ctx, branch)
+}
+
+// DeleteBranch deletes branch (git branch -D) unless it is missing. It
+// refuses names outside loopr/.
+func (r *Repo) DeleteBranch(ctx context.Context, branch string) error {
+	if err := checkOurs(branch); err != nil {
+		return err
+	}
 	if ok, err := r.branchExists(ctx, branch); err != nil || !ok {
 		return err
 	}
@@ -343,4 +355,22 @@ func (r *Repo) prune(ctx context.Context) error {
 	}
 	_, err = r.git(ctx, r.Root, "worktree", "prune")
 	return err
+}
+
+// RemoveIntegration removes the integration worktree where Merge merges
+// into the branch into, if there is one, after any merge into it in
+// progress. Merge makes it again when needed.
+func (r *Repo) RemoveIntegration(ctx context.Context, into string) error {
+	if err := checkBranch(into); err != nil {
+		return err
+	}
+	root, err := r.worktreesRoot()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(root, integrationName(into))
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return r.sweepOne(ctx, dir, true)
 }

@@ -100,7 +100,7 @@ func (m *Manager) promptFile(typ, configured string) string {
 }
 
 // worktree makes the loop's working directory: ralph-like loops get a
-// branch loopr/<id> from their plan's branch; plan/spec/phase loops get a
+// branch loopr/<slug>-<short-id> from their plan's branch; plan/spec/phase loops get a
 // throwaway worktree of the plan branch.
 func (m *Manager) worktree(ctx context.Context, l loop.Loop) (string, error) {
 	g := m.o.Git
@@ -110,13 +110,21 @@ func (m *Manager) worktree(ctx context.Context, l loop.Loop) (string, error) {
 	}
 	base := "HEAD"
 	if root.Type == loop.Plan {
-		if err := g.EnsurePlanBranch(ctx, root.ID); err != nil {
+		pb, err := g.Branch(ctx, root.ID, root.Title)
+		if err != nil {
 			return "", err
 		}
-		base = gitflow.PlanBranch(root.ID)
+		if err := g.EnsurePlanBranch(ctx, pb); err != nil {
+			return "", err
+		}
+		base = pb
 	}
 	if ownBranch(l.Type) {
-		return g.AddWorktree(ctx, l.ID, gitflow.LoopBranch(l.ID), base)
+		b, err := g.Branch(ctx, l.ID, l.Title)
+		if err != nil {
+			return "", err
+		}
+		return g.AddWorktree(ctx, l.ID, b, base)
 	}
 	return g.AddDetachedWorktree(ctx, l.ID, base)
 }
@@ -151,7 +159,7 @@ func (m *Manager) finish(ctx context.Context, r result) {
 		// The work is not on the loop's branch: the iteration cannot
 		// pass, and its worktree is kept (cleanup is skipped below).
 		m.log.Error("save the agent's work", "loop", l.ID, "iteration", a.iteration, "err", r.git.err)
-		why := "loopr could not save the work on " + gitflow.LoopBranch(l.ID) + ": " + r.git.err.Error()
+		why := "loopr could not save the work on " + gitflow.BranchName(l.ID, l.Title) + ": " + r.git.err.Error()
 		switch res.Outcome {
 		case runner.Passed:
 			res = runner.Result{Outcome: runner.Failed, Reason: why, Feedback: why}
@@ -413,11 +421,23 @@ func (m *Manager) cleanup(ctx context.Context, l loop.Loop, completed bool) {
 	if m.o.Git == nil {
 		return
 	}
+	ctx = context.WithoutCancel(ctx)
 	deleteBranch := completed && ownBranch(l.Type)
 	if root, err := m.root(l); err == nil && root.ID == l.ID {
 		deleteBranch = false // a standalone loop's branch is its only result
 	}
-	if err := m.o.Git.RemoveWorktree(context.WithoutCancel(ctx), l.ID, deleteBranch); err != nil {
+	branch := ""
+	if deleteBranch {
+		var err error
+		if branch, err = m.o.Git.Branch(ctx, l.ID, l.Title); err != nil {
+			m.log.Warn("remove worktree: find the branch", "loop", l.ID, "err", err)
+			branch = ""
+		}
+	}
+	if err := m.o.Git.RemoveWorktree(ctx, l.ID, branch); err != nil {
 		m.log.Warn("remove worktree", "loop", l.ID, "err", err)
+	}
+	if l.Parent != "" {
+		m.TidyTree(ctx, l.ID)
 	}
 }

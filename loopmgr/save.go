@@ -47,8 +47,12 @@ func (m *Manager) save(ctx context.Context, a *active, job runner.Job, res runne
 	m.mu.Unlock()
 	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	msg := fmt.Sprintf("loopr: %s %s iteration %d", l.Type, l.ID, a.iteration)
-	if _, err := m.o.Git.SaveWork(gctx, job.Workdir, gitflow.LoopBranch(l.ID), msg); err != nil {
+	msg := gitflow.CommitMessage(l.Type, l.Title, a.iteration)
+	branch, err := m.o.Git.Branch(gctx, l.ID, l.Title)
+	if err != nil {
+		return saved{err: err}
+	}
+	if _, err := m.o.Git.SaveWork(gctx, job.Workdir, branch, msg); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("git gave no answer within %s: %w", timeout, err)
 		}
@@ -59,7 +63,10 @@ func (m *Manager) save(ctx context.Context, a *active, job runner.Job, res runne
 	}
 	root, err := m.root(l)
 	if err == nil && root.Type == loop.Plan && root.ID != l.ID {
-		err = m.o.Git.Merge(gctx, gitflow.LoopBranch(l.ID), gitflow.PlanBranch(root.ID))
+		var into string
+		if into, err = m.o.Git.Branch(gctx, root.ID, root.Title); err == nil {
+			err = m.o.Git.Merge(gctx, branch, into)
+		}
 	}
 	return saved{mergeErr: err}
 }

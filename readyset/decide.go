@@ -15,6 +15,12 @@ type Env struct {
 	DiskLowText string
 	// Fairness is the learned fair-queuing state (read with fairness on).
 	Fairness scheduler.Fairness
+	// Preflight, NoGit and NoGitText are scheduler.Snapshot's: the types
+	// whose loops would fail every iteration here, and the types that share
+	// the workspace directory (one of their loops runs at a time).
+	Preflight map[string]string
+	NoGit     map[string]bool
+	NoGitText string
 	// ArtifactExists reports whether the artifact at path exists; nil: every
 	// artifact exists.
 	ArtifactExists func(path string) bool
@@ -212,7 +218,22 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 	if len(p.ConflictGroup) > 0 {
 		held = map[[2]string]bool{}
 	}
+	// no_git: the types sharing the workspace directory run one loop at a
+	// time, all together.
+	var shared *limit
+	if len(env.NoGit) > 0 {
+		shared = &limit{max: 1}
+	}
+	sharedLimit := func(t string) *limit {
+		if env.NoGit[t] {
+			return shared
+		}
+		return nil
+	}
 	for _, r := range ix.running {
+		if l := sharedLimit(r.Type); l != nil {
+			l.used++
+		}
 		if l := typeLimit(r.Type); l != nil {
 			l.used++
 		}
@@ -249,8 +270,9 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 	// ordered by the groups' heads.
 	cs := make([]*cursor, 0, len(ix.groups))
 	for _, g := range ix.groups {
-		if typeLimit(g.key.typ).full() || tierLimit(g.key.typ).full() {
-			continue
+		if typeLimit(g.key.typ).full() || tierLimit(g.key.typ).full() || sharedLimit(g.key.typ).full() ||
+			env.Preflight[g.key.typ] != "" {
+			continue // the whole group waits
 		}
 		c := &cursor{g: g, frontier: make([]int32, 1, 8), head: g.h.items[0], tier: max(p.Tier[g.key.typ], 0)}
 		c.prio = priority(c.head, now, p.Base[g.key.typ], p.Weights)
@@ -288,8 +310,8 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 	for len(cs) > 0 && len(d.Start) < d.Slots && !(recovering && len(d.Start) >= 1) {
 		c := cs[0]
 		e := c.head
-		tl, rl := typeLimit(e.typ), tierLimit(e.typ)
-		if tl.full() || rl.full() { // the whole group waits for room
+		tl, rl, sl := typeLimit(e.typ), tierLimit(e.typ), sharedLimit(e.typ)
+		if tl.full() || rl.full() || sl.full() { // the whole group waits for room
 			dropTop()
 			continue
 		}
@@ -308,7 +330,7 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 			}
 		} else {
 			d.Start = append(d.Start, e.id)
-			for _, l := range []*limit{tl, rl, ol} {
+			for _, l := range []*limit{tl, rl, ol, sl} {
 				if l != nil {
 					l.used++
 				}
@@ -342,7 +364,7 @@ func (ix *Index) snapshot(env *Env) scheduler.Snapshot {
 		Waiting:   make([]scheduler.Candidate, 0, ix.nwaiting),
 		Running:   map[string]int{},
 		RateLimit: env.RateLimit, DiskLow: env.DiskLow, DiskLowText: env.DiskLowText,
-		Fairness: env.Fairness,
+		Fairness: env.Fairness, Preflight: env.Preflight, NoGit: env.NoGit, NoGitText: env.NoGitText,
 	}
 	loops := make([]loop.Loop, 0, ix.nwaiting)
 	present := map[string]bool{}

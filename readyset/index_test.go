@@ -162,7 +162,8 @@ func (m *model) step(now time.Time) {
 // builds it from the store: not from the index under test.
 func (m *model) reference(env readyset.Env) scheduler.Snapshot {
 	s := scheduler.Snapshot{Running: map[string]int{}, RateLimit: env.RateLimit, DiskLow: env.DiskLow,
-		DiskLowText: env.DiskLowText, Fairness: env.Fairness}
+		DiskLowText: env.DiskLowText, Fairness: env.Fairness,
+		Preflight: env.Preflight, NoGit: env.NoGit, NoGitText: env.NoGitText}
 	for _, id := range m.ids() {
 		l := m.loops[id]
 		switch {
@@ -253,8 +254,8 @@ func rows(d scheduler.Decision) []rowView {
 // time passing (over minute boundaries, and sometimes backwards) — and
 // checks after each that Decide starts exactly what scheduler.Plan starts
 // over a snapshot built from the records alone, under random caps, tiers,
-// conflict groups, quotas, weights, rate limits, missing artifacts and a
-// low disk; that Plan over the index's Snapshot gives the same rows; and
+// conflict groups, quotas, weights, rate limits, missing artifacts, a
+// low disk, preflight problems and types sharing one directory (no git); that Plan over the index's Snapshot gives the same rows; and
 // that Due and Next agree with the records.
 func TestDecideMatchesPlan(t *testing.T) {
 	t.Parallel()
@@ -317,6 +318,15 @@ func TestDecideMatchesPlan(t *testing.T) {
 				env.RateLimit = ratelimit.State{Hits: 1, BackoffUntil: now.Add(-time.Second), RecoveryUntil: now.Add(time.Minute)}
 			case 2:
 				env.DiskLow, env.DiskLowText = true, "disk low: test"
+			}
+			switch r.IntN(6) { // preflight problems, no git worktrees
+			case 0:
+				env.Preflight = map[string]string{types[r.IntN(len(types))]: "agent \"x\" is not on PATH"}
+			case 1:
+				env.NoGit, env.NoGitText = map[string]bool{loop.Ralph: true, "review": r.IntN(2) == 0}, "no git: test"
+			case 2:
+				env.Preflight = map[string]string{loop.Ralph: "validate needs a go.mod"}
+				env.NoGit = map[string]bool{loop.Ralph: true, types[r.IntN(len(types))]: true}
 			}
 			if p.Fairness.Enabled {
 				env.Fairness = scheduler.Fairness{Keys: map[string]scheduler.KeyUsage{"k1": {Used: 30, Seen: now}}}

@@ -36,6 +36,16 @@ type Snapshot struct {
 	DiskLowText string          // e.g. "disk low: 3.2 GB free, minimum 5 GB"; "" → "disk low"
 	// Fairness is the learned fair-queuing state; only read with fairness on.
 	Fairness Fairness
+	// Preflight holds, per loop type, why every iteration of that type
+	// would fail in this workspace (e.g. `agent "claude" is not on PATH`):
+	// its loops wait (reason preflight) rather than spend iterations. The
+	// caller checks; nil: nothing known to be wrong.
+	Preflight map[string]string
+	// NoGit lists the loop types whose loops share the workspace directory
+	// (no git worktrees): one loop of these types runs at a time, all of
+	// them together (reason no_git). NoGitText says why; "" → a default.
+	NoGit     map[string]bool
+	NoGitText string
 }
 
 // Row is one waiting loop in the decision.
@@ -211,6 +221,8 @@ type typeState struct {
 	tierCap  *capState // nil: no tier
 	group    string    // conflict group; "": none
 	defCost  float64   // fairness: the type's default cost
+	pre      string    // preflight problem of the type; "": none
+	noGit    bool      // shares the workspace directory (no_git)
 }
 
 type typeTable struct {
@@ -255,6 +267,8 @@ type walk struct {
 	running, selected   int
 	blocked, recovering bool
 	rateText, diskText  string
+	noGitText           string
+	noGitUsed           int // loops of NoGit types running or admitted
 	globalText          string
 	globalUsed          int
 	tiers               map[int]*capState
@@ -272,6 +286,7 @@ func (w *walk) typeIndex(t string) int32 {
 	ts := typeState{
 		name: t, base: w.p.Base[t], cap: max(w.p.TypeCap[t], 0), running: max(w.s.Running[t], 0), capUsed: -1,
 		group: w.p.ConflictGroup[t], defCost: w.p.Fairness.defaultCost(t),
+		pre: w.s.Preflight[t], noGit: w.s.NoGit[t],
 	}
 	if tier := w.p.Tier[t]; tier > 0 {
 		ts.tier, ts.tierCap = tier, w.tiers[tier]
@@ -323,9 +338,9 @@ func (w *walk) owner(name string) *capState {
 //     loop's estimated cost to its key, which re-orders what is left.
 //  3. Walk the order. For each loop check every gate and keep all that fail:
 //     paused, orphaned, parent_incomplete, artifact_missing, backoff,
-//     deadline_passed, disk_low, rate_limited, then the capacity gates
-//     global_cap, type_cap, tier_cap, quota and conflict against the running
-//     loops plus those already admitted by this walk. A loop that passes
+//     deadline_passed, disk_low, preflight, rate_limited, then the capacity
+//     gates global_cap, type_cap, tier_cap, quota, conflict and no_git
+//     against the running loops plus those already admitted by this walk. A loop that passes
 //     every gate is admitted.
 //
 // A loop held back by a capacity gate does not hold back the loops after
@@ -407,6 +422,14 @@ func (w *walk) setup() {
 		w.diskText = diskLowText
 	}
 	w.globalUsed = -1
+	for t, n := range s.Running {
+		if s.NoGit[t] {
+			w.noGitUsed += max(n, 0)
+		}
+	}
+	if w.noGitText = s.NoGitText; w.noGitText == "" {
+		w.noGitText = noGitText
+	}
 	if len(p.Tier) > 0 {
 		w.tiers = map[int]*capState{}
 		for _, tier := range p.Tier {
@@ -521,6 +544,9 @@ func (w *walk) visit(k *sortKey) {
 	if s.DiskLow {
 		w.pool = append(w.pool, Reason{DiskLow, w.diskText})
 	}
+	if ts.pre != "" {
+		w.pool = append(w.pool, Reason{Preflight, ts.pre})
+	}
 	notReady := len(w.pool) - start
 
 	// Capacity: the rate limit, then the caps, counting running loops and
@@ -567,6 +593,9 @@ func (w *walk) visit(k *sortKey) {
 			w.pool = append(w.pool, Reason{Conflict, conflictText(hk.group, hk.key, h.id, h.running)})
 		}
 	}
+	if ts.noGit && w.noGitUsed >= 1 {
+		w.pool = append(w.pool, Reason{NoGit, w.noGitText})
+	}
 
 	w.d.Rows = append(w.d.Rows, Row{Loop: l, Score: w.scores[k.idx], Tier: ts.tier})
 	row := &w.d.Rows[len(w.d.Rows)-1]
@@ -595,6 +624,9 @@ func (w *walk) visit(k *sortKey) {
 	}
 	if oc != nil {
 		oc.selected++
+	}
+	if ts.noGit {
+		w.noGitUsed++
 	}
 	if hk.group != "" {
 		w.held[hk] = holder{id: l.ID}

@@ -425,3 +425,79 @@ func TestScoreExplain(t *testing.T) {
 		t.Errorf("Explain() mismatch (-want +got)\n%s", diff)
 	}
 }
+
+// TestPlanWorkspaceGates: a type with a preflight problem waits whatever
+// the room ("not ready", its own text), other types start; NoGit types run
+// one loop at a time, counting running ones, and the rest say no_git
+// ("no room": eligible).
+func TestPlanWorkspaceGates(t *testing.T) {
+	t.Parallel()
+	loops := []*loop.Loop{
+		mk("r1", loop.Ralph, 3*time.Minute, 3, 1),
+		mk("r2", loop.Ralph, 2*time.Minute, 3, 1),
+		mk("v1", "review", time.Minute, 1, 1),
+		mk("ph1", loop.Phase, 0, 2, 1),
+		mk("pl1", loop.Plan, 0, 0, 1),
+	}
+	snap := func(running map[string]int) scheduler.Snapshot {
+		s := scheduler.Snapshot{Running: running,
+			Preflight: map[string]string{loop.Plan: `agent "claude" is not on PATH`},
+			NoGit:     map[string]bool{loop.Ralph: true, "review": true}, NoGitText: "no git here"}
+		for _, l := range loops {
+			s.Waiting = append(s.Waiting, scheduler.Candidate{Loop: l})
+		}
+		return s
+	}
+	type row struct {
+		ID      string
+		Reasons []scheduler.Reason
+	}
+	tests := []struct {
+		name      string
+		running   map[string]int
+		wantStart []string
+		wantRows  []row
+		eligible  int
+	}{
+		{
+			name: "nothing runs: the first ralph starts, the other leaf loops wait", running: map[string]int{},
+			wantStart: []string{"r1", "ph1"},
+			wantRows: []row{
+				{"r1", nil}, {"r2", []scheduler.Reason{{scheduler.NoGit, "no git here"}}},
+				{"v1", []scheduler.Reason{{scheduler.NoGit, "no git here"}}}, {"ph1", nil},
+				{"pl1", []scheduler.Reason{{scheduler.Preflight, `agent "claude" is not on PATH`}}},
+			},
+			eligible: 4,
+		},
+		{
+			name: "a review loop runs: no leaf loop starts", running: map[string]int{"review": 1},
+			wantStart: []string{"ph1"},
+			wantRows: []row{
+				{"r1", []scheduler.Reason{{scheduler.NoGit, "no git here"}}}, {"r2", []scheduler.Reason{{scheduler.NoGit, "no git here"}}},
+				{"v1", []scheduler.Reason{{scheduler.NoGit, "no git here"}}}, {"ph1", nil},
+				{"pl1", []scheduler.Reason{{scheduler.Preflight, `agent "claude" is not on PATH`}}},
+			},
+			eligible: 4,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d := scheduler.Plan(snap(tt.running), now, scheduler.DefaultPolicy())
+			var got []row
+			for _, r := range d.Rows {
+				got = append(got, row{r.Loop.ID, r.Reasons})
+			}
+			byID := func(a, b row) bool { return a.ID < b.ID }
+			if diff := cmp.Diff(tt.wantRows, got, cmpopts.SortSlices(byID), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Plan() rows mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantStart, d.Start); diff != "" {
+				t.Errorf("Plan() start mismatch (-want +got):\n%s", diff)
+			}
+			if d.Eligible != tt.eligible {
+				t.Errorf("Eligible = %d, want %d", d.Eligible, tt.eligible)
+			}
+		})
+	}
+}

@@ -78,6 +78,12 @@ func randomCase(r *rand.Rand) (scheduler.Snapshot, scheduler.Policy) {
 		s.RateLimit = ratelimit.State{Hits: 1, BackoffUntil: now.Add(-time.Second), RecoveryUntil: now.Add(20 * time.Second)}
 	}
 	s.DiskLow = r.IntN(10) == 0
+	switch r.IntN(6) { // preflight problems; types sharing the workspace (no git)
+	case 0:
+		s.Preflight = map[string]string{propTypes[r.IntN(len(propTypes))]: `agent "x" is not on PATH`}
+	case 1, 2:
+		s.NoGit = map[string]bool{loop.Ralph: true, propTypes[r.IntN(len(propTypes))]: true}
+	}
 	if p.Fairness.Enabled {
 		s.Fairness.Keys = map[string]scheduler.KeyUsage{}
 		for i := range r.IntN(6) {
@@ -234,6 +240,7 @@ func reference(s scheduler.Snapshot, now time.Time, p scheduler.Policy) (order, 
 		add(l.RunnableAt.After(now), scheduler.Backoff)
 		add(!l.Deadline.IsZero() && !now.Before(l.Deadline), scheduler.DeadlinePassed)
 		add(s.DiskLow, scheduler.DiskLow)
+		add(s.Preflight[l.Type] != "", scheduler.Preflight)
 		add(s.RateLimit.Blocked(now) || (s.RateLimit.Recovering(now) && len(start) > 0), scheduler.RateLimited)
 		add(running+len(start) >= p.MaxLoops, scheduler.GlobalCap)
 		add(p.TypeCap[l.Type] > 0 && s.Running[l.Type]+count(func(x *loop.Loop) bool { return x.Status == loop.Pending && x.Type == l.Type }) >= p.TypeCap[l.Type], scheduler.TypeCap)
@@ -244,6 +251,13 @@ func reference(s scheduler.Snapshot, now time.Time, p scheduler.Policy) (order, 
 		add(g != "" && l.ConflictKey != "" && count(func(x *loop.Loop) bool {
 			return p.ConflictGroup[x.Type] == g && x.ConflictKey == l.ConflictKey
 		}) > 0, scheduler.Conflict)
+		shared := 0
+		for t, n := range s.Running {
+			if s.NoGit[t] {
+				shared += n
+			}
+		}
+		add(s.NoGit[l.Type] && shared+count(func(x *loop.Loop) bool { return x.Status == loop.Pending && s.NoGit[x.Type] }) >= 1, scheduler.NoGit)
 		if len(cs) == 0 {
 			start = append(start, l.ID)
 			started = append(started, l) // status pending: told apart from the running Active loops
@@ -443,6 +457,19 @@ func checkInvariants(t *testing.T, s scheduler.Snapshot, p scheduler.Policy, d s
 			t.Errorf("charge %d = %+v, start %s", i, c, d.Start[i])
 		}
 	}
+	shared := 0
+	for typ, n := range s.Running {
+		if s.NoGit[typ] {
+			shared += n
+		}
+	}
+	for _, id := range d.Start {
+		if s.NoGit[byID[id].Loop.Type] {
+			if shared++; shared > 1 {
+				t.Errorf("started %s: a second loop in the shared workspace (no_git)", id)
+			}
+		}
+	}
 	if s.RateLimit.Blocked(now) && len(d.Start) > 0 {
 		t.Errorf("started %v while rate limited", d.Start)
 	}
@@ -467,6 +494,8 @@ func checkInvariants(t *testing.T, s scheduler.Snapshot, p scheduler.Policy, d s
 			t.Errorf("started %s past its deadline %v", id, l.Deadline)
 		case s.DiskLow:
 			t.Errorf("started %s with the disk low", id)
+		case s.Preflight[l.Type] != "":
+			t.Errorf("started %s of type %s with a preflight problem", id, l.Type)
 		}
 	}
 

@@ -23,24 +23,26 @@ const (
 	Backoff          Code = "backoff"           // runnable_at is in the future (retry backoff, delayed run)
 	DeadlinePassed   Code = "deadline_passed"   // its deadline is past; the manager expires it
 	DiskLow          Code = "disk_low"          // free disk space is below storage.disk_quota_min_gb
+	Preflight        Code = "preflight"         // every iteration of its type would fail here (agent or validate program missing, ...)
 	RateLimited      Code = "rate_limited"      // the shared 429 backoff, or its one-start-per-poll recovery
 	GlobalCap        Code = "global_cap"        // concurrency.max_loops loops already run or start
 	TypeCap          Code = "type_cap"          // the per-type cap of its type is reached
 	TierCap          Code = "tier_cap"          // tier N already runs N loops
 	Quota            Code = "quota"             // its owner runs quotas.<owner>.max_running loops
 	Conflict         Code = "conflict"          // a loop holding the same conflict group and key runs or starts
+	NoGit            Code = "no_git"            // no git worktrees: a loop sharing the workspace directory runs or starts
 )
 
 // Codes lists every reason code in gate order.
 var Codes = []Code{Paused, Orphaned, ParentIncomplete, ArtifactMissing, Backoff, DeadlinePassed, DiskLow,
-	RateLimited, GlobalCap, TypeCap, TierCap, Quota, Conflict}
+	Preflight, RateLimited, GlobalCap, TypeCap, TierCap, Quota, Conflict, NoGit}
 
 // Capacity reports whether c only says "no room now" (rate limit, caps,
 // quota, a conflicting holder) rather than "not ready": a loop held back by
 // capacity gates alone is eligible and starts as soon as room frees up.
 func (c Code) Capacity() bool {
 	switch c {
-	case RateLimited, GlobalCap, TypeCap, TierCap, Quota, Conflict:
+	case RateLimited, GlobalCap, TypeCap, TierCap, Quota, Conflict, NoGit:
 		return true
 	}
 	return false
@@ -60,6 +62,7 @@ const (
 	pausedText   = "paused"
 	diskLowText  = "disk low"
 	recoveryText = "rate-limit recovery: one start per poll"
+	noGitText    = "no git worktrees: these loops share the workspace directory, so one runs at a time"
 )
 
 // parentText holds "parent incomplete (<status>)" for every known status, so

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 
@@ -43,7 +44,8 @@ func (m *Model) setStatus(st api.Status) {
 	old, had := m.status, m.haveStatus
 	m.status = st
 	m.haveStatus = true
-	if !had || old.DiskLow != st.DiskLow || !sameRateLimit(old.RateLimit, st.RateLimit) {
+	if !had || old.DiskLow != st.DiskLow || !sameRateLimit(old.RateLimit, st.RateLimit) ||
+		old.NoGit != st.NoGit || !reflect.DeepEqual(old.Problems, st.Problems) {
 		m.sched.stale = true
 	}
 	m.usePolicy()

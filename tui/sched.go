@@ -70,6 +70,31 @@ func (m *Model) reasonOf(id string) reason {
 	return reason{Code: string(row.Reasons[0].Code), r: row.Reasons[0], l: row.Loop}
 }
 
+// workspaceGates are the preflight and no_git inputs of the daemon's plan,
+// from its status: the first problem of each type, and the leaf types that
+// share the workspace directory.
+func workspaceGates(st api.Status) (pre map[string]string, noGit map[string]bool, noGitText string) {
+	for _, p := range st.Problems {
+		for _, t := range p.Types {
+			if pre == nil {
+				pre = map[string]string{}
+			}
+			if _, ok := pre[t]; !ok {
+				pre[t] = p.What
+			}
+		}
+	}
+	if st.NoGit != "" {
+		noGit = map[string]bool{}
+		for _, u := range st.Types {
+			if _, spawns := loop.ChildType(u.Type); !spawns {
+				noGit[u.Type] = true
+			}
+		}
+	}
+	return pre, noGit, st.NoGit
+}
+
 // reasonText words r at the model's now. The dashboard's own words where it
 // has them (countdowns rather than clock times, the parent's status); the
 // scheduler's text for the caps, the tier cap and the quota, which carry the
@@ -102,6 +127,8 @@ func (m *Model) reasonText(r reason) string {
 		return "deadline passed"
 	case scheduler.DiskLow:
 		return fmt.Sprintf("disk low (%.1f GB free)", m.status.DiskFreeGB)
+	case scheduler.NoGit:
+		return "no git: one at a time in the workspace"
 	case scheduler.RateLimited:
 		if m.sched.blocked {
 			return "rate limited " + countdown(m.status.RateLimit.BackoffUntil.Sub(now))
@@ -235,6 +262,7 @@ func (m *Model) computeSchedule() {
 	if m.haveStatus {
 		snap.RateLimit = m.status.RateLimit
 		snap.DiskLow = m.status.DiskLow
+		snap.Preflight, snap.NoGit, snap.NoGitText = workspaceGates(m.status)
 	}
 	var roots map[string]string
 	if fair {

@@ -518,6 +518,10 @@ func TestFirstReason(t *testing.T) {
 	limited.RateLimit = ratelimit.State{Hits: 2, BackoffUntil: testNow.Add(37 * time.Second), RecoveryUntil: testNow.Add(67 * time.Second)}
 	full := fixtureStatus()
 	full.MaxLoops = 1
+	pre := fixtureStatus()
+	pre.Problems = []api.Problem{{Types: []string{"spec"}, TypesText: "spec", What: `agent "x" is not on PATH`}}
+	shared := fixtureStatus()
+	shared.NoGit = "no git"
 	tests := []struct {
 		name   string
 		status api.Status
@@ -529,6 +533,8 @@ func TestFirstReason(t *testing.T) {
 		}},
 		{"rate limited", limited, map[string]string{idUsers: "rate limited 37s", idIndex: "backoff 12s", idCookies: "rate limited 37s"}},
 		{"global cap", full, map[string]string{idUsers: "global cap 1/1", idCookies: "global cap 1/1"}},
+		{"preflight", pre, map[string]string{idUsers: "next to start", idCookies: `agent "x" is not on PATH`}},
+		{"no git: the first ralph starts", shared, map[string]string{idUsers: "next to start", idIndex: "backoff 12s", idCookies: "next to start"}},
 	}
 	for _, tt := range tests {
 		fc := newFake()
@@ -561,6 +567,27 @@ func TestRateLimitHeader(t *testing.T) {
 	m = update(t, m, tickMsg{now: testNow.Add(2 * time.Minute)})
 	if head := strings.SplitN(m.View(), "\n", 2)[0]; strings.Contains(head, "429") {
 		t.Errorf("header = %q, want no rate limit", head)
+	}
+}
+
+// TestWorkspaceGatesHeader: the header says once that there are preflight
+// problems and that leaf loops run one at a time without git.
+func TestWorkspaceGatesHeader(t *testing.T) {
+	t.Parallel()
+	st := fixtureStatus()
+	st.Problems = []api.Problem{{Types: []string{"ralph"}, What: "validate needs a go.mod"}}
+	st.NoGit = "the workspace is not a git repository"
+	fc := newFake()
+	fc.snap.Status = &st
+	m := loaded(t, fc, 200, 30)
+	head := strings.SplitN(m.View(), "\n", 2)[0]
+	for _, want := range []string{"1 preflight problem: loopr status", "no git: ralph one at a time"} {
+		if strings.Count(head, want) != 1 {
+			t.Errorf("header = %q, want %q once", head, want)
+		}
+	}
+	if got := m.reasonText(m.reasonOf(idUsers)); got != "validate needs a go.mod" {
+		t.Errorf("ralph reason %q, want the preflight problem", got)
 	}
 }
 

@@ -174,6 +174,12 @@ func (m *Model) headerLine(w int) string {
 		if m.status.DiskLow {
 			segs = append(segs, segment{text: st.Warn.Render(fmt.Sprintf("disk low %.1f GB", m.status.DiskFreeGB)), drop: 1})
 		}
+		if n := len(m.status.Problems); n > 0 {
+			segs = append(segs, segment{text: st.Warn.Render(fmt.Sprintf("%d preflight %s: loopr status", n, map[bool]string{true: "problem", false: "problems"}[n == 1])), drop: 1})
+		}
+		if m.status.NoGit != "" {
+			segs = append(segs, segment{text: st.Info.Render("no git: ralph one at a time"), drop: 1})
+		}
 	}
 	segs = append(segs, segment{text: m.countsText()})
 
