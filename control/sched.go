@@ -72,7 +72,7 @@ func (s *Service) Snapshot() (Snapshot, error) {
 			}
 			return true
 		}
-		for _, st := range []loop.Status{loop.Pending, loop.Paused} {
+		for _, st := range []loop.Status{loop.Pending, loop.Paused, loop.NeedsHuman} {
 			if err := tx.ByStatus(st, collect); err != nil {
 				return err
 			}
@@ -255,8 +255,11 @@ func (s *Service) Why(id string, now time.Time) (api.Why, error) {
 		}
 		w.Gates = append(w.Gates, api.Gate{Code: string(code), OK: true, Text: okText})
 	}
-	if l.Status == loop.Paused {
+	switch l.Status {
+	case loop.Paused:
 		gate(scheduler.Paused, "")
+	case loop.NeedsHuman:
+		gate(scheduler.NeedsHuman, "")
 	}
 	if l.Parent != "" {
 		if _, ok := failed[scheduler.Orphaned]; ok {

@@ -101,6 +101,7 @@ type gates uint8
 
 const (
 	gPaused gates = 1 << iota
+	gNeedsHuman
 	gOrphaned
 	gParentIncomplete
 	gArtifactMissing
@@ -111,8 +112,11 @@ const (
 func loopGates(c Candidate, now time.Time) gates {
 	l := c.Loop
 	var g gates
-	if l.Status == loop.Paused {
+	switch l.Status {
+	case loop.Paused:
 		g |= gPaused
+	case loop.NeedsHuman:
+		g |= gNeedsHuman
 	}
 	if l.Parent != "" {
 		switch {
@@ -139,6 +143,9 @@ func appendLoopReasons(rs []Reason, g gates, c Candidate, now time.Time) []Reaso
 	l := c.Loop
 	if g&gPaused != 0 {
 		rs = append(rs, Reason{Paused, pausedText})
+	}
+	if g&gNeedsHuman != 0 {
+		rs = append(rs, Reason{NeedsHuman, needsText(l.Needs)})
 	}
 	if g&gOrphaned != 0 {
 		rs = append(rs, Reason{Orphaned, orphanedText(l.Parent)})
