@@ -67,6 +67,8 @@ type ListRequest struct {
 type ActionRequest struct {
 	Reason   string `json:"reason,omitzero"`
 	Feedback string `json:"feedback,omitzero"`
+	// Answer is a person's reply to a loop that needs one (action answer).
+	Answer string `json:"answer,omitzero"`
 }
 
 // Actions a user can take on a loop (POST /v1/loops/{id}/{action}).
@@ -78,10 +80,11 @@ const (
 	ActionApprove = "approve"
 	ActionReject  = "reject"
 	ActionIterate = "iterate"
+	ActionAnswer  = "answer" // needs_human → pending, with the reply in the next prompt
 )
 
 // Actions lists every action name.
-var Actions = []string{ActionCancel, ActionReset, ActionPause, ActionResume, ActionApprove, ActionReject, ActionIterate}
+var Actions = []string{ActionCancel, ActionReset, ActionPause, ActionResume, ActionApprove, ActionReject, ActionIterate, ActionAnswer}
 
 // ActionResult reports what an action changed: the loop itself and every
 // other loop it touched (a cancel cascades to descendants).

@@ -106,5 +106,8 @@ func Transition(l Loop, to Status, now time.Time) (Loop, error) {
 	if to != Running {
 		l.Lease = nil
 	}
+	if to != NeedsHuman {
+		l.Needs = nil // the wait is over, whichever way it ended
+	}
 	return l, nil
 }
