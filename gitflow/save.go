@@ -261,3 +261,14 @@ func gitIn(dir string) (int, bool) {
 	}
 	return 0, false
 }
+
+// Head returns the commit checked out in dir (a worktree): what an
+// iteration starts from, compared after SaveWork to tell whether the
+// agent changed anything at all.
+func (r *Repo) Head(ctx context.Context, dir string) (string, error) {
+	out, err := r.git(ctx, dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("read HEAD in %s: %w", dir, err)
+	}
+	return strings.TrimSpace(out), nil
+}

@@ -29,12 +29,30 @@ const (
 type saved struct {
 	err      error // the work could not be put on the loop's branch
 	mergeErr error // the branch could not be merged into the plan branch (passed only)
+	// unchanged: the iteration passed but its branch is still at the
+	// commit it started from (require_changes: it must not pass).
+	unchanged bool
+}
+
+// startCommit is the commit a ralph-like loop's iteration starts from,
+// when require_changes applies to it; "" otherwise (or when unknown).
+func (m *Manager) startCommit(ctx context.Context, job runner.Job) string {
+	l := job.Loop
+	if m.o.Git == nil || !ownBranch(l.Type) || job.Workdir == "" || !m.cfg().Loop(l.Type).RequireChanges {
+		return ""
+	}
+	head, err := m.o.Git.Head(ctx, job.Workdir)
+	if err != nil {
+		m.log.Warn("require_changes: read the starting commit", "loop", l.ID, "err", err)
+		return ""
+	}
+	return head
 }
 
 // save commits the agent's work onto the loop's branch (repairing what
 // gitflow.SaveWork can) and, when the iteration passed, merges the branch
 // into its plan's branch.
-func (m *Manager) save(ctx context.Context, a *active, job runner.Job, res runner.Result) saved {
+func (m *Manager) save(ctx context.Context, a *active, job runner.Job, res runner.Result, start string) saved {
 	l := job.Loop
 	if m.o.Git == nil || !ownBranch(l.Type) || job.Workdir == "" {
 		return saved{}
@@ -56,6 +74,11 @@ func (m *Manager) save(ctx context.Context, a *active, job runner.Job, res runne
 	}
 	if res.Outcome != runner.Passed {
 		return saved{}
+	}
+	if start != "" {
+		if head, err := m.o.Git.Head(gctx, job.Workdir); err == nil && head == start {
+			return saved{unchanged: true} // nothing to merge either
+		}
 	}
 	root, err := m.root(l)
 	if err == nil && root.Type == loop.Plan && root.ID != l.ID {
