@@ -186,6 +186,23 @@ type Status struct {
 	// Policy is the scheduling policy in force (it follows hot reloads), so
 	// a dashboard scores loops exactly as the daemon does.
 	Policy *scheduler.Policy `json:"policy,omitempty"`
+	// NeedsYou lists the loops waiting for a person (status needs_human),
+	// longest waiting first, at most MaxNeedsYou of them.
+	NeedsYou []NeedsYou `json:"needs_you,omitzero"`
+}
+
+// MaxNeedsYou bounds Status.NeedsYou.
+const MaxNeedsYou = 50
+
+// NeedsYou is one loop waiting for a person, and how to answer it.
+type NeedsYou struct {
+	ID     string           `json:"id"`
+	Type   string           `json:"type"`
+	Title  string           `json:"title"`
+	Reason loop.NeedsReason `json:"reason"`
+	Detail string           `json:"detail,omitzero"` // its first line, clipped
+	Since  time.Time        `json:"since"`
+	Action string           `json:"action"` // e.g. loopr answer 01J… "…"
 }
 
 // Error is the body of every API error: {"error": {"code": ..., "message": ...}}.
