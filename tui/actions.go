@@ -13,6 +13,15 @@ import (
 
 func (m Model) feedbackKey(k tea.KeyMsg) (Model, tea.Cmd) {
 	switch {
+	case key.Matches(k, m.keys.Accept) && m.confirm.action == api.ActionAnswer:
+		m.mode = modeNormal
+		m.input.Blur()
+		return m, m.act(m.confirm.id, api.ActionAnswer, api.ActionRequest{Answer: strings.TrimSpace(m.input.Value())})
+	case k.Type == tea.KeyEsc && m.confirm.action == api.ActionAnswer:
+		m.mode = modeNormal
+		m.input.Blur()
+		m.flash = flash{text: "answer cancelled: the loop still needs you"}
+		return m, nil
 	case key.Matches(k, m.keys.Accept):
 		text := strings.TrimSpace(m.input.Value())
 		if text == "" {
@@ -90,6 +99,14 @@ func (m Model) startAction(action string) (Model, tea.Cmd) {
 		m.input.SetValue("")
 		m.sizeInput()
 		return m, m.input.Focus()
+	case api.ActionAnswer:
+		m.mode = modeFeedback
+		m.confirm = confirmation{action: action, id: l.ID}
+		m.input.Prompt = "answer " + name + ": "
+		m.input.Placeholder = "your answer, put in its next prompt (enter: send, may be empty)"
+		m.input.SetValue("")
+		m.sizeInput()
+		return m, m.input.Focus()
 	case api.ActionPause:
 		if l.Status == loop.Paused {
 			action = api.ActionResume
@@ -114,6 +131,10 @@ func refuse(action string, l *loop.Loop, liveBelow bool) string {
 	case api.ActionPause:
 		if !l.Status.Waiting() {
 			return fmt.Sprintf("can't pause: only pending loops pause (and paused ones resume), this %s is %s", l.Type, st)
+		}
+	case api.ActionAnswer:
+		if l.Status != loop.NeedsHuman {
+			return fmt.Sprintf("can't answer: only a loop that needs you takes an answer, this %s is %s", l.Type, st)
 		}
 	case api.ActionApprove, api.ActionReject, api.ActionIterate:
 		if l.Status != loop.AwaitingApproval {
@@ -152,6 +173,9 @@ func (m Model) actDone(msg actMsg) (tea.Model, tea.Cmd) {
 	if msg.action == api.ActionIterate {
 		text = name + " goes back for another iteration with your feedback"
 	}
+	if msg.action == api.ActionAnswer {
+		text = name + " resumes with your answer"
+	}
 	if n := len(msg.res.Affected); n > 0 {
 		text += fmt.Sprintf(" (+%d more)", n)
 	}
@@ -182,6 +206,8 @@ func pastTense(action string) string {
 		return "rejected"
 	case api.ActionIterate:
 		return "iterated"
+	case api.ActionAnswer:
+		return "answered"
 	}
 	return action + "ed"
 }

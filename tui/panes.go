@@ -80,6 +80,7 @@ func (m *Model) detailsLines(w, h int) []string {
 		{"triggered by", l.TriggeredBy},
 		{"lease", lease},
 		{"reason", firstLine(l.Reason)},
+		{"answer", firstLine(l.Answer)},
 		{"task", firstLine(l.Task)},
 	}
 	const labelW = 13
@@ -88,6 +89,20 @@ func (m *Model) detailsLines(w, h int) []string {
 			continue
 		}
 		lines = append(lines, clip(" "+m.st.PaneLabel.Render(fit(p.k, labelW))+p.v, w))
+	}
+	if n := l.Needs; n != nil && len(lines) < h {
+		lines = append(lines, clip(" "+m.st.statusStyle(loop.NeedsHuman).Render(fit("needs you", labelW))+
+			string(n.Reason)+" since "+ts(n.Since)+"   A answers", w))
+		if d := strings.TrimSpace(n.Detail); d != "" {
+			dl := strings.Split(ansi.Strip(d), "\n")
+			room := max(h-len(lines)-2, 1)
+			if len(dl) > room {
+				dl = dl[:room]
+			}
+			for _, s := range dl {
+				lines = append(lines, clip("   "+expandTabs(s), w))
+			}
+		}
 	}
 	if fb := strings.TrimSpace(l.Feedback); fb != "" {
 		room := h - len(lines) - 1
