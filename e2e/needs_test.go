@@ -219,3 +219,67 @@ func TestNeedsYou(t *testing.T) {
 	}
 	stopCleanly(t, r, d)
 }
+
+// TestTUINeedsYouUnderTmux: in a real terminal, the dashboard heads the
+// tree with the "Needs you" group and counts it in the header; n jumps
+// from loop to loop of the group, and A answers the selected one: the
+// daemon resumes it with the answer in its prompt.
+func TestTUINeedsYouUnderTmux(t *testing.T) {
+	t.Parallel()
+	tm := newTmux(t)
+	agent, _ := json.Marshal([]string{"sh", abs(t, "testdata/needsagent.sh")})
+	r := newRepo(t, fmt.Sprintf("agent:\n  command: %s\nloops:\n  ralph: {validate: []}\nstorage: {disk_quota_min_gb: 0}\ngit: {worktrees: false}\nscheduler: {poll_interval_secs: 1}\n", agent))
+	startDaemon(t, r)
+	var port, name loop.Loop
+	mustJSON(t, ok(t, r.dir, "add", "--type", loop.Ralph, "--title", "ask port", "--task", "which port", "--json"), &port)
+	mustJSON(t, ok(t, r.dir, "add", "--type", loop.Ralph, "--title", "ask name", "--task", "which name", "--json"), &name)
+	waitEvery(t, 30*time.Second, slowPoll, "both loops to need you", func() bool {
+		return status(t, r).Counts[loop.NeedsHuman] == 2
+	})
+
+	script := fmt.Sprintf("cd %q && %q tui --no-start; echo TUI-EXITED $?; sleep 30", r.dir, bin)
+	tm.run("new-session", "-d", "-s", "tui", "-x", "140", "-y", "30", "-e", "NO_COLOR=1", "sh", "-c", script)
+	s := tm.waitScreen("the Needs you group", "NEEDS YOU (2)", "needs you 2", "ALL LOOPS", "question: Which port should the server")
+	if i, j := strings.Index(s, "NEEDS YOU (2)"), strings.Index(s, "ALL LOOPS"); i > j {
+		t.Errorf("the group is not above the tree:\n%s", s)
+	}
+	selected := func() string {
+		for _, ln := range strings.Split(tm.screen(), "\n") {
+			if strings.Contains(ln, "›") {
+				return ln
+			}
+		}
+		return ""
+	}
+	// Both loops asked at about the same time; the group lists them longest
+	// waiting first. n steps to the other one, then back.
+	first := selected()
+	tm.keys("n")
+	deadline := time.Now().Add(10 * time.Second)
+	for selected() == first {
+		if time.Now().After(deadline) {
+			t.Fatalf("n did not move the selection from %q:\n%s", first, tm.screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	target, other := name, port
+	if !strings.Contains(selected(), "ask name") {
+		target, other = port, name
+	}
+	tm.keys("A")
+	tm.waitScreen("the answer prompt", `answer ralph "`+target.Title+`": `)
+	tm.keys("-l", "Use 9090.")
+	tm.keys("Enter")
+	waitEvery(t, 30*time.Second, slowPoll, "the answered loop to complete", func() bool {
+		return show(t, r, target.ID).Status == loop.Complete
+	})
+	if p := iterFile(r, target.ID, 1, "prompt.md"); !strings.Contains(p, "Use 9090.") {
+		t.Errorf("the answer given in the TUI is not in the next prompt:\n%s", tail(p, 10))
+	}
+	if l := show(t, r, other.ID); l.Status != loop.NeedsHuman {
+		t.Errorf("the other loop is %s; want it still waiting for you", l.Status)
+	}
+	tm.waitScreen("the group after the answer", "NEEDS YOU (1)", "needs you 1")
+	tm.keys("q")
+	tm.waitScreen("exit", "TUI-EXITED 0")
+}

@@ -5,7 +5,7 @@
 #   silent   prints nothing and changes nothing for 30 s (a stall)
 #   same     fails the same way every time: exit 1 after an error line whose
 #            numbers, paths and hash change from run to run
-#   ask      without an answer in its prompt: writes a question to
+#   ask…     without an answer in its prompt: writes a question to
 #            $LOOPR_QUESTION_FILE and exits 0; with one: writes
 #            out/<id>.txt and exits 0
 #   lazy     exits 0 without changing anything
@@ -40,7 +40,7 @@ same)
 	echo "error: /tmp/build-$$/main.go:$LOOPR_ITERATION: checksum $(date +%s%N | sha1sum | cut -c1-12) mismatch" >&2
 	exit 1
 	;;
-ask)
+ask*)
 	if grep -q '^## Answer from the user' "$LOOPR_PROMPT_FILE"; then
 		mkdir -p out
 		grep -A3 '^## Answer from the user' "$LOOPR_PROMPT_FILE" >"out/$id.txt"
