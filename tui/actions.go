@@ -129,7 +129,7 @@ func refuse(action string, l *loop.Loop, liveBelow bool) string {
 			return fmt.Sprintf("can't reset: only failed loops reset, this %s is %s", l.Type, st)
 		}
 	case api.ActionPause:
-		if !l.Status.Waiting() {
+		if l.Status != loop.Pending && l.Status != loop.Paused {
 			return fmt.Sprintf("can't pause: only pending loops pause (and paused ones resume), this %s is %s", l.Type, st)
 		}
 	case api.ActionAnswer:
