@@ -163,8 +163,8 @@ func (m *Manager) finish(ctx context.Context, r result) {
 	}
 	if r.git.unchanged && res.Outcome == runner.Passed && r.git.err == nil {
 		why := "no changes were made"
-		res = runner.Result{Outcome: runner.Failed, Reason: why, Feedback: "The agent exited 0 and validation passed, but the iteration left no commit " +
-			"and no change against the commit it started from (loops." + l.Type + ".require_changes). Make the change the task asks for; loopr commits what you leave."}
+		res = runner.Result{Outcome: runner.Failed, Reason: why, Feedback: "The agent exited 0 and validation passed, but the task's branch holds no change: " +
+			"no commit and nothing left to commit since the branch was made (loops." + l.Type + ".require_changes). Make the change the task asks for; loopr commits what you leave."}
 	}
 	var err error
 	switch res.Outcome {

@@ -446,9 +446,8 @@ func (m *Manager) launch(ctx context.Context, ls leased, now time.Time) {
 		var res runner.Result
 		var sv saved
 		if err == nil {
-			start := m.startCommit(rctx, job)
 			res = m.o.Runner.Run(rctx, job)
-			sv = m.save(rctx, a, job, res, start)
+			sv = m.save(rctx, a, job, res)
 		}
 		m.results <- result{id: id, job: job, res: res, err: err, git: sv}
 	}()

@@ -29,30 +29,15 @@ const (
 type saved struct {
 	err      error // the work could not be put on the loop's branch
 	mergeErr error // the branch could not be merged into the plan branch (passed only)
-	// unchanged: the iteration passed but its branch is still at the
-	// commit it started from (require_changes: it must not pass).
+	// unchanged: the iteration passed but the loop's branch holds no
+	// commit past the base it was made from (require_changes: no pass).
 	unchanged bool
-}
-
-// startCommit is the commit a ralph-like loop's iteration starts from,
-// when require_changes applies to it; "" otherwise (or when unknown).
-func (m *Manager) startCommit(ctx context.Context, job runner.Job) string {
-	l := job.Loop
-	if m.o.Git == nil || !ownBranch(l.Type) || job.Workdir == "" || !m.cfg().Loop(l.Type).RequireChanges {
-		return ""
-	}
-	head, err := m.o.Git.Head(ctx, job.Workdir)
-	if err != nil {
-		m.log.Warn("require_changes: read the starting commit", "loop", l.ID, "err", err)
-		return ""
-	}
-	return head
 }
 
 // save commits the agent's work onto the loop's branch (repairing what
 // gitflow.SaveWork can) and, when the iteration passed, merges the branch
 // into its plan's branch.
-func (m *Manager) save(ctx context.Context, a *active, job runner.Job, res runner.Result, start string) saved {
+func (m *Manager) save(ctx context.Context, a *active, job runner.Job, res runner.Result) saved {
 	l := job.Loop
 	if m.o.Git == nil || !ownBranch(l.Type) || job.Workdir == "" {
 		return saved{}
@@ -75,14 +60,24 @@ func (m *Manager) save(ctx context.Context, a *active, job runner.Job, res runne
 	if res.Outcome != runner.Passed {
 		return saved{}
 	}
-	if start != "" {
-		if head, err := m.o.Git.Head(gctx, job.Workdir); err == nil && head == start {
+	root, err := m.root(l)
+	if err != nil {
+		return saved{mergeErr: err}
+	}
+	base := "HEAD" // as worktree() made the branch
+	if root.Type == loop.Plan {
+		base = gitflow.PlanBranch(root.ID)
+	}
+	if m.cfg().Loop(l.Type).RequireChanges {
+		n, err := m.o.Git.Ahead(gctx, gitflow.LoopBranch(l.ID), base)
+		if err != nil {
+			m.log.Warn("require_changes: count the loop's commits", "loop", l.ID, "err", err)
+		} else if n == 0 {
 			return saved{unchanged: true} // nothing to merge either
 		}
 	}
-	root, err := m.root(l)
-	if err == nil && root.Type == loop.Plan && root.ID != l.ID {
-		err = m.o.Git.Merge(gctx, gitflow.LoopBranch(l.ID), gitflow.PlanBranch(root.ID))
+	if root.Type == loop.Plan && root.ID != l.ID {
+		err = m.o.Git.Merge(gctx, gitflow.LoopBranch(l.ID), base)
 	}
 	return saved{mergeErr: err}
 }
