@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,17 +17,34 @@ func TestRunStall(t *testing.T) {
 		name    string
 		body    string
 		stalled bool
+		layout  string // "": home and workdir apart; worktree: workdir under home; workspace: home under workdir
 	}{
-		{"silent agent is killed", "sleep 30", true},
-		{"talking agent is not", "for i in 1 2 3 4 5 6 7 8 9 10; do echo tick $i; sleep 0.1; done", false},
-		{"agent changing files is not", `for i in 1 2 3 4 5 6 7 8 9 10; do echo $i > "$LOOPR_WORKDIR/f$i"; sleep 0.1; done`, false},
+		{"silent agent is killed", "sleep 30", true, ""},
+		{"talking agent is not", "for i in 1 2 3 4 5 6 7 8 9 10; do echo tick $i; sleep 0.1; done", false, ""},
+		{"agent changing files is not", `for i in 1 2 3 4 5 6 7 8 9 10; do echo $i > "$LOOPR_WORKDIR/f$i"; sleep 0.1; done`, false, ""},
 		{"agent changing a new subdirectory is not",
-			`mkdir "$LOOPR_WORKDIR/sub"; for i in 1 2 3 4 5 6 7 8 9 10; do echo $i > "$LOOPR_WORKDIR/sub/f"; sleep 0.1; done`, false},
+			`mkdir "$LOOPR_WORKDIR/sub"; for i in 1 2 3 4 5 6 7 8 9 10; do echo $i > "$LOOPR_WORKDIR/sub/f"; sleep 0.1; done`, false, ""},
+		{"agent changing files in a worktree under the home is not",
+			`for i in 1 2 3 4 5 6 7 8 9 10; do echo $i > "$LOOPR_WORKDIR/f$i"; sleep 0.1; done`, false, "worktree"},
+		{"silent agent in a worktree under the home is killed", "sleep 30", true, "worktree"},
+		{"loopr's own files in the workspace do not count",
+			`for i in 1 2 3 4 5 6 7 8 9 10; do echo $i > "$LOOPR_HOME/f$i"; sleep 0.1; done`, true, "workspace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			j := newJob(t, loop.Ralph, agent(t, tc.body))
 			j.Settings.StallTimeout = 500 * time.Millisecond
+			switch tc.layout {
+			case "worktree": // <home>/worktrees/<id>, as with git worktrees
+				j.Workdir = filepath.Join(j.Home, "worktrees", j.Loop.ID)
+			case "workspace": // <workspace>/.loopr, without git worktrees
+				j.Home = filepath.Join(j.Workdir, ".loopr")
+			}
+			for _, d := range []string{j.Home, j.Workdir} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
 			start := time.Now()
 			res := (&Runner{}).Run(context.Background(), j)
 			took := time.Since(start)

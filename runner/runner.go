@@ -464,16 +464,15 @@ func (it *iteration) runAgent(ctx context.Context, stdin *os.File) (procResult, 
 
 	it.res.AgentStart = it.r.now()
 	p := runProcess(ctx, procSpec{
-		argv:    it.s.Agent,
-		dir:     it.j.Workdir,
-		env:     it.env,
-		stdin:   stdin,
-		out:     out,
-		timeout: it.s.Timeout,
-		grace:   it.s.Grace,
-		stall:   it.s.StallTimeout,
-		// loopr's own files (agent.log included) are not the agent's work.
-		stallSkip: []string{it.j.Home},
+		argv:      it.s.Agent,
+		dir:       it.j.Workdir,
+		env:       it.env,
+		stdin:     stdin,
+		out:       out,
+		timeout:   it.s.Timeout,
+		grace:     it.s.Grace,
+		stall:     it.s.StallTimeout,
+		stallSkip: it.stallSkip(),
 		started: func(pid int) {
 			it.log.Info("agent started", "pid", pid, "agent", it.s.Agent[0])
 			it.groupStarted(pid)
@@ -481,6 +480,17 @@ func (it *iteration) runAgent(ctx context.Context, stdin *os.File) (procResult, 
 	})
 	it.res.AgentEnd = it.r.now()
 	return p, nil
+}
+
+// stallSkip lists what the stall watch leaves out: loopr's home (its
+// store, logs, agent.log itself and other loops' worktrees) when the agent
+// works in the workspace; nothing when the workdir is a worktree inside
+// the home.
+func (it *iteration) stallSkip() []string {
+	if rel, err := filepath.Rel(it.j.Home, it.j.Workdir); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil
+	}
+	return []string{it.j.Home}
 }
 
 // groupStarted passes the pid of a process group this iteration started
