@@ -27,7 +27,8 @@ const maxNeedsDetail = 16 << 10
 
 // failResult records a failed iteration, or parks the loop in needs_human
 // when the failure is its second stall in a row or repeats the same failure
-// no_progress_limit times.
+// no_progress_limit times, unless it was the last iteration max_iterations
+// allows: then the loop is parked (failed) as usual.
 func (m *Manager) failResult(id string, iteration int, res runner.Result, now time.Time) error {
 	limit := m.cfg().Retry.NoProgressLimit
 	return m.update(id, func(tx *store.Tx) error {
@@ -46,7 +47,9 @@ func (m *Manager) failResult(id string, iteration int, res runner.Result, now ti
 			cur.FailureFingerprint, cur.FailureRepeats = fp, 1
 		}
 		fb := boundFeedback(fmt.Sprintf("Iteration %d failed: %s\n%s", cur.Iteration, res.Reason, res.Feedback), cur.Feedback)
+		last := cur.Iteration >= cur.MaxIterations // the budget is spent anyway: parked as failed
 		switch {
+		case last:
 		case res.Stalled && cur.Stalls >= stallsToNeeds:
 			return m.toNeeds(tx, cur, loop.NeedsStalled,
 				fmt.Sprintf("%d iterations in a row stalled; last: %s", cur.Stalls, res.Reason), fb, now)

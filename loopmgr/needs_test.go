@@ -47,6 +47,8 @@ func TestStallsAndRepeatsPark(t *testing.T) {
 		{"stalls not in a row", 0, []runner.Result{stalled, failed("x"), stalled, {Outcome: runner.Passed}}, loop.Complete, "", 4},
 		{"the same failure three times", 3, []runner.Result{failed("FAIL at 0x1f2e3d4c5b in /tmp/a1/x.go:12 after 3.2s")}, loop.NeedsHuman, loop.NeedsNoProgress, 3},
 		{"the same failure, detection off", 0, []runner.Result{failed("FAIL")}, loop.Failed, "", 5},
+		{"the same failure up to max_iterations", 3, []runner.Result{failed("FAIL: TestA"), failed("FAIL: TestB"), failed("FAIL: TestC"), failed("FAIL: TestD"), failed("FAIL: TestD")}, loop.Failed, "", 5},
+		{"the third same failure is the last iteration", 3, []runner.Result{failed("FAIL: TestA"), failed("FAIL: TestB"), failed("FAIL")}, loop.Failed, "", 5},
 		{"different failures", 3, []runner.Result{failed("FAIL: TestA"), failed("FAIL: TestB"), failed("FAIL: TestC"), failed("FAIL: TestD"), failed("FAIL: TestE")}, loop.Failed, "", 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
