@@ -112,11 +112,13 @@ const (
 func loopGates(c Candidate, now time.Time) gates {
 	l := c.Loop
 	var g gates
-	switch l.Status {
-	case loop.Paused:
-		g |= gPaused
-	case loop.NeedsHuman:
-		g |= gNeedsHuman
+	if l.Status != loop.Pending { // the common case: one comparison
+		switch l.Status {
+		case loop.Paused:
+			g |= gPaused
+		case loop.NeedsHuman:
+			g |= gNeedsHuman
+		}
 	}
 	if l.Parent != "" {
 		switch {
