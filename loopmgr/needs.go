@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
@@ -102,8 +103,11 @@ func clipLine(s string, n int) string {
 
 // Normalizing a failure for its fingerprint: what changes between two runs
 // of the same failure (times, durations, counts, hashes, temporary paths,
-// the iteration number) is replaced by a placeholder.
+// the iteration number, and the session, message and request ids agents'
+// structured output is full of) is replaced by a placeholder.
 var (
+	fpUUID = regexp.MustCompile(`\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`)
+	fpID   = regexp.MustCompile(`\b[A-Za-z0-9_]{12,}\b`) // kept unless it mixes letters and digits (msg_01Xy…, req_…)
 	fpPath = regexp.MustCompile(`(?:[A-Za-z]:)?(?:[\w.~-]*/)+[\w.-]*`)
 	fpHex  = regexp.MustCompile(`\b(?:0x)?[0-9a-fA-F]{7,}\b`)
 	fpNum  = regexp.MustCompile(`\d+(?:[.:]\d+)*`)
@@ -116,6 +120,13 @@ var (
 // the same fingerprint failed the same way.
 func Fingerprint(reason, feedback string) string {
 	s := reason + "\n" + feedback
+	s = fpUUID.ReplaceAllString(s, "<uuid>")
+	s = fpID.ReplaceAllStringFunc(s, func(w string) string {
+		if strings.ContainsAny(w, "0123456789") && strings.ContainsFunc(w, unicode.IsLetter) {
+			return "<id>"
+		}
+		return w
+	})
 	s = fpPath.ReplaceAllString(s, "<path>")
 	s = fpHex.ReplaceAllString(s, "<hex>")
 	s = fpNum.ReplaceAllString(s, "<n>")

@@ -21,6 +21,12 @@ func TestFingerprint(t *testing.T) {
 		"Iteration 3 of 10 failed.\n--- FAIL: TestY (0.05s)\n    /tmp/TestY987/b_test.go:12: undefined: Foo")
 	otherCmd := Fingerprint("validate `go vet ./...` exited 1",
 		"Iteration 2 of 10 failed.\n--- FAIL: TestX (0.03s)\n    /tmp/TestX123/a_test.go:12: got 41, want 42\nat 2026-11-25T09:12:01Z commit 3f9a2c1d")
+	agentA := Fingerprint("agent exited 1", `{"type":"result","session_id":"3f0c2a9e-4b1d-4c2e-9a7f-0d1e2f3a4b5c","id":"msg_01XyZAbc9QwErTy","request_id":"req_011CSabc123def","error":"overloaded","duration_ms":5123}`)
+	agentB := Fingerprint("agent exited 1", `{"type":"result","session_id":"9a8b7c6d-1e2f-4a3b-8c9d-ef0123456789","id":"msg_01PqRsTuv4LmNoP","request_id":"req_011CSxyz789ghi","error":"overloaded","duration_ms":912}`)
+	agentC := Fingerprint("agent exited 1", `{"type":"result","session_id":"9a8b7c6d-1e2f-4a3b-8c9d-ef0123456789","id":"msg_01PqRsTuv4LmNoP","request_id":"req_011CSxyz789ghi","error":"invalid_request","duration_ms":912}`)
+	if agentA != agentB || agentB == agentC {
+		t.Errorf("structured agent output: same error with other ids %s vs %s (want equal), other error %s (want different)", agentA, agentB, agentC)
+	}
 	if base != same {
 		t.Errorf("the same failure with other numbers, paths, times and hashes: fingerprints %s and %s differ", base, same)
 	}
