@@ -240,13 +240,14 @@ type demoWatch struct {
 	rateLimits int
 }
 
-// settled reports whether every loop seen has reached a final status.
+// settled reports whether every loop seen has reached a final status, or
+// waits for a person (needs_human: nothing more happens on its own).
 func (w *demoWatch) settled() bool {
 	if len(w.status) == 0 {
 		return false
 	}
 	for _, st := range w.status {
-		if !st.Terminal() {
+		if !st.Terminal() && st != loop.NeedsHuman {
 			return false
 		}
 	}
