@@ -316,6 +316,8 @@ func (w *demoWatch) line(out io.Writer, msg api.StreamMsg, at time.Duration) {
 	case loop.EventRateLimit:
 		w.rateLimits++
 		what = "⚠ " + oneLine(ev.Message, 90)
+	case loop.EventTreeComplete:
+		what = "✓ " + oneLine(ev.Message, 110)
 	default:
 		return
 	}
