@@ -386,8 +386,7 @@ func (s *Service) Iterate(tx *store.Tx, l loop.Loop, feedback string, now time.T
 // for a budget or a limit, runs the same iteration again.
 func Answer(tx *store.Tx, l loop.Loop, text string, now time.Time) error {
 	if l.Status != loop.NeedsHuman {
-		return fmt.Errorf("answer %s: only a loop that needs you (status needs_human) takes an answer: %w",
-			l.ID, &loop.TransitionError{ID: l.ID, From: l.Status, To: loop.Pending})
+		return &notWaitingError{st: l.Status, te: &loop.TransitionError{ID: l.ID, From: l.Status, To: loop.Pending}}
 	}
 	var reason loop.NeedsReason
 	if l.Needs != nil {
@@ -407,6 +406,19 @@ func Answer(tx *store.Tx, l loop.Loop, text string, now time.Time) error {
 		n.RunnableAt = time.Time{}
 	})
 }
+
+// notWaitingError refuses an answer to a loop that does not wait for one;
+// it is a *loop.TransitionError (a conflict) with a message that says so.
+type notWaitingError struct {
+	st loop.Status
+	te *loop.TransitionError
+}
+
+func (e *notWaitingError) Error() string {
+	return fmt.Sprintf("answer %s: it is %s; only a loop that needs you (status needs_human) takes an answer", e.te.ID, e.st)
+}
+
+func (e *notWaitingError) Unwrap() error { return e.te }
 
 // SpawnChildren creates one child loop per section of doc under parent, in
 // tx, with triggered_by = artifactPath. It returns the children's ids.

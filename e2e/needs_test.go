@@ -283,3 +283,38 @@ func TestTUINeedsYouUnderTmux(t *testing.T) {
 	tm.keys("q")
 	tm.waitScreen("exit", "TUI-EXITED 0")
 }
+
+// TestAnswerWithoutDaemon: `loopr answer` works on the store when no daemon
+// runs, like every other action; status and list show the loop first.
+func TestAnswerWithoutDaemon(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "loopr.yml"), []byte("storage: {disk_quota_min_gb: 0}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "loops.jsonl")
+	rec := `{"id":"q1","type":"ralph","status":"needs_human","iteration":2,"max_iterations":5,"created_at":"2026-01-25T09:00:00Z","updated_at":"2026-01-25T09:00:00Z","title":"Pick a port","needs":{"reason":"stalled","detail":"2 iterations in a row stalled","since":"2026-01-25T09:00:00Z"},"stalls":2}` + "\n" +
+		`{"id":"p1","type":"ralph","status":"pending","iteration":1,"max_iterations":5,"created_at":"2026-01-25T09:00:00Z","updated_at":"2026-01-25T09:00:00Z","title":"Other"}` + "\n"
+	if err := os.WriteFile(file, []byte(rec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, dir, "import", file)
+	if out := ok(t, dir, "status"); !strings.HasPrefix(out, "NEEDS YOU (1)\n  q1  stalled  Pick a port") {
+		t.Errorf("status without a daemon does not list the loop that needs you first:\n%s", out)
+	}
+	out := ok(t, dir, "answer", "q1", "Add logging, then retry.")
+	if !strings.Contains(out, "answer q1: now pending at iteration 3/5") {
+		t.Errorf("answer = %q; want pending at the next iteration (a stall spent one)", out)
+	}
+	l := show(t, repo{dir: dir}, "q1")
+	if l.Status != loop.Pending || l.Answer != "Add logging, then retry." || l.Needs != nil || l.Stalls != 0 {
+		t.Errorf("after answer: %s answer %q needs %+v stalls %d", l.Status, l.Answer, l.Needs, l.Stalls)
+	}
+	res := run(t, dir, "", "answer", "p1", "x")
+	if res.code == 0 || !strings.Contains(res.stderr, "needs_human") {
+		t.Errorf("answer to a pending loop = exit %d %q; want an error naming needs_human", res.code, res.stderr)
+	}
+	if res := run(t, dir, "", "answer"); res.code != 2 {
+		t.Errorf("answer without an id = exit %d %q; want a usage error (2)", res.code, res.stderr)
+	}
+}
