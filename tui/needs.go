@@ -163,10 +163,11 @@ func (m *Model) tree(root *loop.Loop) treeStat {
 	return t
 }
 
-// treeText is the NEXT / WHY text of a root plan that has children: its
-// tree's progress, cost and state; "" for every other loop.
+// treeText is the NEXT / WHY text of a complete root plan that has
+// children: its tree's progress, cost and state; "" for every other loop
+// (a plan still in the works shows its own state).
 func (m *Model) treeText(l *loop.Loop) string {
-	if l.Type != loop.Plan || l.Parent != "" || len(m.children[l.ID]) == 0 {
+	if l.Type != loop.Plan || l.Parent != "" || l.Status != loop.Complete || len(m.children[l.ID]) == 0 {
 		return ""
 	}
 	t := m.tree(l)
