@@ -89,11 +89,14 @@ func clipOne(s string, n int) string {
 // notifier runs notify.command once per note, one at a time, each for at
 // most config.NotifyTimeout. It follows the journal from the daemon's start.
 type notifier struct {
-	d     *daemon
-	queue chan note
+	d       *daemon
+	queue   chan note
+	timeout time.Duration // config.NotifyTimeout; tests shorten it
 }
 
-func newNotifier(d *daemon) *notifier { return &notifier{d: d, queue: make(chan note, notifyQueue)} }
+func newNotifier(d *daemon) *notifier {
+	return &notifier{d: d, queue: make(chan note, notifyQueue), timeout: config.NotifyTimeout}
+}
 
 func (n *notifier) run(ctx context.Context, from uint64) {
 	done, stop := make(chan struct{}), make(chan struct{})
@@ -131,19 +134,19 @@ func (n *notifier) run(ctx context.Context, from uint64) {
 }
 
 // exec runs the command for nt in its own process group, killed with its
-// group after config.NotifyTimeout.
+// group after n.timeout.
 func (n *notifier) exec(ctx context.Context, nt note) {
 	argv := n.d.config().Notify.Command
 	if len(argv) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, config.NotifyTimeout)
+	ctx, cancel := context.WithTimeout(ctx, n.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(),
 		"LOOPR_EVENT="+nt.Event, "LOOPR_LOOP_ID="+nt.Loop, "LOOPR_TITLE="+nt.Title,
 		"LOOPR_REASON="+nt.Reason, "LOOPR_ACTION="+nt.Action)
-	cmd.Dir = n.d.svc.Paths.Workspace
+	cmd.Dir = n.d.paths.Workspace
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
