@@ -17,7 +17,7 @@ import (
 	"github.com/loopr-dev/loopr/loop"
 )
 
-// needsConfig is a loopr.yml for testdata/needsagent.sh: stalls after 1 s,
+// needsConfig is a loopr.yml for testdata/needsagent.sh: stalls after 2 s,
 // no progress after 3 identical failures in a budget of 10, webhooks and
 // a notify command that appends to notifyLog.
 func needsConfig(t *testing.T, hook, notifyLog string) string {
@@ -38,7 +38,7 @@ retry:
 agent:
   command: %s
   timeout_secs: 30
-  stall_timeout_secs: 1
+  stall_timeout_secs: 2
 loops:
   plan: {require_approval: false}
   ralph: {max_iterations: 10, validate: []}
@@ -101,7 +101,7 @@ func TestNeedsYou(t *testing.T) {
 		iteration int
 		detail    string
 	}{
-		{silent, loop.NeedsStalled, 2, "stalled: no output or file change for 1s"},
+		{silent, loop.NeedsStalled, 2, "stalled: no output or file change for 2s"},
 		{same, loop.NeedsNoProgress, 3, "3 iterations in a row failed the same way: agent exited 1"},
 		{lazy, loop.NeedsNoProgress, 3, "no changes were made"},
 		{ask, loop.NeedsQuestion, 1, "Which port should the server listen on?\n(8080 is taken by the proxy.)"},

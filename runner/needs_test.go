@@ -20,20 +20,20 @@ func TestRunStall(t *testing.T) {
 		layout  string // "": home and workdir apart; worktree: workdir under home; workspace: home under workdir
 	}{
 		{"silent agent is killed", "sleep 30", true, ""},
-		{"talking agent is not", "for i in 1 2 3 4 5 6 7 8 9 10; do echo tick $i; sleep 0.1; done", false, ""},
-		{"agent changing files is not", `for i in 1 2 3 4 5 6 7 8 9 10; do echo $i > "$LOOPR_WORKDIR/f$i"; sleep 0.1; done`, false, ""},
+		{"talking agent is not", "for i in $(seq 20); do echo tick $i; sleep 0.1; done", false, ""},
+		{"agent changing files is not", `for i in $(seq 20); do echo $i > "$LOOPR_WORKDIR/f$i"; sleep 0.1; done`, false, ""},
 		{"agent changing a new subdirectory is not",
-			`mkdir "$LOOPR_WORKDIR/sub"; for i in 1 2 3 4 5 6 7 8 9 10; do echo $i > "$LOOPR_WORKDIR/sub/f"; sleep 0.1; done`, false, ""},
+			`mkdir "$LOOPR_WORKDIR/sub"; for i in $(seq 20); do echo $i > "$LOOPR_WORKDIR/sub/f"; sleep 0.1; done`, false, ""},
 		{"agent changing files in a worktree under the home is not",
-			`for i in 1 2 3 4 5 6 7 8 9 10; do echo $i > "$LOOPR_WORKDIR/f$i"; sleep 0.1; done`, false, "worktree"},
+			`for i in $(seq 20); do echo $i > "$LOOPR_WORKDIR/f$i"; sleep 0.1; done`, false, "worktree"},
 		{"silent agent in a worktree under the home is killed", "sleep 30", true, "worktree"},
 		{"loopr's own files in the workspace do not count",
-			`for i in 1 2 3 4 5 6 7 8 9 10; do echo $i > "$LOOPR_HOME/f$i"; sleep 0.1; done`, true, "workspace"},
+			`for i in $(seq 20); do echo $i > "$LOOPR_HOME/f$i"; sleep 0.1; done`, true, "workspace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			j := newJob(t, loop.Ralph, agent(t, tc.body))
-			j.Settings.StallTimeout = 500 * time.Millisecond
+			j.Settings.StallTimeout = time.Second // the agents that stay alive take 2 s
 			switch tc.layout {
 			case "worktree": // <home>/worktrees/<id>, as with git worktrees
 				j.Workdir = filepath.Join(j.Home, "worktrees", j.Loop.ID)
@@ -57,11 +57,11 @@ func TestRunStall(t *testing.T) {
 				}
 				return
 			}
-			if res.Outcome != Failed || res.Reason != "stalled: no output or file change for 500ms" {
-				t.Errorf("Run() = %s %q; want failed, stalled: no output or file change for 500ms", res.Outcome, res.Reason)
+			if res.Outcome != Failed || res.Reason != "stalled: no output or file change for 1s" {
+				t.Errorf("Run() = %s %q; want failed, stalled: no output or file change for 1s", res.Outcome, res.Reason)
 			}
 			if took > 10*time.Second {
-				t.Errorf("a stalled agent took %s to stop; want about 0.5 s plus the grace", took)
+				t.Errorf("a stalled agent took %s to stop; want about 1 s plus the grace", took)
 			}
 		})
 	}

@@ -15,6 +15,9 @@ set -u
 cat >/dev/null # the prompt; loopr also saved it at $LOOPR_PROMPT_FILE
 id=$LOOPR_LOOP_ID
 title=$(head -n 1 "$LOOPR_PROMPT_FILE" | sed -n 's/.*, "\(.*\)"\.$/\1/p')
+# Every agent but the silent one says something at once: on a loaded machine
+# its work may take longer than the tests' short stall timeout.
+[ "$title" = silent ] || echo "needsagent: $LOOPR_LOOP_TYPE $id iteration $LOOPR_ITERATION: $title"
 
 case $LOOPR_LOOP_TYPE in
 plan)
