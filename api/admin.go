@@ -119,7 +119,7 @@ type Latency struct {
 // webhooks: setting): the journal event and the loop as it is when the
 // delivery is prepared (normally the same instant).
 type WebhookPayload struct {
-	Event     string      `json:"event"` // created, a status (complete, failed, …), rate_limited
+	Event     string      `json:"event"` // created, a status (complete, failed, needs_human, …), rate_limited, tree_complete
 	Seq       uint64      `json:"seq"`   // the event's journal sequence number: unique, increasing
 	Time      time.Time   `json:"time"`
 	From      loop.Status `json:"from,omitzero"`
@@ -127,4 +127,8 @@ type WebhookPayload struct {
 	Iteration int         `json:"iteration,omitzero"`
 	Message   string      `json:"message,omitzero"`
 	Loop      loop.Loop   `json:"loop"`
+	// Action is the command that acts on the event: `loopr answer ID "…"`
+	// (needs_human), `loopr reset ID` (failed), `git merge <plan branch>`
+	// (tree_complete); "" for the others.
+	Action string `json:"action,omitzero"`
 }

@@ -68,6 +68,8 @@ type ListRequest struct {
 type ActionRequest struct {
 	Reason   string `json:"reason,omitzero"`
 	Feedback string `json:"feedback,omitzero"`
+	// Answer is a person's reply to a loop that needs one (action answer).
+	Answer string `json:"answer,omitzero"`
 }
 
 // Actions a user can take on a loop (POST /v1/loops/{id}/{action}).
@@ -79,10 +81,11 @@ const (
 	ActionApprove = "approve"
 	ActionReject  = "reject"
 	ActionIterate = "iterate"
+	ActionAnswer  = "answer" // needs_human → pending, with the reply in the next prompt
 )
 
 // Actions lists every action name.
-var Actions = []string{ActionCancel, ActionReset, ActionPause, ActionResume, ActionApprove, ActionReject, ActionIterate}
+var Actions = []string{ActionCancel, ActionReset, ActionPause, ActionResume, ActionApprove, ActionReject, ActionIterate, ActionAnswer}
 
 // ActionResult reports what an action changed: the loop itself and every
 // other loop it touched (a cancel cascades to descendants).
@@ -192,6 +195,23 @@ type Status struct {
 	// Policy is the scheduling policy in force (it follows hot reloads), so
 	// a dashboard scores loops exactly as the daemon does.
 	Policy *scheduler.Policy `json:"policy,omitempty"`
+	// NeedsYou lists the loops waiting for a person (status needs_human),
+	// longest waiting first, at most MaxNeedsYou of them.
+	NeedsYou []NeedsYou `json:"needs_you,omitzero"`
+}
+
+// MaxNeedsYou bounds Status.NeedsYou.
+const MaxNeedsYou = 50
+
+// NeedsYou is one loop waiting for a person, and how to answer it.
+type NeedsYou struct {
+	ID     string           `json:"id"`
+	Type   string           `json:"type"`
+	Title  string           `json:"title"`
+	Reason loop.NeedsReason `json:"reason"`
+	Detail string           `json:"detail,omitzero"` // its first line, clipped
+	Since  time.Time        `json:"since"`
+	Action string           `json:"action"` // e.g. loopr answer 01J… "…"
 }
 
 // Problem is one preflight problem: something that would fail every

@@ -303,13 +303,14 @@ type demoWatch struct {
 	rateLimits int
 }
 
-// settled reports whether every loop seen has reached a final status.
+// settled reports whether every loop seen has reached a final status, or
+// waits for a person (needs_human: nothing more happens on its own).
 func (w *demoWatch) settled() bool {
 	if len(w.status) == 0 {
 		return false
 	}
 	for _, st := range w.status {
-		if !st.Terminal() {
+		if !st.Terminal() && st != loop.NeedsHuman {
 			return false
 		}
 	}
@@ -378,6 +379,8 @@ func (w *demoWatch) line(out io.Writer, msg api.StreamMsg, at time.Duration) {
 	case loop.EventRateLimit:
 		w.rateLimits++
 		what = "⚠ " + oneLine(ev.Message, 90)
+	case loop.EventTreeComplete:
+		what = "✓ " + oneLine(ev.Message, 110)
 	default:
 		return
 	}

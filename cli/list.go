@@ -189,10 +189,22 @@ func printLoop(e *env, l loop.Loop) {
 	row("fairness_key", l.FairnessKey)
 	row("conflict_key", l.ConflictKey)
 	row("reason", l.Reason)
+	if n := l.Needs; n != nil {
+		row("needs", fmt.Sprintf("%s, since %s", n.Reason, n.Since.UTC().Format("2006-01-02T15:04:05Z07:00")))
+		row("answer with", fmt.Sprintf("loopr answer %s \"…\"", l.ID))
+	}
+	row("answer", l.Answer)
 	if l.Lease != nil {
 		row("lease", fmt.Sprintf("%s until %s (pid %d)", l.Lease.Owner, l.Lease.ExpiresAt.UTC().Format("15:04:05"), l.Lease.PID))
 	}
 	w.Flush()
+	if n := l.Needs; n != nil && n.Detail != "" {
+		label := "needs you"
+		if n.Reason == loop.NeedsQuestion {
+			label = "question"
+		}
+		fmt.Fprintf(e.stdout, "\n%s:\n%s\n", label, indent(termsafe.Text(n.Detail)))
+	}
 	if l.Task != "" {
 		fmt.Fprintf(e.stdout, "\ntask:\n%s\n", indent(termsafe.Text(l.Task)))
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/internal/termsafe"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -26,6 +28,9 @@ func (e *env) statusCmd() *cobra.Command {
 					return writeJSON(e.stdout, st)
 				}
 				now := e.now()
+				if n := st.Counts[loop.NeedsHuman]; n > 0 {
+					printNeedsYou(e, st.NeedsYou, n, now)
+				}
 				w := table(e.stdout)
 				if st.Daemon {
 					fmt.Fprintf(w, "daemon\trunning, pid %d, version %s, up %s\n", st.PID, st.Version, age(time.Duration(st.UptimeSecs)*time.Second))
@@ -84,4 +89,31 @@ func (e *env) statusCmd() *cobra.Command {
 	}
 	c.Flags().BoolVar(&jsonOut, "json", false, "print status as JSON")
 	return c
+}
+
+// printNeedsYou lists the loops that need a person, first in `loopr
+// status`: what each waits for and the command that answers it.
+func printNeedsYou(e *env, items []api.NeedsYou, total int, now time.Time) {
+	fmt.Fprintf(e.stdout, "NEEDS YOU (%d)\n", total)
+	w := table(e.stdout)
+	for _, n := range items {
+		detail := n.Detail
+		if detail == "" {
+			detail = "-"
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s ago\t%s\n", n.ID, n.Reason, termsafe.Line(clipText(n.Title, 40)), age(now.Sub(n.Since).Round(time.Second)), termsafe.Line(clipText(detail, 80)))
+		fmt.Fprintf(w, "  \t\t\t\t→ %s\n", n.Action)
+	}
+	w.Flush()
+	if total > len(items) {
+		fmt.Fprintf(e.stdout, "  … and %d more: loopr list --status needs_human\n", total-len(items))
+	}
+	fmt.Fprintln(e.stdout)
+}
+
+func clipText(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }

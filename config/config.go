@@ -68,6 +68,9 @@ type Config struct {
 	API         API                     `yaml:"api"`
 	// Webhooks lists the receivers of loop events (the daemon POSTs them).
 	Webhooks []Webhook `yaml:"webhooks"`
+	// Notify runs a command of the user's when a loop needs a person, is
+	// parked (failed), or a plan's whole tree is done.
+	Notify Notify `yaml:"notify"`
 	// UserTypes is the file's `types:` section: extra loop types by name.
 	// (Not named Types: that is the method listing every type.)
 	UserTypes map[string]TypeSettings `yaml:"types,omitempty"`
@@ -157,6 +160,9 @@ type Retry struct {
 	BackoffBaseSecs int     `yaml:"backoff_base_secs"`
 	BackoffFactor   float64 `yaml:"backoff_factor"`
 	BackoffMaxSecs  int     `yaml:"backoff_max_secs"`
+	// NoProgressLimit: that many consecutive iterations failing the same
+	// way put the loop in needs_human (no_progress); 0 = off.
+	NoProgressLimit int `yaml:"no_progress_limit"`
 }
 
 // Delay returns how long a loop waits after its iteration-th iteration
@@ -185,6 +191,9 @@ type Agent struct {
 	// compiling "" would see every run as rate limited); '[^\s\S]' never
 	// matches and so turns the check off.
 	RateLimitPattern string `yaml:"rate_limit_pattern"`
+	// StallTimeoutSecs kills an agent that writes no output and changes no
+	// file in its workdir for that long (the iteration fails); 0 = off.
+	StallTimeoutSecs int `yaml:"stall_timeout_secs"`
 }
 
 // DefaultRateLimitPattern matches the messages agent CLIs print when the
@@ -227,6 +236,10 @@ type LoopSettings struct {
 	// fairness key for a loop of this type until its cost is learned;
 	// 0 = DefaultCost.
 	DefaultCost int `yaml:"default_cost,omitempty"`
+	// RequireChanges fails an iteration that passes but leaves no commit
+	// and no diff against its starting commit ("no changes were made").
+	// Read for ralph loops in a git worktree.
+	RequireChanges bool `yaml:"require_changes,omitempty"`
 }
 
 // TypePolicy is the scheduling policy of a type (seed 002): loops.<type>
@@ -318,6 +331,17 @@ type Webhook struct {
 	Events []string `yaml:"events"` // names from WebhookEvents
 }
 
+// Notify is the `notify:` section.
+type Notify struct {
+	// Command is an argv (no shell) run once per event with LOOPR_EVENT,
+	// LOOPR_LOOP_ID, LOOPR_TITLE, LOOPR_REASON and LOOPR_ACTION in its
+	// environment, at most NotifyTimeout each; empty = none.
+	Command []string `yaml:"command"`
+}
+
+// NotifyTimeout bounds one run of notify.command; it is then killed.
+const NotifyTimeout = 10 * time.Second
+
 // WebhookEvents lists the event names a webhook may subscribe to: "created",
 // each status a loop moves to, and "rate_limited" (the loop's agent was
 // rate limited and it waits for the shared backoff).
@@ -325,6 +349,7 @@ var WebhookEvents = []string{
 	"created", string(loop.Pending), string(loop.Paused), string(loop.Running),
 	string(loop.AwaitingApproval), string(loop.Complete), string(loop.Failed),
 	string(loop.Cancelled), string(loop.Expired), string(loop.Invalidated), "rate_limited",
+	string(loop.NeedsHuman), "tree_complete",
 }
 
 // Default returns the configuration used when loopr.yml sets nothing
@@ -349,18 +374,19 @@ func Default() *Config {
 			InitialBackoffSecs: 5, MaxBackoffSecs: 120,
 			RecoveryPeriodSecs: 30, MaxConcurrentAPICalls: 10,
 		},
-		Retry: Retry{BackoffBaseSecs: 2, BackoffFactor: 2, BackoffMaxSecs: 60},
+		Retry: Retry{BackoffBaseSecs: 2, BackoffFactor: 2, BackoffMaxSecs: 60, NoProgressLimit: 3},
 		Agent: Agent{
 			Command:           []string{"claude", "-p", "--dangerously-skip-permissions"},
 			TimeoutSecs:       1800,
 			RateLimitExitCode: 75,
 			RateLimitPattern:  DefaultRateLimitPattern,
+			StallTimeoutSecs:  600,
 		},
 		Loops: map[string]LoopSettings{
 			loop.Plan:  {MaxIterations: 10, RequireApproval: true},
 			loop.Spec:  {MaxIterations: 25},
 			loop.Phase: {MaxIterations: 50},
-			loop.Ralph: {MaxIterations: 100, Validate: []string{"go test ./..."}, ConflictGroup: "code"},
+			loop.Ralph: {MaxIterations: 100, Validate: []string{"go test ./..."}, ConflictGroup: "code", RequireChanges: true},
 		},
 		Git:       Git{Worktrees: true},
 		Storage:   Storage{DiskQuotaMinGB: 5},

@@ -160,12 +160,12 @@ loops:
 			c.Loops[loop.Ralph] = config.LoopSettings{
 				MaxIterations: 5, Validate: []string{"go test ./..."},
 				Agent: []string{"aider", "--yes", "4"}, Prompt: "prompts/task.md", TimeoutSecs: 600,
-				ConflictGroup: "code",
+				ConflictGroup: "code", RequireChanges: true,
 			}
 			c.Loops[loop.Plan] = config.LoopSettings{MaxIterations: 10, Validate: []string{"test -s plan.md"}}
 		}},
 		{"empty validate list clears the default", "loops:\n  ralph: {validate: []}\n", func(c *config.Config) {
-			c.Loops[loop.Ralph] = config.LoopSettings{MaxIterations: 100, ConflictGroup: "code"}
+			c.Loops[loop.Ralph] = config.LoopSettings{MaxIterations: 100, ConflictGroup: "code", RequireChanges: true}
 		}},
 		{"user types start from the type defaults", `
 types:
@@ -486,7 +486,7 @@ types:
 		"plan":   {MaxIterations: 10, RequireApproval: true, Agent: agent, TimeoutSecs: 900},
 		"spec":   {MaxIterations: 25, Agent: agent, TimeoutSecs: 900},
 		"phase":  {MaxIterations: 50, Agent: agent, TimeoutSecs: 900},
-		"ralph":  {MaxIterations: 100, Validate: []string{"go test ./..."}, Agent: []string{"aider"}, TimeoutSecs: 60, ConflictGroup: "code"},
+		"ralph":  {MaxIterations: 100, Validate: []string{"go test ./..."}, Agent: []string{"aider"}, TimeoutSecs: 60, ConflictGroup: "code", RequireChanges: true},
 		"review": {MaxIterations: 12, Validate: []string{"make lint"}, Agent: agent, TimeoutSecs: 900},
 		"audit":  {MaxIterations: 10, Agent: agent, Prompt: "prompts/audit.md", TimeoutSecs: 900},
 		"nope":   {Agent: agent, TimeoutSecs: 900},

@@ -134,6 +134,7 @@ func (c *Config) check(v *checker) error {
 	}
 	v.nonNegative("retry.backoff_max_secs", r.BackoffMaxSecs)
 	v.atLeast("retry.backoff_max_secs", r.BackoffMaxSecs, "retry.backoff_base_secs", r.BackoffBaseSecs)
+	v.nonNegative("retry.no_progress_limit", r.NoProgressLimit)
 
 	a := c.Agent
 	if len(a.Command) == 0 {
@@ -141,6 +142,7 @@ func (c *Config) check(v *checker) error {
 	}
 	v.argv("agent.command", a.Command)
 	v.positive("agent.timeout_secs", a.TimeoutSecs)
+	v.nonNegative("agent.stall_timeout_secs", a.StallTimeoutSecs)
 	if code := a.RateLimitExitCode; code < 1 || code > 255 {
 		v.fail("agent.rate_limit_exit_code", "must be between 1 and 255")
 	}
@@ -172,6 +174,9 @@ func (c *Config) check(v *checker) error {
 	v.api(c.API)
 	for i, w := range c.Webhooks {
 		v.webhook(fmt.Sprintf("webhooks[%d]", i), w)
+	}
+	if len(c.Notify.Command) > 0 {
+		v.argv("notify.command", c.Notify.Command)
 	}
 
 	for _, t := range slices.Sorted(maps.Keys(c.UserTypes)) {

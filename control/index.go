@@ -45,7 +45,7 @@ func (s *Service) EnableIndex() error {
 			full := func(st loop.Status) bool { return st.Waiting() || st == loop.Running }
 			// Decoding and indexing overlap: one goroutine reads the
 			// records in batches while this one indexes the last batch.
-			return ix.Load(total, counts[loop.Pending]+counts[loop.Paused], func(put func(*loop.Loop)) error {
+			return ix.Load(total, counts[loop.Pending]+counts[loop.Paused]+counts[loop.NeedsHuman], func(put func(*loop.Loop)) error {
 				const size = 512
 				batches := make(chan []loop.Loop, 4)
 				var readErr error

@@ -18,6 +18,9 @@ import (
 // MaxTaskBytes bounds the task text of a loop.
 const MaxTaskBytes = 256 << 10
 
+// MaxAnswerBytes bounds a person's answer (`loopr answer`).
+const MaxAnswerBytes = 64 << 10
+
 // NewLoop validates req against the configuration and returns the record it
 // describes, without storing it. parent is the parent record when req names one.
 func (s *Service) NewLoop(req api.CreateRequest, parent *loop.Loop, now time.Time) (loop.Loop, error) {
@@ -141,6 +144,9 @@ func (s *Service) Act(id, action string, req api.ActionRequest) (api.ActionResul
 	if action == api.ActionIterate && strings.TrimSpace(req.Feedback) == "" {
 		return api.ActionResult{}, Invalid("--feedback", "required: tell the plan's agent what to change")
 	}
+	if action == api.ActionAnswer && len(req.Answer) > MaxAnswerBytes {
+		return api.ActionResult{}, Invalid("answer", "too long (%d bytes, max %d)", len(req.Answer), MaxAnswerBytes)
+	}
 	// Approve reads the accepted artifact before the write transaction:
 	// no file I/O is done inside one (a slow or hostile file would hold
 	// every other write behind it).
@@ -206,6 +212,8 @@ func (s *Service) Act(id, action string, req api.ActionRequest) (api.ActionResul
 				return &loop.TransitionError{ID: id, From: l.Status, To: loop.Pending}
 			}
 			affected, err = s.Iterate(tx, l, req.Feedback, now)
+		case api.ActionAnswer:
+			err = Answer(tx, l, req.Answer, now)
 		}
 		if err != nil {
 			return err
@@ -375,6 +383,47 @@ func (s *Service) Iterate(tx *store.Tx, l loop.Loop, feedback string, now time.T
 	})
 	return changed, err
 }
+
+// Answer releases a loop that needs a person: back to pending with text
+// as the answer its next prompt carries. A loop parked by a failure that
+// spent its iteration (no_progress, stalled) gets the next iteration, and
+// room for it past max_iterations; one that asked a question, or waited
+// for a budget or a limit, runs the same iteration again.
+func Answer(tx *store.Tx, l loop.Loop, text string, now time.Time) error {
+	if l.Status != loop.NeedsHuman {
+		return &notWaitingError{st: l.Status, te: &loop.TransitionError{ID: l.ID, From: l.Status, To: loop.Pending}}
+	}
+	var reason loop.NeedsReason
+	if l.Needs != nil {
+		reason = l.Needs.Reason
+	}
+	msg := "answered by user"
+	if reason != "" {
+		msg += " (" + string(reason) + ")"
+	}
+	return Move(tx, l, loop.Pending, now, msg, func(n *loop.Loop) {
+		if reason == loop.NeedsNoProgress || reason == loop.NeedsStalled {
+			n.Iteration++
+			n.MaxIterations = max(n.MaxIterations, n.Iteration)
+		}
+		n.Needs, n.Answer, n.Reason = nil, strings.TrimSpace(text), ""
+		n.Stalls, n.FailureFingerprint, n.FailureRepeats = 0, "", 0
+		n.RunnableAt = time.Time{}
+	})
+}
+
+// notWaitingError refuses an answer to a loop that does not wait for one;
+// it is a *loop.TransitionError (a conflict) with a message that says so.
+type notWaitingError struct {
+	st loop.Status
+	te *loop.TransitionError
+}
+
+func (e *notWaitingError) Error() string {
+	return fmt.Sprintf("answer %s: it is %s; only a loop that needs you (status needs_human) takes an answer", e.te.ID, e.st)
+}
+
+func (e *notWaitingError) Unwrap() error { return e.te }
 
 // SpawnChildren creates one child loop per section of doc under parent, in
 // tx, with triggered_by = artifactPath. It returns the children's ids.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -72,7 +74,7 @@ func (s *Service) Snapshot() (Snapshot, error) {
 			}
 			return true
 		}
-		for _, st := range []loop.Status{loop.Pending, loop.Paused} {
+		for _, st := range []loop.Status{loop.Pending, loop.Paused, loop.NeedsHuman} {
 			if err := tx.ByStatus(st, collect); err != nil {
 				return err
 			}
@@ -256,8 +258,11 @@ func (s *Service) Why(id string, now time.Time) (api.Why, error) {
 		}
 		w.Gates = append(w.Gates, api.Gate{Code: string(code), OK: true, Text: okText})
 	}
-	if l.Status == loop.Paused {
+	switch l.Status {
+	case loop.Paused:
 		gate(scheduler.Paused, "")
+	case loop.NeedsHuman:
+		gate(scheduler.NeedsHuman, "")
 	}
 	if l.Parent != "" {
 		if _, ok := failed[scheduler.Orphaned]; ok {
@@ -317,7 +322,23 @@ func (s *Service) Why(id string, now time.Time) (api.Why, error) {
 	return w, nil
 }
 
-// Status summarises the store: counts, usage against caps, rate limit, disk.
+// NeedsItem describes l, a loop that needs a person, for status.
+func NeedsItem(l loop.Loop) api.NeedsYou {
+	n := api.NeedsYou{ID: l.ID, Type: l.Type, Title: l.Title, Since: l.UpdatedAt,
+		Action: fmt.Sprintf("loopr answer %s \"…\"", l.ID)}
+	if l.Needs != nil {
+		n.Reason, n.Since = l.Needs.Reason, l.Needs.Since
+		first, _, _ := strings.Cut(l.Needs.Detail, "\n")
+		if len(first) > 200 {
+			first = strings.ToValidUTF8(first[:200], "") + "…"
+		}
+		n.Detail = first
+	}
+	return n
+}
+
+// Status summarises the store: counts, usage against caps, rate limit,
+// disk, and the loops that need a person.
 func (s *Service) Status(now time.Time) (api.Status, error) {
 	c := s.cfg()
 	st := api.Status{Home: s.Paths.Home, Workspace: s.Paths.Workspace, Protocol: api.ProtocolVersion,
@@ -332,6 +353,12 @@ func (s *Service) Status(now time.Time) (api.Status, error) {
 		if err := tx.ByStatus(loop.Running, func(l loop.Loop) bool { running[l.Type]++; return true }); err != nil {
 			return err
 		}
+		if err := tx.ByStatus(loop.NeedsHuman, func(l loop.Loop) bool {
+			st.NeedsYou = append(st.NeedsYou, NeedsItem(l))
+			return true
+		}); err != nil {
+			return err
+		}
 		_, err = tx.Meta(RateLimitKey, &rl)
 		return err
 	})
@@ -344,6 +371,10 @@ func (s *Service) Status(now time.Time) (api.Status, error) {
 		}
 	}
 	st.Running = st.Counts[loop.Running]
+	slices.SortStableFunc(st.NeedsYou, func(a, b api.NeedsYou) int { return a.Since.Compare(b.Since) })
+	if len(st.NeedsYou) > api.MaxNeedsYou {
+		st.NeedsYou = st.NeedsYou[:api.MaxNeedsYou]
+	}
 	for _, t := range c.Types() {
 		st.Types = append(st.Types, api.TypeUsage{Type: t, Running: running[t], Cap: c.TypeCap(t)})
 	}

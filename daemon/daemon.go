@@ -148,6 +148,7 @@ func Run(ctx context.Context, o Options) error {
 	d.hub = newHub()
 	d.metrics = newMetrics(d)
 	d.webhooks = newWebhooks(d, o.WebhookBackoff)
+	d.notifier = newNotifier(d)
 
 	var mgr *loopmgr.Manager
 	run := &runner.Runner{
@@ -230,6 +231,7 @@ func Run(ctx context.Context, o Options) error {
 	var followers, aux sync.WaitGroup
 	followers.Go(func() { d.metrics.follow(auxCtx, startSeq) })
 	followers.Go(func() { d.webhooks.run(auxCtx, startSeq) })
+	followers.Go(func() { d.notifier.run(auxCtx, startSeq) })
 	aux.Go(func() { d.cleaner(auxCtx) })
 	aux.Go(func() { d.watchConfig(auxCtx, hup) })
 
@@ -295,6 +297,7 @@ type daemon struct {
 	cfg      atomic.Pointer[config.Config]
 	metrics  *metrics
 	webhooks *webhooks
+	notifier *notifier
 
 	mgrStopped chan struct{} // closed when the manager's Run returns
 

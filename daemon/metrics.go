@@ -73,6 +73,7 @@ const (
 	iterRateLimited = "rate_limited" // requeued without spending an iteration
 	iterRequeued    = "requeued"     // daemon stopping: back to pending, no attempt spent
 	iterStopped     = "stopped"      // cancelled or invalidated while running
+	iterNeedsHuman  = "needs_human"  // stopped for a person (question, stalls, no progress): not a failure
 )
 
 // windowSize is how many recent samples the quantiles of loopr stats use.
@@ -204,6 +205,8 @@ func (m *metrics) observe(tx *store.Tx, evs []loop.Event) {
 					result = iterPassed
 				case loop.Failed:
 					result = iterFailed
+				case loop.NeedsHuman:
+					result = iterNeedsHuman
 				case loop.Pending:
 					switch start, known := m.startIter[ev.Loop]; {
 					case known && ev.Iteration > start:
@@ -368,7 +371,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descStarts, float64(tc.starts), t)
 		counter(descCompletions, float64(tc.completions), t)
 		counter(descFailures, float64(tc.failures), t)
-		for _, r := range []string{iterPassed, iterFailed, iterRateLimited, iterRequeued, iterStopped} {
+		for _, r := range []string{iterPassed, iterFailed, iterRateLimited, iterRequeued, iterStopped, iterNeedsHuman} {
 			counter(descIterations, float64(tc.iterations[r]), t, r)
 		}
 	}

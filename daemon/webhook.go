@@ -163,6 +163,8 @@ func eventName(ev loop.Event) string {
 		return string(ev.To)
 	case loop.EventRateLimit:
 		return "rate_limited"
+	case loop.EventTreeComplete:
+		return "tree_complete"
 	}
 	return ""
 }
@@ -195,7 +197,8 @@ func (w *webhooks) dispatch(tx *store.Tx, evs []loop.Event) {
 					break // the loop is gone (gc): nothing to say
 				}
 				body, err = json.Marshal(api.WebhookPayload{Event: name, Seq: ev.Seq, Time: ev.Time,
-					From: ev.From, To: ev.To, Iteration: ev.Iteration, Message: ev.Message, Loop: l})
+					From: ev.From, To: ev.To, Iteration: ev.Iteration, Message: ev.Message, Loop: l,
+					Action: actionFor(name, l)})
 				if err != nil {
 					w.d.log.Error("webhooks: encode", "seq", ev.Seq, "err", err)
 					break

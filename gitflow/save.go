@@ -261,3 +261,24 @@ func gitIn(dir string) (int, bool) {
 	}
 	return 0, false
 }
+
+// Ahead counts the commits on branch that base does not have: the work of
+// a loop whose branch was made from base (its plan's branch, or HEAD).
+// Zero means the loop has changed nothing yet, in any iteration.
+func (r *Repo) Ahead(ctx context.Context, branch, base string) (int, error) {
+	if err := checkBranch(branch); err != nil {
+		return 0, err
+	}
+	if base == "" || base[0] == '-' {
+		return 0, fmt.Errorf("%w: revision %q", ErrInvalidID, base)
+	}
+	out, err := r.git(ctx, r.Root, "rev-list", "--count", base+".."+branch)
+	if err != nil {
+		return 0, fmt.Errorf("count the commits of %s past %s: %w", branch, base, err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		return 0, fmt.Errorf("count the commits of %s past %s: %q", branch, base, out)
+	}
+	return n, nil
+}

@@ -254,3 +254,37 @@ func TestSaveWorkDeletedDotGitSurvivesPrune(t *testing.T) {
 	}
 	onBranch(t, dir, "work.txt", "done")
 }
+
+// Ahead counts the loop's own commits: none until an iteration leaves work,
+// however many iterations ran; the base moving on does not count.
+func TestAhead(t *testing.T) {
+	t.Parallel()
+	r, dir, _ := saveSetup(t)
+	ahead := func() int {
+		t.Helper()
+		n, err := r.Ahead(t.Context(), LegacyBranch("R1"), "HEAD")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if _, err := r.SaveWork(t.Context(), dir, LegacyBranch("R1"), "nothing"); err != nil {
+		t.Fatal(err)
+	}
+	if n := ahead(); n != 0 {
+		t.Errorf("Ahead() with no work = %d; want 0", n)
+	}
+	write(t, r.Root, "user.txt", "the user's own commit\n")
+	gitT(t, r.Root, "add", "user.txt")
+	gitT(t, r.Root, "commit", "-q", "-m", "user")
+	write(t, dir, "work.txt", "done\n")
+	if _, err := r.SaveWork(t.Context(), dir, LegacyBranch("R1"), "work"); err != nil {
+		t.Fatal(err)
+	}
+	if n := ahead(); n != 1 {
+		t.Errorf("Ahead() after one saved iteration = %d; want 1", n)
+	}
+	if _, err := r.Ahead(t.Context(), LegacyBranch("R1"), "--exec=x"); err == nil {
+		t.Errorf("Ahead() with an option as base: no error")
+	}
+}

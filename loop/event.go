@@ -14,6 +14,9 @@ const (
 	EventImported   EventKind = "imported"
 	EventDaemon     EventKind = "daemon"
 	EventConfig     EventKind = "config"
+	// EventTreeComplete is written on a plan when the last loop of its
+	// tree completes: the plan's branch is ready to merge.
+	EventTreeComplete EventKind = "tree_complete"
 )
 
 // Event is one entry of a loop's append-only journal. Seq is assigned by the

@@ -43,8 +43,8 @@ func (s Status) Terminal() bool {
 }
 
 // Waiting reports whether s is a status the scheduler looks at (pending, or
-// paused so it can say why a paused loop does not start).
-func (s Status) Waiting() bool { return s == Pending || s == Paused }
+// paused or needs_human so it can say why such a loop does not start).
+func (s Status) Waiting() bool { return s == Pending || s == Paused || s == NeedsHuman }
 
 // ParseStatus returns the status named s.
 func ParseStatus(s string) (Status, error) {
@@ -105,6 +105,9 @@ func Transition(l Loop, to Status, now time.Time) (Loop, error) {
 	}
 	if to != Running {
 		l.Lease = nil
+	}
+	if to != NeedsHuman {
+		l.Needs = nil // the wait is over, whichever way it ended
 	}
 	return l, nil
 }

@@ -53,6 +53,7 @@ func (m *Manager) prepare(ctx context.Context, l loop.Loop) (runner.Job, error) 
 			Agent: ls.Agent, Validate: ls.Validate, PromptFile: m.promptFile(l.Type, ls.Prompt),
 			Timeout:           time.Duration(ls.TimeoutSecs) * time.Second,
 			RateLimitExitCode: c.Agent.RateLimitExitCode, RateLimitPattern: ratePattern(c),
+			StallTimeout: time.Duration(c.Agent.StallTimeoutSecs) * time.Second,
 		},
 	}
 	// The runner reads the parent's artifact (a regular file under the
@@ -168,6 +169,11 @@ func (m *Manager) finish(ctx context.Context, r result) {
 			res.Feedback = why + "\n" + res.Feedback
 		}
 	}
+	if r.git.unchanged && res.Outcome == runner.Passed && r.git.err == nil {
+		why := "no changes were made"
+		res = runner.Result{Outcome: runner.Failed, Reason: why, Feedback: "The agent exited 0 and validation passed, but the task's branch holds no change: " +
+			"no commit and nothing left to commit since the branch was made (loops." + l.Type + ".require_changes). Make the change the task asks for; loopr commits what you leave."}
+	}
 	var err error
 	switch res.Outcome {
 	case runner.Cancelled:
@@ -185,8 +191,10 @@ func (m *Manager) finish(ctx context.Context, r result) {
 			// Not the agent's fault: try again at the same iteration
 			// once there is room (no loop starts while the disk is full).
 			err = m.requeue(l.ID, a.iteration, now, "the disk is full: requeued at the same iteration ("+res.Reason+")")
+		} else if res.Question != "" {
+			err = m.asked(l.ID, a.iteration, res.Question, now)
 		} else {
-			err = m.failIteration(l.ID, a.iteration, res.Reason, res.Feedback, now)
+			err = m.failResult(l.ID, a.iteration, res, now)
 		}
 	}
 	if err != nil {
@@ -335,7 +343,7 @@ func (m *Manager) failLoop(tx *store.Tx, cur loop.Loop, reason, feedback string,
 	if cur.Iteration >= cur.MaxIterations {
 		why := fmt.Sprintf("max_iterations %d reached; last: %s", cur.MaxIterations, reason)
 		return control.Move(tx, cur, loop.Failed, now, why, func(n *loop.Loop) {
-			n.Reason, n.Feedback = why, fb
+			n.Reason, n.Feedback, n.Answer = why, fb, ""
 		})
 	}
 	delay := m.cfg().Retry.Delay(cur.Iteration)
@@ -344,6 +352,7 @@ func (m *Manager) failLoop(tx *store.Tx, cur loop.Loop, reason, feedback string,
 		n.Iteration++
 		n.RunnableAt = now.Add(delay)
 		n.Feedback = fb
+		n.Answer = "" // the iteration ran with it
 	})
 }
 
@@ -395,16 +404,22 @@ func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, res ru
 		}
 		if err := control.Move(tx, cur, to, now, msg, func(n *loop.Loop) {
 			n.Artifact = res.Artifact
-			n.Reason = ""
+			n.Reason, n.Answer = "", ""
+			n.Stalls, n.FailureFingerprint, n.FailureRepeats = 0, "", 0
 		}); err != nil {
 			return err
 		}
-		if approval || res.Doc == nil {
+		if approval {
 			return nil
 		}
 		cur.Status, cur.Artifact = to, res.Artifact
-		_, err = m.svc.SpawnChildren(tx, cur, *res.Doc, res.Artifact, now)
-		return err
+		if res.Doc != nil {
+			kids, err := m.svc.SpawnChildren(tx, cur, *res.Doc, res.Artifact, now)
+			if err != nil || len(kids) > 0 {
+				return err
+			}
+		}
+		return m.treeComplete(tx, cur, now)
 	})
 	if err != nil {
 		return err

@@ -29,6 +29,9 @@ const (
 type saved struct {
 	err      error // the work could not be put on the loop's branch
 	mergeErr error // the branch could not be merged into the plan branch (passed only)
+	// unchanged: the iteration passed but the loop's branch holds no
+	// commit past the base it was made from (require_changes: no pass).
+	unchanged bool
 }
 
 // save commits the agent's work onto the loop's branch (repairing what
@@ -62,11 +65,27 @@ func (m *Manager) save(ctx context.Context, a *active, job runner.Job, res runne
 		return saved{}
 	}
 	root, err := m.root(l)
-	if err == nil && root.Type == loop.Plan && root.ID != l.ID {
-		var into string
-		if into, err = m.o.Git.Branch(gctx, root.ID, root.Title); err == nil {
-			err = m.o.Git.Merge(gctx, branch, into)
+	if err != nil {
+		return saved{mergeErr: err}
+	}
+	base := "HEAD" // as worktree() made the branch
+	into := ""
+	if root.Type == loop.Plan {
+		if into, err = m.o.Git.Branch(gctx, root.ID, root.Title); err != nil {
+			return saved{mergeErr: err}
 		}
+		base = into
+	}
+	if m.cfg().Loop(l.Type).RequireChanges {
+		n, err := m.o.Git.Ahead(gctx, branch, base)
+		if err != nil {
+			m.log.Warn("require_changes: count the loop's commits", "loop", l.ID, "err", err)
+		} else if n == 0 {
+			return saved{unchanged: true} // nothing to merge either
+		}
+	}
+	if root.Type == loop.Plan && root.ID != l.ID {
+		err = m.o.Git.Merge(gctx, branch, into)
 	}
 	return saved{mergeErr: err}
 }

@@ -50,7 +50,7 @@ type node struct {
 	e      *entry // its scheduling fields while it waits; nil otherwise
 }
 
-// entry is one waiting (pending or paused) loop's scheduling fields.
+// entry is one waiting (pending, paused or needs_human) loop's scheduling fields.
 type entry struct {
 	id, typ, parent, title, triggeredBy string
 	fairnessKey, conflictKey, owner     string
@@ -58,6 +58,7 @@ type entry struct {
 	depth, iteration                    int
 	created, runnableAt, deadline       time.Time
 	costHint                            float64
+	needs                               *loop.Needs // why a needs_human loop waits (shared, never changed)
 
 	parentOK bool // no parent, or the parent exists and is complete
 	orphan   bool // the parent does not exist (in Index.orphans)
@@ -84,6 +85,7 @@ func (e *entry) lite() loop.Loop {
 		TriggeredBy: e.triggeredBy, Title: e.title, Iteration: e.iteration,
 		CreatedAt: e.created, RunnableAt: e.runnableAt, Deadline: e.deadline,
 		FairnessKey: e.fairnessKey, ConflictKey: e.conflictKey, CostHint: e.costHint, Owner: e.owner,
+		Needs: e.needs,
 	}
 }
 
@@ -244,6 +246,15 @@ func (ix *Index) setParent(e *entry) {
 	ix.place(e)
 }
 
+// copyNeeds copies n: the entry must not share what the caller may reuse.
+func copyNeeds(n *loop.Needs) *loop.Needs {
+	if n == nil {
+		return nil
+	}
+	c := *n
+	return &c
+}
+
 // staticScore is the part of the score that depends on the record only.
 func staticScore(w scheduler.Weights, depth, iteration int) int {
 	return depth*w.DepthBoostPerLevel - min(max(iteration-1, 0)*w.RetryPenaltyPerIteration, w.RetryPenaltyMax)
@@ -255,7 +266,7 @@ func (ix *Index) addEntry(l *loop.Loop) *entry {
 		fairnessKey: l.FairnessKey, conflictKey: l.ConflictKey, owner: l.Owner, status: l.Status,
 		depth: l.Depth, iteration: l.Iteration,
 		created: l.CreatedAt, runnableAt: l.RunnableAt, deadline: l.Deadline,
-		costHint: l.CostHint, gi: -1, di: -1, dli: -1, ci: -1,
+		costHint: l.CostHint, needs: copyNeeds(l.Needs), gi: -1, di: -1, dli: -1, ci: -1,
 	}
 	ix.nwaiting++
 	if e.parent == "" {

@@ -130,6 +130,9 @@ func (m *model) step(now time.Time) {
 		if err != nil {
 			return
 		}
+		if to == loop.NeedsHuman { // the detail reaches the reason text: compared with Plan's
+			n.Needs = &loop.Needs{Reason: loop.NeedsReasons[r.IntN(len(loop.NeedsReasons))], Detail: fmt.Sprintf("detail %d", r.IntN(9)), Since: now}
+		}
 		if l.Status == loop.Running && to == loop.Pending && r.IntN(2) == 0 { // a failed iteration
 			n.Iteration++
 			n.RunnableAt = now.Add(time.Duration(r.IntN(120)) * time.Second)
@@ -397,5 +400,35 @@ func checkDue(t *testing.T, m *model, now time.Time) {
 	}
 	if got := m.ix.Next(now); !got.Equal(next) {
 		t.Fatalf("Next() = %v, want %v", got, next)
+	}
+}
+
+// TestNeedsHumanWaitsWithItsReason: a loop that needs a person is never
+// started, however ready it is otherwise; the snapshot's row says why with
+// the needs_human code, its reason and detail; answered, it starts.
+func TestNeedsHumanWaitsWithItsReason(t *testing.T) {
+	t.Parallel()
+	ix := readyset.New(scheduler.DefaultPolicy().Weights)
+	l := loop.Loop{ID: "a", Type: loop.Ralph, Status: loop.NeedsHuman, Title: "a", Iteration: 2, MaxIterations: 10,
+		CreatedAt: t0.Add(-time.Hour), UpdatedAt: t0,
+		Needs: &loop.Needs{Reason: loop.NeedsQuestion, Detail: "which port?", Since: t0}}
+	ix.Apply([]readyset.Change{{ID: l.ID, Loop: &l}})
+	p := scheduler.DefaultPolicy()
+	if d := ix.Decide(t0, p, readyset.Env{}); len(d.Start) != 0 || d.Waiting != 1 {
+		t.Fatalf("Decide() = start %v waiting %d; want nothing started, one waiting", d.Start, d.Waiting)
+	}
+	plan := scheduler.Plan(ix.Snapshot(readyset.Env{}), t0, p)
+	want := []scheduler.Reason{{Code: scheduler.NeedsHuman, Text: "needs you (question): which port?"}}
+	if len(plan.Rows) != 1 {
+		t.Fatalf("Plan() rows = %d; want 1", len(plan.Rows))
+	}
+	if diff := cmp.Diff(want, plan.Rows[0].Reasons); diff != "" {
+		t.Errorf("Plan() reasons mismatch (-want +got):\n%s", diff)
+	}
+	a := l
+	a.Status, a.Needs = loop.Pending, nil
+	ix.Apply([]readyset.Change{{ID: a.ID, Loop: &a}})
+	if d := ix.Decide(t0, p, readyset.Env{}); !slices.Equal(d.Start, []string{"a"}) {
+		t.Errorf("Decide() after the answer = %v; want [a]", d.Start)
 	}
 }

@@ -31,6 +31,10 @@ type procSpec struct {
 	timeout time.Duration
 	grace   time.Duration
 	started func(pid int) // called once the process runs; must not block
+	// stall, when > 0, stops the group once it wrote no output and
+	// changed no file under dir (but under none of stallSkip) for that long.
+	stall     time.Duration
+	stallSkip []string
 }
 
 // procResult is how a child process ended.
@@ -39,6 +43,7 @@ type procResult struct {
 	exitCode  int   // -1 unless it exited on its own
 	signal    syscall.Signal
 	timedOut  bool
+	stalled   bool
 	cancelled bool
 }
 
@@ -81,6 +86,16 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 	}
 	pgid := cmd.Process.Pid // Setpgid: the leader's pid names the group
 
+	var stalled <-chan struct{}
+	if s.stall > 0 {
+		a := &activity{}
+		a.touch()
+		s.out = activeWriter{w: s.out, a: a}
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		stalled = watchStall(watchCtx, s.dir, s.stallSkip, s.stall, a)
+	}
+
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
@@ -106,6 +121,8 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 		res.cancelled = true
 	case <-timeout:
 		res.timedOut = true
+	case <-stalled:
+		res.stalled = true
 	}
 
 	if exited {

@@ -3,6 +3,7 @@ package runner
 import (
 	"embed"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"text/template"
@@ -23,6 +24,8 @@ type PromptData struct {
 	Title         string
 	Task          string // the user's request (plan) or the child's section of its parent artifact
 	Feedback      string // why recent iterations failed; "" on a first try
+	Answer        string // a person's answer (`loopr answer`) to the loop's question or stop; "" when none
+	QuestionFile  string // where the agent writes a question for a person ($LOOPR_QUESTION_FILE)
 	Iteration     int
 	MaxIterations int
 	Artifact      string // where the agent writes its artifact ($LOOPR_ARTIFACT)
@@ -100,6 +103,8 @@ func promptData(j Job) (PromptData, error) {
 		Title:              l.Title,
 		Task:               l.Task,
 		Feedback:           l.Feedback,
+		Answer:             l.Answer,
+		QuestionFile:       filepath.Join(IterationDir(j.Home, l.ID, l.Iteration), QuestionFile),
 		Iteration:          l.Iteration,
 		MaxIterations:      l.MaxIterations,
 		Artifact:           ArtifactPath(j.Home, l),

@@ -43,6 +43,7 @@ import (
 
 	"github.com/loopr-dev/loopr/artifact"
 	"github.com/loopr-dev/loopr/internal/safefile"
+	"github.com/loopr-dev/loopr/internal/termsafe"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/ratelimit"
 )
@@ -235,6 +236,7 @@ type iteration struct {
 	agentLog   string
 	validLog   string
 	artifact   string
+	question   string
 }
 
 func (it *iteration) run(ctx context.Context) Result {
@@ -274,8 +276,16 @@ func (it *iteration) run(ctx context.Context) Result {
 			return it.fail("workdir vanished", "", "")
 		}
 		return it.fail(startReason(j.Settings.Agent, p.startErr), "", "")
+	}
+	if q, err := it.readQuestion(); err != nil || q != "" {
+		return it.asked(q, err)
+	}
+	switch {
 	case p.timedOut:
 		return it.fail(fmt.Sprintf("agent timed out after %s", it.s.Timeout), "agent.log", it.agentLog)
+	case p.stalled:
+		it.res.Stalled = true
+		return it.fail("stalled: no output or file change for "+shortDuration(it.s.StallTimeout), "agent.log", it.agentLog)
 	case !dirExists(j.Workdir):
 		return it.fail("workdir vanished", "agent.log", it.agentLog)
 	}
@@ -349,6 +359,7 @@ func (it *iteration) prepare() error {
 	}
 	it.promptPath = filepath.Join(it.res.Dir, "prompt.md")
 	it.agentLog = filepath.Join(it.res.Dir, "agent.log")
+	it.question = filepath.Join(it.res.Dir, QuestionFile)
 	it.validLog = filepath.Join(it.res.Dir, "validation.log")
 	it.artifact = ArtifactPath(j.Home, l)
 
@@ -363,6 +374,7 @@ func (it *iteration) prepare() error {
 		"LOOPR_PARENT_ARTIFACT="+j.ParentArtifact,
 		"LOOPR_PROMPT_FILE="+it.promptPath,
 		"LOOPR_HOME="+j.Home,
+		"LOOPR_QUESTION_FILE="+it.question,
 	)
 	return nil
 }
@@ -452,13 +464,15 @@ func (it *iteration) runAgent(ctx context.Context, stdin *os.File) (procResult, 
 
 	it.res.AgentStart = it.r.now()
 	p := runProcess(ctx, procSpec{
-		argv:    it.s.Agent,
-		dir:     it.j.Workdir,
-		env:     it.env,
-		stdin:   stdin,
-		out:     out,
-		timeout: it.s.Timeout,
-		grace:   it.s.Grace,
+		argv:      it.s.Agent,
+		dir:       it.j.Workdir,
+		env:       it.env,
+		stdin:     stdin,
+		out:       out,
+		timeout:   it.s.Timeout,
+		grace:     it.s.Grace,
+		stall:     it.s.StallTimeout,
+		stallSkip: it.stallSkip(),
 		started: func(pid int) {
 			it.log.Info("agent started", "pid", pid, "agent", it.s.Agent[0])
 			it.groupStarted(pid)
@@ -466,6 +480,17 @@ func (it *iteration) runAgent(ctx context.Context, stdin *os.File) (procResult, 
 	})
 	it.res.AgentEnd = it.r.now()
 	return p, nil
+}
+
+// stallSkip lists what the stall watch leaves out: loopr's home (its
+// store, logs, agent.log itself and other loops' worktrees) when the agent
+// works in the workspace; nothing when the workdir is a worktree inside
+// the home.
+func (it *iteration) stallSkip() []string {
+	if rel, err := filepath.Rel(it.j.Home, it.j.Workdir); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil
+	}
+	return []string{it.j.Home}
 }
 
 // groupStarted passes the pid of a process group this iteration started
@@ -617,6 +642,47 @@ func LoopDir(home, id string) string {
 // after the store has recorded the pass.
 func AcceptedPath(home, id string, n int, typ loop.Type) string {
 	return filepath.Join(LoopDir(home, id), "accepted", fmt.Sprintf("%03d-%s.md", n, typ))
+}
+
+// QuestionFile is the name, in the iteration directory, of the file an
+// agent writes a question to ($LOOPR_QUESTION_FILE) before it exits: the
+// loop then waits for a person's answer without spending the iteration.
+const QuestionFile = "question.md"
+
+// MaxQuestion bounds the question file read back.
+const MaxQuestion = 16 << 10
+
+// readQuestion reads $LOOPR_QUESTION_FILE: "" when it was not written or
+// holds only white space. Anything but a regular file of at most
+// MaxQuestion bytes is an error (the iteration fails with it).
+func (it *iteration) readQuestion() (string, error) {
+	root := LoopDir(it.j.Home, it.j.Loop.ID)
+	rel, err := filepath.Rel(root, it.question)
+	if err != nil {
+		return "", err
+	}
+	b, err := safefile.ReadBeneath(root, rel, MaxQuestion)
+	var nr *safefile.NotRegularError
+	if errors.Is(err, fs.ErrNotExist) || errors.As(err, &nr) && nr.Path != it.question {
+		return "", nil // not written; or its directory was replaced, which the artifact check reports
+	}
+	if err != nil {
+		return "", fileReason("question", it.question, "write a regular file of at most 16 KiB at $LOOPR_QUESTION_FILE", err)
+	}
+	return strings.TrimSpace(termsafe.Text(strings.ToValidUTF8(string(b), "\uFFFD"))), nil
+}
+
+// asked ends the iteration with the agent's question: Failed with
+// Question set, which the caller turns into needs_human without spending
+// the iteration. A question file loopr refused to read fails the iteration.
+func (it *iteration) asked(q string, err error) Result {
+	if err != nil {
+		return it.fail(err.Error(), "agent.log", it.agentLog)
+	}
+	it.res.Outcome = Failed
+	it.res.Reason = "the agent asked a question"
+	it.res.Question = q
+	return it.res
 }
 
 func (it *iteration) cancelled(reason string) Result {

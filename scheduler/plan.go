@@ -111,6 +111,7 @@ type gates uint8
 
 const (
 	gPaused gates = 1 << iota
+	gNeedsHuman
 	gOrphaned
 	gParentIncomplete
 	gArtifactMissing
@@ -121,8 +122,13 @@ const (
 func loopGates(c Candidate, now time.Time) gates {
 	l := c.Loop
 	var g gates
-	if l.Status == loop.Paused {
-		g |= gPaused
+	if l.Status != loop.Pending { // the common case: one comparison
+		switch l.Status {
+		case loop.Paused:
+			g |= gPaused
+		case loop.NeedsHuman:
+			g |= gNeedsHuman
+		}
 	}
 	if l.Parent != "" {
 		switch {
@@ -149,6 +155,9 @@ func appendLoopReasons(rs []Reason, g gates, c Candidate, now time.Time) []Reaso
 	l := c.Loop
 	if g&gPaused != 0 {
 		rs = append(rs, Reason{Paused, pausedText})
+	}
+	if g&gNeedsHuman != 0 {
+		rs = append(rs, Reason{NeedsHuman, needsText(l.Needs)})
 	}
 	if g&gOrphaned != 0 {
 		rs = append(rs, Reason{Orphaned, orphanedText(l.Parent)})

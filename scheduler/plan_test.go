@@ -39,6 +39,18 @@ func TestPlanGates(t *testing.T) {
 		{name: "paused",
 			snap: scheduler.Snapshot{Waiting: []scheduler.Candidate{{Loop: with(ralph(), func(l *loop.Loop) { l.Status = loop.Paused })}}},
 			want: []scheduler.Reason{{scheduler.Paused, "paused"}}},
+		{name: "needs a person",
+			snap: scheduler.Snapshot{Waiting: []scheduler.Candidate{{Loop: with(ralph(), func(l *loop.Loop) {
+				l.Status = loop.NeedsHuman
+				l.Needs = &loop.Needs{Reason: loop.NeedsNoProgress, Detail: "validate `go test` exited 1\nmore lines"}
+			})}}},
+			want: []scheduler.Reason{{scheduler.NeedsHuman, "needs you (no_progress): validate `go test` exited 1 …"}}},
+		{name: "needs a person, no detail",
+			snap: scheduler.Snapshot{Waiting: []scheduler.Candidate{{Loop: with(ralph(), func(l *loop.Loop) {
+				l.Status = loop.NeedsHuman
+				l.Needs = &loop.Needs{Reason: loop.NeedsStalled}
+			})}}},
+			want: []scheduler.Reason{{scheduler.NeedsHuman, "needs you (stalled)"}}},
 		{name: "orphaned",
 			snap: scheduler.Snapshot{Waiting: []scheduler.Candidate{{Loop: child(ralph(), "01JPARENT"), ParentMissing: true}}},
 			want: []scheduler.Reason{{scheduler.Orphaned, "parent 01JPARENT not found"}}},

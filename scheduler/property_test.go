@@ -115,6 +115,9 @@ func randomCase(r *rand.Rand) (scheduler.Snapshot, scheduler.Policy) {
 			l.Status = loop.Running // not a waiting loop: ignored
 		case 2:
 			l.CreatedAt = now.Add(time.Minute) // clock skew
+		case 3:
+			l.Status = loop.NeedsHuman
+			l.Needs = &loop.Needs{Reason: loop.NeedsQuestion, Detail: "which port?", Since: now}
 		}
 		switch r.IntN(6) {
 		case 0:
@@ -160,7 +163,7 @@ func randomCase(r *rand.Rand) (scheduler.Snapshot, scheduler.Policy) {
 func reference(s scheduler.Snapshot, now time.Time, p scheduler.Policy) (order, start []string, codes map[string][]scheduler.Code) {
 	var ls []scheduler.Candidate
 	for _, c := range s.Waiting {
-		if c.Loop != nil && (c.Loop.Status == loop.Pending || c.Loop.Status == loop.Paused) {
+		if c.Loop != nil && c.Loop.Status.Waiting() {
 			ls = append(ls, c)
 		}
 	}
@@ -234,6 +237,7 @@ func reference(s scheduler.Snapshot, now time.Time, p scheduler.Policy) (order, 
 			}
 		}
 		add(l.Status == loop.Paused, scheduler.Paused)
+		add(l.Status == loop.NeedsHuman, scheduler.NeedsHuman)
 		add(l.Parent != "" && c.ParentMissing, scheduler.Orphaned)
 		add(l.Parent != "" && !c.ParentMissing && c.ParentStatus != loop.Complete, scheduler.ParentIncomplete)
 		add(c.ArtifactMissing, scheduler.ArtifactMissing)

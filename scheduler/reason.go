@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/loopr-dev/loopr/loop"
@@ -17,6 +18,7 @@ type Code string
 // there is no room for it now.
 const (
 	Paused           Code = "paused"            // the user paused it
+	NeedsHuman       Code = "needs_human"       // it waits for a person's answer (`loopr answer`)
 	Orphaned         Code = "orphaned"          // its parent record does not exist
 	ParentIncomplete Code = "parent_incomplete" // its parent is not complete
 	ArtifactMissing  Code = "artifact_missing"  // the parent artifact that spawned it is missing
@@ -34,7 +36,7 @@ const (
 )
 
 // Codes lists every reason code in gate order.
-var Codes = []Code{Paused, Orphaned, ParentIncomplete, ArtifactMissing, Backoff, DeadlinePassed, DiskLow,
+var Codes = []Code{Paused, NeedsHuman, Orphaned, ParentIncomplete, ArtifactMissing, Backoff, DeadlinePassed, DiskLow,
 	Preflight, RateLimited, GlobalCap, TypeCap, TierCap, Quota, Conflict, NoGit}
 
 // Capacity reports whether c only says "no room now" (rate limit, caps,
@@ -83,6 +85,26 @@ func parentIncompleteText(st loop.Status) string {
 		return "parent incomplete (status unknown)"
 	}
 	return "parent incomplete (" + string(st) + ")"
+}
+
+// needsText reads "needs you (no_progress): <detail>", the detail clipped
+// to one line of at most 120 bytes.
+func needsText(n *loop.Needs) string {
+	if n == nil {
+		return "needs you"
+	}
+	t := "needs you (" + string(n.Reason) + ")"
+	d := n.Detail
+	if i := strings.IndexAny(d, "\r\n"); i >= 0 {
+		d = d[:i] + " …"
+	}
+	if len(d) > 120 {
+		d = strings.ToValidUTF8(d[:120], "") + "…"
+	}
+	if d != "" {
+		t += ": " + d
+	}
+	return t
 }
 
 func orphanedText(parent loop.ID) string { return "parent " + parent + " not found" }

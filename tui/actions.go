@@ -16,6 +16,15 @@ import (
 
 func (m Model) feedbackKey(k tea.KeyMsg) (Model, tea.Cmd) {
 	switch {
+	case key.Matches(k, m.keys.Accept) && m.confirm.action == api.ActionAnswer:
+		m.mode = modeNormal
+		m.input.Blur()
+		return m, m.act(m.confirm.id, api.ActionAnswer, api.ActionRequest{Answer: strings.TrimSpace(m.input.Value())})
+	case k.Type == tea.KeyEsc && m.confirm.action == api.ActionAnswer:
+		m.mode = modeNormal
+		m.input.Blur()
+		m.flash = flash{text: "answer cancelled: the loop still needs you"}
+		return m, nil
 	case key.Matches(k, m.keys.Accept):
 		text := strings.TrimSpace(m.input.Value())
 		if text == "" {
@@ -105,6 +114,14 @@ func (m Model) startAction(action string) (Model, tea.Cmd) {
 		m.input.SetValue("")
 		m.sizeInput()
 		return m, m.input.Focus()
+	case api.ActionAnswer:
+		m.mode = modeFeedback
+		m.confirm = confirmation{action: action, id: l.ID}
+		m.input.Prompt = "answer " + name + ": "
+		m.input.Placeholder = "your answer, put in its next prompt (enter: send, may be empty)"
+		m.input.SetValue("")
+		m.sizeInput()
+		return m, m.input.Focus()
 	case api.ActionPause:
 		if l.Status == loop.Paused {
 			action = api.ActionResume
@@ -127,8 +144,12 @@ func refuse(action string, l *loop.Loop, liveBelow bool) string {
 			return fmt.Sprintf("can't reset: only failed loops reset, this %s is %s", l.Type, st)
 		}
 	case api.ActionPause:
-		if !l.Status.Waiting() {
+		if l.Status != loop.Pending && l.Status != loop.Paused {
 			return fmt.Sprintf("can't pause: only pending loops pause (and paused ones resume), this %s is %s", l.Type, st)
+		}
+	case api.ActionAnswer:
+		if l.Status != loop.NeedsHuman {
+			return fmt.Sprintf("can't answer: only a loop that needs you takes an answer, this %s is %s", l.Type, st)
 		}
 	case api.ActionApprove, api.ActionReject, api.ActionIterate:
 		if l.Status != loop.AwaitingApproval {
@@ -172,6 +193,8 @@ func (m Model) actDone(msg actMsg) (tea.Model, tea.Cmd) {
 		if n > 0 {
 			text += fmt.Sprintf("; invalidated %d loop%s", n, plural(n))
 		}
+	case msg.action == api.ActionAnswer:
+		text = name + " resumes with your answer"
 	case msg.action == api.ActionCancel && msg.res.Loop.ID != "" && msg.res.Loop.Status != loop.Cancelled:
 		text = fmt.Sprintf("cancelled %d loop%s under %s (it stays %s)", n, plural(n), name, statusText(msg.res.Loop.Status, false))
 	case msg.action == api.ActionCancel && n > 0:
@@ -211,6 +234,8 @@ func pastTense(action string) string {
 		return "rejected"
 	case api.ActionIterate:
 		return "iterated"
+	case api.ActionAnswer:
+		return "answered"
 	}
 	return action + "ed"
 }

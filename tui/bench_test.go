@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,3 +119,19 @@ func BenchmarkTickReplan(b *testing.B) {
 }
 
 var _ tea.Model = Model{}
+
+// BenchmarkViewTreeStats is a frame after an event with the first plan's
+// row on screen: its tree's progress (done/total, cost, state) is counted
+// again over its 1,005 loops, once per event, not once per frame.
+func BenchmarkViewTreeStats(b *testing.B) {
+	m := bigModel(b)
+	m = update(b, m, keyMsg("g"))
+	if !strings.Contains(m.View(), "tree ") {
+		b.Fatal("the first plan's row does not show its tree")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.version2++ // what every stream event does
+		_ = m.View()
+	}
+}

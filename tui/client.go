@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/loopr-dev/loopr/api"
@@ -49,6 +50,10 @@ type Options struct {
 	// not start. The caps the daemon reports win over its MaxLoops and
 	// TypeCap. The zero value means scheduler.DefaultPolicy().
 	Policy scheduler.Policy
+	// Notify receives the terminal notifications (a bell, OSC 9 and OSC
+	// 777) sent when a loop needs you, is parked (failed) or a plan's tree
+	// is done; nil sends none. Run sets it to the terminal.
+	Notify io.Writer
 	// DoneHint, when set, replaces the status line once loops exist and
 	// none is pending, paused, running or awaiting approval (the demo uses
 	// it to say how to see its summary).

@@ -14,11 +14,12 @@ import (
 // row is one visible line of the loop list.
 type row struct {
 	id      string
-	depth   int  // tree indent (0 in the flat view)
-	hasKids bool // has children in the tree
-	open    bool // children shown
-	context bool // shown only as the ancestor of a filter match
-	rank    int  // flat view: 1-based place in the scheduling order
+	depth   int    // tree indent (0 in the flat view)
+	hasKids bool   // has children in the tree
+	open    bool   // children shown
+	context bool   // shown only as the ancestor of a filter match
+	rank    int    // flat view: 1-based place in the scheduling order
+	label   string // a group's title line ("NEEDS YOU (2)"); id is then ""
 }
 
 // applySnapshot replaces the model's state with a stream snapshot.
@@ -58,6 +59,7 @@ func (m *Model) setStatus(st api.Status) {
 // applyEvent folds one stream event into the model: the loop as it is after
 // the event replaces the old record, and the status counts move with it.
 func (m *Model) applyEvent(sm api.StreamMsg) {
+	m.version2++
 	var old *loop.Loop
 	if sm.Loop != nil {
 		old = m.loops[sm.Loop.ID]
@@ -73,8 +75,8 @@ func (m *Model) applyEvent(sm api.StreamMsg) {
 			m.structDirty = true
 			m.dirty = true
 		}
-		if m.flat || m.filter != "" {
-			m.dirty = true // the rows depend on statuses
+		if m.flat || m.filter != "" || (old == nil || old.Status != l.Status) && (l.Status == loop.NeedsHuman || old != nil && old.Status == loop.NeedsHuman) {
+			m.dirty = true // the rows depend on statuses (the "Needs you" group too)
 		}
 	}
 	if m.counts != nil && sm.Loop != nil {
@@ -104,6 +106,12 @@ func displayable(l loop.Loop) loop.Loop {
 	l.Reason = termsafe.Text(l.Reason)
 	l.TriggeredBy = termsafe.Line(l.TriggeredBy)
 	l.ConflictKey = termsafe.Line(l.ConflictKey) // from artifacts too
+	l.Answer = termsafe.Text(l.Answer)
+	if l.Needs != nil {
+		n := *l.Needs
+		n.Detail = termsafe.Text(n.Detail) // an agent's question
+		l.Needs = &n
+	}
 	return l
 }
 
@@ -211,6 +219,7 @@ func (m *Model) buildRows() {
 			}
 		}
 	} else if f.empty() {
+		rows = m.needsRows(rows)
 		var walk func(id string, depth int)
 		walk = func(id string, depth int) {
 			kids := m.children[id]
@@ -267,16 +276,29 @@ func (m *Model) buildRows() {
 	m.syncSelection()
 }
 
-// indexOf finds id in the rows, or clamps fallback into range.
+// indexOf finds id in the rows (the row nearest fallback when it shows
+// twice: in the "Needs you" group and in its tree), or clamps fallback
+// into range.
 func (m *Model) indexOf(id string, fallback int) int {
+	best := -1
 	if id != "" {
 		for i := range m.rows {
-			if m.rows[i].id == id {
-				return i
+			if m.rows[i].id == id && (best < 0 || abs(i-fallback) < abs(best-fallback)) {
+				best = i
 			}
 		}
 	}
+	if best >= 0 {
+		return best
+	}
 	return max(0, min(fallback, len(m.rows)-1))
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
 
 // syncSelection records the selected loop's id and keeps the cursor inside
@@ -288,6 +310,7 @@ func (m *Model) syncSelection() {
 		return
 	}
 	m.cursor = max(0, min(m.cursor, len(m.rows)-1))
+	m.skipLabel(1)
 	m.sel = m.rows[m.cursor].id
 	h := max(1, m.layout().body)
 	if m.cursor < m.offset {

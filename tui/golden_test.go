@@ -24,7 +24,12 @@ const goldenW, goldenH = 120, 30
 // until to appear, quits and compares the final frame.
 func runGolden(t *testing.T, until string, keys ...string) {
 	t.Helper()
-	fc := newFake()
+	runGoldenOn(t, newFake(), until, keys...)
+}
+
+// runGoldenOn is runGolden on fc.
+func runGoldenOn(t *testing.T, fc *fakeClient, until string, keys ...string) {
+	t.Helper()
 	tm := teatest.NewTestModel(t, testModel(fc), teatest.WithInitialTermSize(goldenW, goldenH))
 	waitFor(t, tm, "Create users table")
 	for _, k := range keys {
@@ -68,6 +73,14 @@ func TestGoldenAwaitingApproval(t *testing.T) {
 	t.Parallel()
 	keys := []string{"G", "k", "k", "enter"}
 	runGolden(t, "DETAILS", keys...)
+}
+
+// TestGoldenNeedsYou: two loops need you: the group heads the tree, the
+// header counts them, the plan's row shows its tree's state, n selects the
+// second one and its details show the repeated failure.
+func TestGoldenNeedsYou(t *testing.T) {
+	t.Parallel()
+	runGoldenOn(t, needsFake(), "DETAILS", "n", "enter")
 }
 
 // TestEventLatency: a status change pushed on the stream is on screen well

@@ -12,6 +12,7 @@ type keyMap struct {
 	Close                                   key.Binding
 	Cancel, Reset, Pause                    key.Binding
 	Approve, Reject, Iterate                key.Binding
+	NextNeeds, Answer                       key.Binding
 	Help, Quit, ForceQuit                   key.Binding
 
 	// Prompts.
@@ -47,6 +48,8 @@ func newKeyMap() keyMap {
 		Approve:   b("a", "approve plan", "a"),
 		Reject:    b("x", "reject plan", "x"),
 		Iterate:   b("i", "iterate with feedback", "i"),
+		NextNeeds: b("n", "next loop that needs you", "n"),
+		Answer:    b("A", "answer a loop that needs you", "A"),
 		Help:      b("?", "help", "?"),
 		Quit:      b("q", "quit", "q"),
 		ForceQuit: b("ctrl+c", "quit (also from a prompt)", "ctrl+c"),
@@ -64,7 +67,8 @@ func (k keyMap) ShortHelp() []key.Binding {
 	return []key.Binding{
 		k.moveHint, k.foldHint, k.Details, shortly(k.Why, "why"), shortly(k.Output, "output"), shortly(k.Artifact, "artifact"),
 		shortly(k.Filter, "filter"), shortly(k.Flat, "flat view"), shortly(k.Cancel, "cancel"),
-		shortly(k.Reset, "reset"), shortly(k.Pause, "pause"), k.planHint, k.Help, k.Quit,
+		shortly(k.Reset, "reset"), shortly(k.Pause, "pause"), k.planHint,
+		shortly(k.NextNeeds, "needs you"), shortly(k.Answer, "answer"), k.Help, k.Quit,
 	}
 }
 
@@ -73,7 +77,7 @@ func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Collapse, k.Expand},
 		{k.Details, k.Why, k.Output, k.Artifact, k.Filter, k.Flat, k.Close, k.Help},
-		{k.Cancel, k.Reset, k.Pause, k.Approve, k.Reject, k.Iterate, k.Quit, k.ForceQuit},
+		{k.Cancel, k.Reset, k.Pause, k.Approve, k.Reject, k.Iterate, k.NextNeeds, k.Answer, k.Quit, k.ForceQuit},
 	}
 }
 

@@ -37,7 +37,7 @@ const (
 	modeNormal   inputMode = iota
 	modeFilter             // typing a / filter
 	modeConfirm            // a y/n question is open
-	modeFeedback           // typing iterate feedback
+	modeFeedback           // typing iterate feedback (or, with confirm.action answer, an answer)
 )
 
 type paneKind int
@@ -187,6 +187,13 @@ type Model struct {
 	interrupted  bool // quit by ctrl+c (Run reports it with Options.ReportInterrupt)
 	art          artifactView
 	readArtifact func(context.Context, loop.Loop) (string, error)
+
+	// "Needs you" (needs.go).
+	notifyOut  io.Writer
+	focusKnown bool // the terminal reports focus
+	focused    bool
+	version2   int                 // bumped by every event: invalidates treeStats
+	trees      map[string]treeStat // per plan, computed on demand
 }
 
 // New returns the dashboard's model. It starts nothing: Init subscribes to
@@ -211,6 +218,8 @@ func New(o Options) Model {
 		version:      o.Version,
 		doneHint:     o.DoneHint,
 		readArtifact: o.ReadArtifact,
+		notifyOut:    o.Notify,
+		trees:        map[string]treeStat{},
 		keys:         newKeyMap(),
 		client:       o.Client,
 		dial:         o.Dial,
@@ -356,6 +365,14 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 	case actMsg:
 		return m.actDone(msg)
+
+	case tea.FocusMsg:
+		m.focusKnown, m.focused = true, true
+		return m, nil
+
+	case tea.BlurMsg:
+		m.focusKnown, m.focused = true, false
+		return m, nil
 
 	case tea.KeyMsg:
 		if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 {
@@ -520,6 +537,10 @@ func (m Model) handleKey(k tea.KeyMsg) (Model, tea.Cmd) {
 		return m.startAction(api.ActionReject)
 	case key.Matches(k, ks.Iterate):
 		return m.startAction(api.ActionIterate)
+	case key.Matches(k, ks.NextNeeds):
+		m.nextNeeds()
+	case key.Matches(k, ks.Answer):
+		return m.startAction(api.ActionAnswer)
 	case key.Matches(k, ks.Help):
 		m.showHelp = true
 	case key.Matches(k, ks.Quit):
@@ -565,6 +586,9 @@ func (m *Model) move(d int) {
 		return
 	}
 	m.cursor = max(0, min(m.cursor+d, len(m.rows)-1))
+	if d < 0 {
+		m.skipLabel(-1)
+	}
 	m.syncSelection()
 }
 

@@ -85,6 +85,7 @@ func (m *Model) detailsLines(w, h int) []string {
 		{"workdir", l.Workdir, 9},
 		{"triggered by", l.TriggeredBy, 10},
 		{"lease", lease, 11},
+		{"answer", firstLine(l.Answer), 2},
 		{"task", firstLine(l.Task), 2},
 	}
 	rows = slices.DeleteFunc(rows, func(r row) bool { return r.v == "" })
@@ -98,6 +99,20 @@ func (m *Model) detailsLines(w, h int) []string {
 				k = "reason"
 			}
 			lines = append(lines, label(k)+m.st.Error.Render(part))
+		}
+	}
+	if n := l.Needs; n != nil && len(lines) < h {
+		lines = append(lines, clip(" "+m.st.statusStyle(loop.NeedsHuman).Render(fit("needs you", labelW))+
+			string(n.Reason)+" since "+ts(n.Since)+"   A answers", w))
+		if d := strings.TrimSpace(n.Detail); d != "" {
+			dl := strings.Split(ansi.Strip(d), "\n")
+			room := max(h-len(lines)-2, 1)
+			if len(dl) > room {
+				dl = dl[:room]
+			}
+			for _, s := range dl {
+				lines = append(lines, clip("   "+expandTabs(s), w))
+			}
 		}
 	}
 	var fb []string // the latest iteration's feedback, wrapped

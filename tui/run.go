@@ -23,6 +23,9 @@ func Run(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if o.Notify == nil {
+		o.Notify = out
+	}
 	m := New(o)
 	m.ctx = ctx
 	m.setStyles(newStyles(lipgloss.NewRenderer(out), o.NoColor))
@@ -31,6 +34,7 @@ func Run(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 		tea.WithInput(in),
 		tea.WithOutput(out),
 		tea.WithAltScreen(),
+		tea.WithReportFocus(), // desktop notifications only while the terminal is not focused
 	)
 	final, err := p.Run()
 	if err != nil && errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {

@@ -84,6 +84,7 @@ func (m *Model) disconnected(err error) tea.Cmd {
 func (m Model) applyStream(msg streamMsg) (tea.Model, tea.Cmd) {
 	m.now = msg.now
 	refetchWhy, changed := false, false
+	var notes []string
 	for _, sm := range msg.msgs {
 		switch sm.Type {
 		case api.StreamSnapshot:
@@ -93,6 +94,9 @@ func (m Model) applyStream(msg streamMsg) (tea.Model, tea.Cmd) {
 		case api.StreamEvent:
 			m.applyEvent(sm)
 			changed = true
+			if n := noteOf(sm); n != "" {
+				notes = append(notes, n)
+			}
 			if sm.Loop != nil && sm.Loop.ID == m.why.id {
 				refetchWhy = true
 			}
@@ -104,6 +108,10 @@ func (m Model) applyStream(msg streamMsg) (tea.Model, tea.Cmd) {
 		}
 	}
 	var cmds []tea.Cmd
+	if len(notes) > 0 {
+		m.flash = flash{text: notes[len(notes)-1]}
+		cmds = append(cmds, m.notify(notes))
+	}
 	if m.synced && changed {
 		m.rebuild()
 	} else if m.synced && m.refreshSchedule() && m.flat { // the clock moved: a heartbeat

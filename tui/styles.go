@@ -69,6 +69,7 @@ func newStyles(r *lipgloss.Renderer, noColor bool) styles {
 			loop.Paused:           c(ns(), "179"),
 			loop.Running:          c(ns().Bold(true), "78"),
 			loop.AwaitingApproval: c(ns().Bold(true), "213"),
+			loop.NeedsHuman:       c(ns().Bold(true), "214"),
 			loop.Complete:         c(ns(), "65"),
 			loop.Failed:           c(ns().Bold(true), "203"),
 			loop.Cancelled:        c(ns().Faint(true), "242"),
@@ -102,6 +103,8 @@ func icon(s loop.Status) string {
 		return "✓"
 	case loop.Paused:
 		return "⏸"
+	case loop.NeedsHuman:
+		return "!"
 	case loop.Cancelled, loop.Expired, loop.Invalidated:
 		return "⊘"
 	}
@@ -110,6 +113,9 @@ func icon(s loop.Status) string {
 
 // statusText is the STATUS column: long words when there is room.
 func statusText(s loop.Status, short bool) string {
+	if s == loop.NeedsHuman {
+		return "needs you"
+	}
 	if s == loop.AwaitingApproval {
 		if short {
 			return "awaiting"

@@ -181,6 +181,9 @@ func (m *Model) headerLine(w int) string {
 			segs = append(segs, segment{text: st.Info.Render("no git: ralph one at a time"), drop: 1})
 		}
 	}
+	if n := m.needsCount(); n > 0 {
+		segs = append(segs, segment{text: st.statusStyle(loop.NeedsHuman).Render(fmt.Sprintf("needs you %d", n))})
+	}
 	segs = append(segs, segment{text: m.countsText()})
 
 	// Tighten the spacing, then drop optional segments, the least useful
@@ -238,6 +241,7 @@ var countGroups = []struct {
 	{"⏸", []loop.Status{loop.Paused}},
 	{"●", []loop.Status{loop.Running}},
 	{"◆", []loop.Status{loop.AwaitingApproval}},
+	{"!", []loop.Status{loop.NeedsHuman}},
 	{"✗", []loop.Status{loop.Failed}},
 	{"✓", []loop.Status{loop.Complete}},
 	{"⊘", []loop.Status{loop.Cancelled, loop.Invalidated, loop.Expired}},
@@ -457,6 +461,10 @@ func (m *Model) bodyLines(w, h int) []string {
 	}
 	typeW := m.typeWidth()
 	for i := off; i < len(m.rows) && len(lines) < h; i++ {
+		if lb := m.rows[i].label; lb != "" {
+			lines = append(lines, m.labelRow(lb, w))
+			continue
+		}
 		l := m.loops[m.rows[i].id]
 		if l == nil {
 			continue
@@ -527,6 +535,8 @@ func (m *Model) whyStyle(l *loop.Loop, code string) lipgloss.Style {
 	switch {
 	case code == codeNext:
 		return m.st.GateOK
+	case l.Status == loop.NeedsHuman:
+		return m.st.statusStyle(loop.NeedsHuman)
 	case l.Status == loop.Failed:
 		return m.st.Error
 	case code != "":
@@ -552,6 +562,8 @@ func (m *Model) nextWhy(l *loop.Loop) (string, string) {
 		return "agent " + elapsed(m.now.Sub(l.StartedAt)), ""
 	case loop.AwaitingApproval:
 		return "your call: a / x / i", ""
+	case loop.NeedsHuman:
+		return needsWhy(l), ""
 	case loop.Failed:
 		if l.Reason != "" {
 			return firstLine(l.Reason), ""
@@ -563,6 +575,8 @@ func (m *Model) nextWhy(l *loop.Loop) (string, string) {
 
 func (m *Model) prioText(l *loop.Loop) string {
 	switch {
+	case l.Status == loop.NeedsHuman:
+		return "" // not scheduled until answered
 	case l.Status.Waiting():
 		return strconv.Itoa(scheduler.ScoreOf(l, m.now, m.plan).Priority)
 	case l.Status == loop.Running:
@@ -610,6 +624,9 @@ func (m *Model) treeRow(r row, l *loop.Loop, c treeCols, typeW, w int, selected 
 	why, code := "", ""
 	if c.why > 0 {
 		why, code = m.nextWhy(l)
+		if t := m.treeText(l); t != "" {
+			why, code = t, ""
+		}
 		cells = append(cells, rowCell{gap, cellPlain}, rowCell{fit(why, c.why), cellWhy})
 	}
 	dim := r.context || (l.Status.Terminal() && l.Status != loop.Failed)
@@ -762,6 +779,9 @@ func (m *Model) footer(w int) string {
 	// quit always stay.
 	hm.Width = 0 // measure untruncated
 	items := m.keys.ShortHelp()
+	if m.needsCount() == 0 { // n and A only when a loop needs you
+		items = slices.DeleteFunc(items, func(b key.Binding) bool { k := b.Help().Key; return k == "n" || k == "A" })
+	}
 	for _, drop := range []string{"t", "r", "p", "h/l", "o", "enter", "w", "/", "v", "c", "a/x/i", "j/k"} {
 		if ansi.StringWidth(hm.ShortHelpView(items)) <= w-1 {
 			break
@@ -778,5 +798,5 @@ func (m *Model) settled() bool {
 	for _, n := range m.counts {
 		total += n
 	}
-	return total > 0 && m.counts[loop.Pending]+m.counts[loop.Paused]+m.counts[loop.Running]+m.counts[loop.AwaitingApproval] == 0
+	return total > 0 && m.counts[loop.Pending]+m.counts[loop.Paused]+m.counts[loop.Running]+m.counts[loop.AwaitingApproval]+m.counts[loop.NeedsHuman] == 0
 }

@@ -1,0 +1,141 @@
+package tui
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/loop"
+)
+
+const idAsk = "r8"
+
+// needsFake is the fixture with two loops that need you: a standalone
+// ralph that asked a question, and "Add index" in the plan's tree, stopped
+// for repeating one failure.
+func needsFake() *fakeClient {
+	fc := newFake()
+	loops := fixtureLoops()
+	for i := range loops {
+		if loops[i].ID == idIndex {
+			loops[i].Status = loop.NeedsHuman
+			loops[i].Needs = &loop.Needs{Reason: loop.NeedsNoProgress, Detail: "3 iterations in a row failed the same way: validate exited 1", Since: testNow.Add(-time.Minute)}
+		}
+	}
+	ask := loop.Loop{ID: idAsk, Type: loop.Ralph, Title: "Pick a port", Status: loop.NeedsHuman, Iteration: 1, MaxIterations: 10,
+		CreatedAt: testNow.Add(-time.Hour), UpdatedAt: testNow.Add(-2 * time.Minute),
+		Needs: &loop.Needs{Reason: loop.NeedsQuestion, Detail: "Which port?\x1b]0;evil\x07\nmore", Since: testNow.Add(-2 * time.Minute)}}
+	loops = append(loops, ask)
+	st := fixtureStatus()
+	st.Counts[loop.Pending]--
+	st.Counts[loop.NeedsHuman] = 2
+	fc.snap = api.StreamMsg{Type: api.StreamSnapshot, Seq: 100, Loops: loops, Status: &st}
+	return fc
+}
+
+func TestNeedsYouGroup(t *testing.T) {
+	t.Parallel()
+	fc := needsFake()
+	m := loaded(t, fc, 120, 30)
+	if m.rows[0].label == "" || m.rows[1].id != idAsk || m.rows[2].id != idIndex || m.rows[3].label != "ALL LOOPS" {
+		t.Fatalf("rows start %+v; want the NEEDS YOU title, %s (longest waiting), %s, then ALL LOOPS", m.rows[:4], idAsk, idIndex)
+	}
+	if m.sel != idAsk {
+		t.Errorf("selection %q; want the first loop that needs you, never a title line", m.sel)
+	}
+	v := m.View()
+	for _, want := range []string{"NEEDS YOU (2)", "needs you 2", "question: Which port?", "no_progress: 3 iterations in", "tree 3/10 done · needs you (1)", "n needs you", "A answer"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("view lacks %q:\n%s", want, v)
+		}
+	}
+	if strings.Contains(v, "\x1b]0;evil") {
+		t.Errorf("an agent's question reached the terminal unescaped")
+	}
+	// k at the top stays off the title line.
+	if m2 := press(t, m, "k"); m2.sel != idAsk || m2.rows[m2.cursor].label != "" {
+		t.Errorf("k from the first loop: sel %q cursor %d", m2.sel, m2.cursor)
+	}
+	// n jumps to the next loop that needs you, wrapping.
+	m = press(t, m, "G", "n")
+	if m.sel != idAsk {
+		t.Errorf("n from the bottom = %q; want %s (wrapped)", m.sel, idAsk)
+	}
+	m = press(t, m, "n")
+	if m.sel != idIndex {
+		t.Errorf("n = %q; want %s", m.sel, idIndex)
+	}
+	// The filter hides the group; n brings the tree back.
+	m = press(t, m, "/", "s", "e", "e", "d", "enter", "n")
+	if l := m.selected(); l == nil || l.Status != loop.NeedsHuman || m.filter != "" {
+		t.Errorf("n under a filter: sel %v filter %q; want a loop that needs you, filter cleared", l, m.filter)
+	}
+}
+
+func TestNeedsYouAnswer(t *testing.T) {
+	t.Parallel()
+	fc := needsFake()
+	m := loaded(t, fc, 120, 30)
+	m = press(t, m, "A")
+	if m.mode != modeFeedback || !strings.Contains(m.View(), `answer ralph "Pick a port": `) {
+		t.Fatalf("A did not open the answer prompt:\n%s", m.View())
+	}
+	m = press(t, m, "u", "s", "e", " ", "9", "0", "9", "0", "enter")
+	calls := fc.calls()
+	if len(calls) != 1 || calls[0].ID != idAsk || calls[0].Action != api.ActionAnswer || calls[0].Req.Answer != "use 9090" {
+		t.Errorf("Act calls %+v; want answer %s with %q", calls, idAsk, "use 9090")
+	}
+	// A on a loop that does not need you says why.
+	m = selectID(t, m, idUsers)
+	m = press(t, m, "A")
+	if m.mode != modeNormal || !strings.Contains(m.flash.text, "can't answer") {
+		t.Errorf("A on a pending loop: mode %v flash %q", m.mode, m.flash.text)
+	}
+}
+
+func TestNeedsYouNotifies(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		focus   tea.Msg
+		desktop bool
+	}{
+		{"focus unknown", nil, true},
+		{"terminal focused", tea.FocusMsg{}, false},
+		{"terminal in the background", tea.BlurMsg{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var out bytes.Buffer
+			fc := newFake()
+			m := loaded(t, fc, 120, 30)
+			m.notifyOut = &out
+			if tc.focus != nil {
+				m = update(t, m, tc.focus)
+			}
+			l := fixtureLoops()[3] // "Create users table"
+			l.Status = loop.NeedsHuman
+			l.Needs = &loop.Needs{Reason: loop.NeedsStalled, Since: testNow}
+			l.UpdatedAt = testNow
+			ev := loop.Event{Kind: loop.EventTransition, Loop: l.ID, From: loop.Running, To: loop.NeedsHuman}
+			nm, cmd := m.Update(streamMsg{gen: m.gen, now: testNow, msgs: []api.StreamMsg{{Type: api.StreamEvent, Event: &ev, Loop: &l}}})
+			m = nm.(Model)
+			runCmd(cmd)
+			got := out.String()
+			if !strings.HasPrefix(got, "\a") {
+				t.Errorf("no bell: %q", got)
+			}
+			osc := strings.Contains(got, "\x1b]9;loopr: ralph \"Create users table\" needs you (stalled): loopr answer "+l.ID) &&
+				strings.Contains(got, "\x1b]777;notify;loopr;")
+			if osc != tc.desktop {
+				t.Errorf("desktop notification sent = %v, want %v: %q", osc, tc.desktop, got)
+			}
+			if !strings.Contains(m.flash.text, "needs you (stalled)") {
+				t.Errorf("status line %q does not say it", m.flash.text)
+			}
+		})
+	}
+}
