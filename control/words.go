@@ -57,6 +57,8 @@ func ActionWords(action string, l loop.Loop) string {
 			return fmt.Sprintf("reset brings back failed loops; %s is running — use loopr cancel to stop it", id)
 		case loop.AwaitingApproval:
 			return fmt.Sprintf("reset brings back failed loops; %s awaits approval — use loopr approve, iterate or reject", id)
+		case loop.NeedsHuman:
+			return fmt.Sprintf("reset brings back failed loops; %s needs you (needs_human) — loopr answer %s \"…\" resumes it", id, id)
 		}
 		return fmt.Sprintf("reset brings back failed loops; %s %s, which is final — add a new loop to do its work again", id, is(st))
 	case api.ActionPause:
@@ -69,6 +71,8 @@ func ActionWords(action string, l loop.Loop) string {
 			return fmt.Sprintf("pause holds pending loops; %s awaits approval and runs nothing until you approve, iterate or reject it", id)
 		case loop.Failed:
 			return fmt.Sprintf("pause holds pending loops; %s has failed and runs nothing until loopr reset %s", id, id)
+		case loop.NeedsHuman:
+			return fmt.Sprintf("pause holds pending loops; %s needs you (needs_human) and runs nothing until loopr answer %s", id, id)
 		}
 		return fmt.Sprintf("pause holds pending loops; %s %s, so there is nothing to hold", id, is(st))
 	case api.ActionResume:
@@ -81,6 +85,8 @@ func ActionWords(action string, l loop.Loop) string {
 			return fmt.Sprintf("resume releases paused loops; %s awaits approval — use loopr approve %s", id, id)
 		case loop.Failed:
 			return fmt.Sprintf("resume releases paused loops; %s has failed — use loopr reset %s to run it again", id, id)
+		case loop.NeedsHuman:
+			return fmt.Sprintf("resume releases paused loops; %s needs you (needs_human) — loopr answer %s \"…\" resumes it", id, id)
 		}
 		return fmt.Sprintf("resume releases paused loops; %s %s, so there is nothing to resume", id, is(st))
 	case api.ActionApprove, api.ActionReject, api.ActionIterate:
@@ -88,12 +94,17 @@ func ActionWords(action string, l loop.Loop) string {
 		switch st {
 		case loop.Complete:
 			return fmt.Sprintf("%s is already complete; there is nothing to %s", this, verb)
-		case loop.Pending, loop.Paused, loop.Running:
+		case loop.Pending, loop.Paused, loop.Running, loop.NeedsHuman:
 			return fmt.Sprintf("%s %s, not awaiting approval; loopr why %s says what it waits for", this, is(st), id)
 		case loop.Failed:
 			return fmt.Sprintf("%s has failed; there is nothing to %s — loopr reset %s runs it again", this, verb, id)
 		}
 		return fmt.Sprintf("%s %s, which is final; there is nothing to %s", this, is(st), verb)
+	case api.ActionAnswer:
+		if st == loop.Running {
+			return fmt.Sprintf("%s is running; only a loop that needs you (needs_human) takes an answer — it may ask through $LOOPR_QUESTION_FILE", this)
+		}
+		return fmt.Sprintf("%s %s; only a loop that needs you (needs_human) takes an answer", this, is(st))
 	}
 	return fmt.Sprintf("%s: %s does not apply to a loop that %s", id, action, is(st))
 }
@@ -113,6 +124,8 @@ func is(st loop.Status) string {
 		return "was invalidated (its parent's plan changed)"
 	case loop.Complete:
 		return "is complete"
+	case loop.NeedsHuman:
+		return "needs you (needs_human)"
 	}
 	return "is " + string(st)
 }

@@ -121,6 +121,7 @@ type outputPane struct {
 type flash struct {
 	text string
 	err  bool
+	note bool // a notification from the event stream, not the answer to a key
 	// names lists loops an action created or changed, by id: the status
 	// line shows their titles after text (children an approve created
 	// arrive on the event stream a moment after the answer).

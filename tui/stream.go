@@ -109,7 +109,7 @@ func (m Model) applyStream(msg streamMsg) (tea.Model, tea.Cmd) {
 	}
 	var cmds []tea.Cmd
 	if len(notes) > 0 {
-		m.flash = flash{text: notes[len(notes)-1]}
+		m.flash = flash{text: notes[len(notes)-1], note: true}
 		cmds = append(cmds, m.notify(notes))
 	}
 	if m.synced && changed {

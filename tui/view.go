@@ -678,6 +678,11 @@ func (m *Model) statusLine(w int) string {
 		}
 		return clip(line, w)
 	}
+	// Once everything has settled, the caller's hint (the demo's "press q
+	// for the summary") says more than the last notification did.
+	if m.doneHint != "" && m.settled() && (m.flash.text == "" || m.flash.note) {
+		return clip(" "+st.Info.Render(m.doneHint), w)
+	}
 	if m.flash.text != "" {
 		if m.flash.err {
 			return clip(" "+st.Error.Render("✗ "+m.flash.text), w)
