@@ -55,22 +55,22 @@ import (
 // The yaml tags are the file's key names; yaml.Marshal of a valid Config is a
 // valid loopr.yml.
 type Config struct {
-	Scheduler   Scheduler               `yaml:"scheduler"`
-	Concurrency Concurrency             `yaml:"concurrency"`
-	Admission   Admission               `yaml:"admission"`
-	Quotas      map[string]Quota        `yaml:"quotas,omitempty"` // limits by owner (a loop's owner)
-	RateLimit   RateLimit               `yaml:"rate_limit"`
-	Retry       Retry                   `yaml:"retry"`
-	Agent       Agent                   `yaml:"agent"`
+	Scheduler   Scheduler        `yaml:"scheduler"`
+	Concurrency Concurrency      `yaml:"concurrency"`
+	Admission   Admission        `yaml:"admission"`
+	Quotas      map[string]Quota `yaml:"quotas,omitempty"` // limits by owner (a loop's owner)
+	RateLimit   RateLimit        `yaml:"rate_limit"`
+	Retry       Retry            `yaml:"retry"`
+	Agent       Agent            `yaml:"agent"`
 	// Agents names more agent profiles, with the keys of `agent:`; the
 	// profile `agent:` itself is named DefaultProfile.
-	Agents map[string]Agent         `yaml:"agents,omitempty"`
-	Budget Budget                   `yaml:"budget"` // default budget of a plan tree (its root loop)
-	Loops  map[string]LoopSettings `yaml:"loops"` // keyed by built-in type
-	Git         Git                     `yaml:"git"`
-	Storage     Storage                 `yaml:"storage"`
-	Retention   Retention               `yaml:"retention"`
-	API         API                     `yaml:"api"`
+	Agents    map[string]Agent        `yaml:"agents,omitempty"`
+	Budget    Budget                  `yaml:"budget"` // default budget of a plan tree (its root loop)
+	Loops     map[string]LoopSettings `yaml:"loops"`  // keyed by built-in type
+	Git       Git                     `yaml:"git"`
+	Storage   Storage                 `yaml:"storage"`
+	Retention Retention               `yaml:"retention"`
+	API       API                     `yaml:"api"`
 	// Webhooks lists the receivers of loop events (the daemon POSTs them).
 	Webhooks []Webhook `yaml:"webhooks"`
 	// UserTypes is the file's `types:` section: extra loop types by name.
