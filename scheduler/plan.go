@@ -31,16 +31,16 @@ type Snapshot struct {
 	// Active lists the running loops themselves: the holders of conflict
 	// keys and the loops counted against their owner's quota. Only read
 	// when the policy has conflict groups or quotas.
-	Active      []*loop.Loop
-	RateLimit   ratelimit.State // a backoff of the whole daemon: holds back every loop (loopr sim)
+	Active    []*loop.Loop
+	RateLimit ratelimit.State // a backoff of the whole daemon: holds back every loop (loopr sim)
 	// Limits is the rate-limit state of each agent profile by name
 	// (Policy.Agents); a profile not in it is not limited.
 	Limits map[string]ratelimit.State
 	// Spent holds the trees whose budget is spent, by root id, with the
 	// text of their budget reason.
-	Spent map[string]string
-	DiskLow     bool            // free space is below the configured minimum
-	DiskLowText string          // e.g. "disk low: 3.2 GB free, minimum 5 GB"; "" → "disk low"
+	Spent       map[string]string
+	DiskLow     bool   // free space is below the configured minimum
+	DiskLowText string // e.g. "disk low: 3.2 GB free, minimum 5 GB"; "" → "disk low"
 	// Fairness is the learned fair-queuing state; only read with fairness on.
 	Fairness Fairness
 }
@@ -52,9 +52,9 @@ type Row struct {
 	Tier  int        `json:"tier,omitempty"` // the type's tier; 0: none
 	// With fairness on: the loop's fairness key, the key's accumulated
 	// cost when the walk reached this row, and the loop's estimated cost.
-	Key      string   `json:"key,omitempty"`
-	KeyUsed  float64  `json:"key_used,omitempty"`
-	Cost     float64  `json:"cost,omitempty"`
+	Key     string  `json:"key,omitempty"`
+	KeyUsed float64 `json:"key_used,omitempty"`
+	Cost    float64 `json:"cost,omitempty"`
 	// Agent is the profile the loop's next iteration runs on: its own, or
 	// a fallback while its own is limited (Policy.Agents).
 	Agent    string   `json:"agent,omitempty"`
