@@ -223,15 +223,20 @@ func (s *Service) HoldForBudget(tx *store.Tx, l loop.Loop, now time.Time) ([]str
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := s.RecheckBudget(tx, root); err != nil {
-		return nil, err
-	}
-	desc, err := Descendants(tx, root.ID)
+	_, treeSpent, err := s.RecheckBudget(tx, root)
 	if err != nil {
 		return nil, err
 	}
+	tree := []loop.Loop{l} // only l's own budget can have changed
+	if treeSpent {
+		desc, err := Descendants(tx, root.ID)
+		if err != nil {
+			return nil, err
+		}
+		tree = append([]loop.Loop{root}, desc...)
+	}
 	var held []string
-	for _, cur := range append([]loop.Loop{root}, desc...) {
+	for _, cur := range tree {
 		if cur.Status != loop.Pending && cur.Status != loop.Paused {
 			continue
 		}
@@ -337,4 +342,18 @@ func budgetString(b loop.Budget) string {
 		return fmt.Sprintf("%d tokens", b.Tokens)
 	}
 	return "none"
+}
+
+// BudgetSpentFor reports, in tx, whether the budget l's iteration may have
+// spent is spent: l's own, or its tree's. It writes nothing.
+func (s *Service) BudgetSpentFor(tx *store.Tx, l loop.Loop) (bool, error) {
+	if l.Budget.Spent(l.Usage) {
+		return true, nil
+	}
+	root, err := RootOf(tx, l)
+	if err != nil {
+		return false, err
+	}
+	_, spent, err := s.RecheckBudget(tx, root)
+	return spent, err
 }
