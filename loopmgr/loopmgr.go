@@ -64,8 +64,8 @@ type Options struct {
 	// ReadyAt it started (metrics).
 	OnDispatch func(l loop.Loop, latency time.Duration)
 	// OnUsage, if set, is called with each iteration's usage as it is
-	// recorded, and the loop (its Agent set to the profile it ran on).
-	OnUsage func(l loop.Loop, u loop.Usage)
+	// recorded: the loop, the agent profile it ran on (metrics).
+	OnUsage func(l loop.Loop, agent string, u loop.Usage)
 }
 
 // Manager schedules and runs loops.
