@@ -117,6 +117,9 @@ func Parse(name string, out []byte, exitCode int, now time.Time, pattern *regexp
 	default:
 		classifyText(&r, string(out), failed, now, pattern)
 	}
+	if r.IsError && r.Detail == "" {
+		r.Detail = oneLine(s.message)
+	}
 	settle(&r, now)
 	return r
 }
@@ -144,4 +147,21 @@ func ParseText(out []byte, failed bool, now time.Time, pattern *regexp.Regexp) R
 	classifyText(&r, string(out), failed, now, pattern)
 	settle(&r, now)
 	return r
+}
+
+// Final reports whether out holds the named preset's final structured event
+// (claude's result, codex's turn.completed or turn.failed, gemini's result):
+// the agent said itself how the run ended, so its text is not searched for
+// a limit when it said success.
+func Final(name string, out []byte) bool {
+	var r Report
+	switch name {
+	case Claude:
+		return parseClaude(out, &r).done
+	case Codex:
+		return parseCodex(out, &r).done
+	case Gemini:
+		return parseGemini(out, &r).done
+	}
+	return false
 }

@@ -80,11 +80,12 @@ func classifyText(r *Report, out string, failed bool, now time.Time, pattern *re
 }
 
 // limited marks r limited by lines[i], reading the reset from that line and
-// the two after it (a CLI may print "Access resets at …" on its own line).
+// its neighbours: a CLI may print "Access resets at …" on the next line, or
+// a hint line ("/upgrade to increase your usage limit.") after the limit.
 func limited(r *Report, lines []string, i int, now time.Time) {
 	r.Limited = true
 	r.Detail = oneLine(lines[i])
-	r.ResetAt = hint(strings.Join(lines[i:min(i+3, len(lines))], "\n"), now)
+	r.ResetAt = hint(strings.Join(lines[max(i-2, 0):min(i+3, len(lines))], "\n"), now)
 }
 
 // hint is ratelimit.ParseHint, zero when there is none.
