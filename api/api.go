@@ -30,6 +30,37 @@ type CreateRequest struct {
 	ConflictKey   string    `json:"conflict_key,omitzero"`
 	CostHint      float64   `json:"cost_hint,omitzero"`
 	Owner         string    `json:"owner,omitzero"`
+	// Agent names the agent profile (loopr.yml agent:/agents:) the loop and
+	// the loops it spawns run on; "" = its type's.
+	Agent string `json:"agent,omitzero"`
+	// Budget is the loop's own budget (a root's covers its tree); zero:
+	// loops.<type>.budget, else for a root the default budget:.
+	Budget loop.Budget `json:"budget,omitzero"`
+}
+
+// BudgetRequest changes a loop's budget (`loopr budget`, POST
+// /v1/loops/{id}/budget). A nil field keeps its value; 0 removes that ceiling.
+type BudgetRequest struct {
+	USD    *float64 `json:"usd,omitempty"`
+	Tokens *int64   `json:"tokens,omitempty"`
+}
+
+// BudgetResult is the loop after the change, and the loops it put back to
+// pending (they waited in needs_human for the budget).
+type BudgetResult struct {
+	Loop    loop.Loop  `json:"loop"`
+	Usage   loop.Usage `json:"tree_usage"`
+	Resumed []string   `json:"resumed"`
+}
+
+// ProfileLimit is the rate-limit state of one agent profile (`loopr status`).
+type ProfileLimit struct {
+	Agent      string    `json:"agent"`
+	Hits       int       `json:"hits"`
+	Limited    bool      `json:"limited"`
+	Recovering bool      `json:"recovering"`
+	ResumeAt   time.Time `json:"resume_at,omitzero"`
+	Since      time.Time `json:"since,omitzero"`
 }
 
 // BatchRequest creates several loops at once (POST /v1/loops/batch). Each
@@ -159,27 +190,37 @@ type TypeUsage struct {
 
 // Status is `loopr status` (GET /v1/status).
 type Status struct {
-	Daemon      bool                `json:"daemon"`
-	PID         int                 `json:"pid,omitzero"`
-	Version     string              `json:"version"`
-	Protocol    int                 `json:"protocol"`
-	StartedAt   time.Time           `json:"started_at,omitzero"`
-	UptimeSecs  int64               `json:"uptime_secs"`
-	Home        string              `json:"home"`
-	Workspace   string              `json:"workspace"`
-	Counts      map[loop.Status]int `json:"counts"`
-	Running     int                 `json:"running"`
-	MaxLoops    int                 `json:"max_loops"`
-	Types       []TypeUsage         `json:"types"`
-	RateLimit   ratelimit.State     `json:"rate_limit"`
-	RateLimited bool                `json:"rate_limited"`
-	Recovering  bool                `json:"recovering"`
-	ResumeAt    time.Time           `json:"resume_at,omitzero"`
-	DiskFreeGB  float64             `json:"disk_free_gb"`
-	DiskLow     bool                `json:"disk_low"`
-	DiskFull    bool                `json:"disk_full"` // below control.DiskFloorBytes free: no loop starts, new loops refused
-	Accepting   bool                `json:"accepting"`
-	Warning     string              `json:"warning,omitzero"`
+	Daemon     bool                `json:"daemon"`
+	PID        int                 `json:"pid,omitzero"`
+	Version    string              `json:"version"`
+	Protocol   int                 `json:"protocol"`
+	StartedAt  time.Time           `json:"started_at,omitzero"`
+	UptimeSecs int64               `json:"uptime_secs"`
+	Home       string              `json:"home"`
+	Workspace  string              `json:"workspace"`
+	Counts     map[loop.Status]int `json:"counts"`
+	Running    int                 `json:"running"`
+	MaxLoops   int                 `json:"max_loops"`
+	Types      []TypeUsage         `json:"types"`
+	// RateLimit is the state of the limited profile that resumes last
+	// (RateLimited: some profile is limited); Profiles lists every profile
+	// that has been limited, Limits is their states for a client's Plan.
+	RateLimit   ratelimit.State            `json:"rate_limit"`
+	RateLimited bool                       `json:"rate_limited"`
+	Recovering  bool                       `json:"recovering"`
+	ResumeAt    time.Time                  `json:"resume_at,omitzero"`
+	Profiles    []ProfileLimit             `json:"profiles,omitempty"`
+	Limits      map[string]ratelimit.State `json:"limits,omitempty"`
+	// Spent lists the trees whose budget is spent (root id → reason text).
+	Spent map[string]string `json:"budget_spent,omitempty"`
+	// SpentToday is what agents consumed since midnight (UTC), by the
+	// iterations recorded today.
+	SpentToday loop.Usage `json:"spent_today"`
+	DiskFreeGB float64    `json:"disk_free_gb"`
+	DiskLow    bool       `json:"disk_low"`
+	DiskFull   bool       `json:"disk_full"` // below control.DiskFloorBytes free: no loop starts, new loops refused
+	Accepting  bool       `json:"accepting"`
+	Warning    string     `json:"warning,omitzero"`
 	// Policy is the scheduling policy in force (it follows hot reloads), so
 	// a dashboard scores loops exactly as the daemon does.
 	Policy *scheduler.Policy `json:"policy,omitempty"`

@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/preset"
 	"github.com/loopr-dev/loopr/ratelimit"
 )
 
@@ -55,18 +56,22 @@ import (
 // The yaml tags are the file's key names; yaml.Marshal of a valid Config is a
 // valid loopr.yml.
 type Config struct {
-	Scheduler   Scheduler               `yaml:"scheduler"`
-	Concurrency Concurrency             `yaml:"concurrency"`
-	Admission   Admission               `yaml:"admission"`
-	Quotas      map[string]Quota        `yaml:"quotas,omitempty"` // limits by owner (a loop's owner)
-	RateLimit   RateLimit               `yaml:"rate_limit"`
-	Retry       Retry                   `yaml:"retry"`
-	Agent       Agent                   `yaml:"agent"`
-	Loops       map[string]LoopSettings `yaml:"loops"` // keyed by built-in type
-	Git         Git                     `yaml:"git"`
-	Storage     Storage                 `yaml:"storage"`
-	Retention   Retention               `yaml:"retention"`
-	API         API                     `yaml:"api"`
+	Scheduler   Scheduler        `yaml:"scheduler"`
+	Concurrency Concurrency      `yaml:"concurrency"`
+	Admission   Admission        `yaml:"admission"`
+	Quotas      map[string]Quota `yaml:"quotas,omitempty"` // limits by owner (a loop's owner)
+	RateLimit   RateLimit        `yaml:"rate_limit"`
+	Retry       Retry            `yaml:"retry"`
+	Agent       Agent            `yaml:"agent"`
+	// Agents names more agent profiles, with the keys of `agent:`; the
+	// profile `agent:` itself is named DefaultProfile.
+	Agents    map[string]Agent        `yaml:"agents,omitempty"`
+	Budget    Budget                  `yaml:"budget"` // default budget of a plan tree (its root loop)
+	Loops     map[string]LoopSettings `yaml:"loops"`  // keyed by built-in type
+	Git       Git                     `yaml:"git"`
+	Storage   Storage                 `yaml:"storage"`
+	Retention Retention               `yaml:"retention"`
+	API       API                     `yaml:"api"`
 	// Webhooks lists the receivers of loop events (the daemon POSTs them).
 	Webhooks []Webhook `yaml:"webhooks"`
 	// UserTypes is the file's `types:` section: extra loop types by name.
@@ -145,19 +150,34 @@ type PerType struct {
 	Ralph int `yaml:"ralph"`
 }
 
-// RateLimit is the `rate_limit:` section: the shared 429 backoff.
+// RateLimit is the `rate_limit:` section: the backoff of an agent profile
+// the provider limits (each profile has its own state).
 type RateLimit struct {
 	InitialBackoffSecs    int `yaml:"initial_backoff_secs"`
 	MaxBackoffSecs        int `yaml:"max_backoff_secs"`
 	RecoveryPeriodSecs    int `yaml:"recovery_period_secs"`
 	MaxConcurrentAPICalls int `yaml:"max_concurrent_api_calls"`
+	// MaxConsecutive parks a loop (failed) that was rate limited this many
+	// times in a row without an iteration running to an outcome.
+	MaxConsecutive int `yaml:"max_consecutive"`
+	// NotifyAfterSecs: a profile limited for longer than this, with no
+	// unlimited fallback, puts the loops waiting on it in needs_human
+	// (reason limit) until the limit ends; 0 = never.
+	NotifyAfterSecs int `yaml:"notify_after_secs"`
 }
+
+// NotifyAfter returns NotifyAfterSecs as a duration.
+func (r RateLimit) NotifyAfter() time.Duration { return time.Duration(r.NotifyAfterSecs) * time.Second }
 
 // Retry is the `retry:` section: the wait between failed iterations.
 type Retry struct {
 	BackoffBaseSecs int     `yaml:"backoff_base_secs"`
 	BackoffFactor   float64 `yaml:"backoff_factor"`
 	BackoffMaxSecs  int     `yaml:"backoff_max_secs"`
+	// TransientMax is how many transient provider errors (5xx, overloaded,
+	// connection reset) one iteration may meet and be retried without
+	// being spent; one more fails the iteration.
+	TransientMax int `yaml:"transient_max"`
 }
 
 // Delay returns how long a loop waits after its iteration-th iteration
@@ -175,9 +195,15 @@ func (r Retry) Delay(iteration int) time.Duration {
 	return time.Duration(d * float64(time.Second))
 }
 
-// Agent is the `agent:` section: how one iteration runs (SPEC §6).
+// Agent is the `agent:` section, and each entry of `agents:`: an agent
+// profile, how one iteration runs (SPEC §6).
 type Agent struct {
-	Command           []string `yaml:"command"` // argv, run without a shell
+	// Preset names the agent CLI (preset package): its default command,
+	// the environment it adds and the parser of its output.
+	Preset string `yaml:"preset"`
+	// Command replaces the preset's argv (run without a shell); the
+	// preset's parser and environment stay. Empty: the preset's argv.
+	Command           []string `yaml:"command"`
 	TimeoutSecs       int      `yaml:"timeout_secs"`
 	RateLimitExitCode int      `yaml:"rate_limit_exit_code"`
 	// RateLimitPattern is a Go regexp; agent output matching it means the
@@ -186,7 +212,49 @@ type Agent struct {
 	// compiling "" would see every run as rate limited); '[^\s\S]' never
 	// matches and so turns the check off.
 	RateLimitPattern string `yaml:"rate_limit_pattern"`
+	// Fallback names the profiles that take a loop's next iteration while
+	// this one is limited, in order (followed transitively).
+	Fallback []string `yaml:"fallback"`
 }
+
+// DefaultProfile is the name of the profile `agent:` defines.
+const DefaultProfile = "default"
+
+// DefaultAgent returns the settings an agent profile starts from: the
+// claude preset, 30 minutes, exit code 75, the default pattern.
+func DefaultAgent() Agent {
+	return Agent{
+		Preset:            preset.Claude,
+		TimeoutSecs:       1800,
+		RateLimitExitCode: 75,
+		RateLimitPattern:  DefaultRateLimitPattern,
+	}
+}
+
+// Argv returns the command the profile runs: Command, else its preset's.
+func (a Agent) Argv() []string {
+	if len(a.Command) > 0 {
+		return slices.Clone(a.Command)
+	}
+	p, _ := preset.Get(a.Preset)
+	return p.Command
+}
+
+// Env returns the extra environment of the profile's preset.
+func (a Agent) Env() []string {
+	p, _ := preset.Get(a.Preset)
+	return p.Env
+}
+
+// Budget is a spending ceiling: `budget:` (a plan tree's) and
+// loops.<type>.budget (each loop's own). 0 = no ceiling of that kind.
+type Budget struct {
+	USD    float64 `yaml:"usd"`
+	Tokens int     `yaml:"tokens"`
+}
+
+// Loop returns b as a loop record's budget.
+func (b Budget) Loop() loop.Budget { return loop.Budget{USD: b.USD, Tokens: int64(b.Tokens)} }
 
 // DefaultRateLimitPattern matches the messages agent CLIs print when the
 // provider limits them.
@@ -211,8 +279,11 @@ type LoopSettings struct {
 	// Validate lists shell commands (sh -c, in the workdir) that must all
 	// exit 0 for an iteration to pass.
 	Validate []string `yaml:"validate"`
-	// Agent overrides agent.command for this type; empty inherits it.
-	Agent []string `yaml:"agent,omitempty"`
+	// Agent names the agent profile loops of this type run on (agent:
+	// is DefaultProfile, the others are under agents:); "" = the default.
+	Agent string `yaml:"agent,omitempty"`
+	// Budget is each loop's own budget (a root's covers its tree).
+	Budget Budget `yaml:"budget,omitempty"`
 	// Prompt names a prompt template file, relative to the workspace; empty
 	// means .loopr/prompts/<type>.md when it exists, else the built-in one.
 	Prompt string `yaml:"prompt,omitempty"`
@@ -348,14 +419,10 @@ func Default() *Config {
 		RateLimit: RateLimit{
 			InitialBackoffSecs: 5, MaxBackoffSecs: 120,
 			RecoveryPeriodSecs: 30, MaxConcurrentAPICalls: 10,
+			MaxConsecutive: 20, NotifyAfterSecs: 3600,
 		},
-		Retry: Retry{BackoffBaseSecs: 2, BackoffFactor: 2, BackoffMaxSecs: 60},
-		Agent: Agent{
-			Command:           []string{"claude", "-p", "--dangerously-skip-permissions"},
-			TimeoutSecs:       1800,
-			RateLimitExitCode: 75,
-			RateLimitPattern:  DefaultRateLimitPattern,
-		},
+		Retry: Retry{BackoffBaseSecs: 2, BackoffFactor: 2, BackoffMaxSecs: 60, TransientMax: 3},
+		Agent: DefaultAgent(),
 		Loops: map[string]LoopSettings{
 			loop.Plan:  {MaxIterations: 10, RequireApproval: true},
 			loop.Spec:  {MaxIterations: 25},
@@ -443,9 +510,9 @@ func (c *Config) Policy(t string) TypePolicy {
 }
 
 // Loop returns the settings of type t with the inherited values resolved:
-// Agent falls back to agent.command and TimeoutSecs to agent.timeout_secs.
-// Prompt stays "" when the type names no template. The slices are copies.
-// For an unknown type only the inherited values are set.
+// Agent falls back to DefaultProfile and TimeoutSecs to the timeout_secs of
+// that profile. Prompt stays "" when the type names no template. The slices
+// are copies. For an unknown type only the inherited values are set.
 func (c *Config) Loop(t string) LoopSettings {
 	var s LoopSettings
 	if builtin(t) {
@@ -454,14 +521,56 @@ func (c *Config) Loop(t string) LoopSettings {
 		s = u.loopSettings()
 	}
 	s.Validate = slices.Clone(s.Validate)
-	if len(s.Agent) == 0 {
-		s.Agent = c.Agent.Command
+	if s.Agent == "" {
+		s.Agent = DefaultProfile
 	}
-	s.Agent = slices.Clone(s.Agent)
 	if s.TimeoutSecs == 0 {
-		s.TimeoutSecs = c.Agent.TimeoutSecs
+		a, _ := c.Profile(s.Agent)
+		s.TimeoutSecs = a.TimeoutSecs
 	}
 	return s
+}
+
+// Profile returns the agent profile called name: DefaultProfile is
+// `agent:`, the others are entries of `agents:`.
+func (c *Config) Profile(name string) (Agent, bool) {
+	if name == DefaultProfile || name == "" {
+		return c.Agent, true
+	}
+	a, ok := c.Agents[name]
+	return a, ok
+}
+
+// Profiles returns the names of every agent profile: DefaultProfile, then
+// the entries of `agents:` by name.
+func (c *Config) Profiles() []string {
+	return append([]string{DefaultProfile}, slices.Sorted(maps.Keys(c.Agents))...)
+}
+
+// ProfileOf returns the profile a loop runs on: its own (agent, from
+// --agent) when the configuration still defines it, else its type's.
+func (c *Config) ProfileOf(l *loop.Loop) string {
+	if l.Agent != "" {
+		if _, ok := c.Profile(l.Agent); ok {
+			return l.Agent
+		}
+	}
+	return c.Loop(l.Type).Agent
+}
+
+// BudgetFor returns the budget a new loop of type t gets when its creator
+// sets none: loops.<t>.budget, else, for a root, the tree default budget.
+func (c *Config) BudgetFor(t string, root bool) loop.Budget {
+	var b Budget
+	if builtin(t) {
+		b = c.Loops[t].Budget
+	} else {
+		b = c.UserTypes[t].Budget
+	}
+	if b == (Budget{}) && root {
+		b = c.Budget
+	}
+	return b.Loop()
 }
 
 // APICallCap returns how many agent processes may run at once: the smaller of

@@ -66,7 +66,8 @@ type Service struct {
 	admMu sync.Mutex
 	adm   admissionCount // the waiting loops counted in the last write transaction
 
-	idx indexState // the in-memory scheduling index, once enabled (index.go)
+	idx   indexState // the in-memory scheduling index, once enabled (index.go)
+	spent spentCache // the trees whose budget is spent, with the index on (budget.go)
 }
 
 // New returns a Service. cfg is called on every operation so a daemon can
@@ -103,6 +104,16 @@ func Policy(c *config.Config) scheduler.Policy {
 		}
 	}
 	addTypePolicies(&p, c)
+	p.Agents = scheduler.Agents{Default: config.DefaultProfile, ByType: map[string]string{}, Fallback: map[string][]string{}}
+	for _, name := range c.Profiles() {
+		a, _ := c.Profile(name)
+		p.Agents.Fallback[name] = a.Fallback
+	}
+	for _, t := range c.Types() {
+		if a := c.Loop(t).Agent; a != config.DefaultProfile {
+			p.Agents.ByType[t] = a
+		}
+	}
 	return p
 }
 

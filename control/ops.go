@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -37,6 +38,16 @@ func (s *Service) NewLoop(req api.CreateRequest, parent *loop.Loop, now time.Tim
 	if req.CostHint < 0 {
 		return loop.Loop{}, Invalid("cost_hint", "must be >= 0")
 	}
+	if req.Agent != "" {
+		if _, ok := c.Profile(req.Agent); !ok {
+			return loop.Loop{}, Invalid("--agent", "unknown agent profile %q (known: %s)", req.Agent, strings.Join(c.Profiles(), ", "))
+		}
+	}
+	if b := req.Budget; math.IsNaN(b.USD) || math.IsInf(b.USD, 0) || b.USD < 0 {
+		return loop.Loop{}, Invalid("--budget-usd", "must be a number >= 0")
+	} else if b.Tokens < 0 {
+		return loop.Loop{}, Invalid("--budget-tokens", "must be >= 0")
+	}
 	l := loop.Loop{
 		ID: NewID(now), Type: req.Type, Status: loop.Pending,
 		Task: strings.TrimSpace(req.Task), Title: strings.TrimSpace(req.Title),
@@ -44,6 +55,10 @@ func (s *Service) NewLoop(req api.CreateRequest, parent *loop.Loop, now time.Tim
 		CreatedAt: now, UpdatedAt: now,
 		RunnableAt: req.RunnableAt.UTC(), Deadline: req.Deadline.UTC(),
 		FairnessKey: req.FairnessKey, ConflictKey: req.ConflictKey, CostHint: req.CostHint, Owner: req.Owner,
+		Agent: req.Agent, Budget: req.Budget,
+	}
+	if l.Budget == (loop.Budget{}) {
+		l.Budget = c.BudgetFor(l.Type, parent == nil)
 	}
 	if l.Title == "" {
 		l.Title = titleFrom(l.Task)
@@ -379,9 +394,13 @@ func (s *Service) SpawnChildren(tx *store.Tx, parent loop.Loop, doc artifact.Doc
 		return nil, nil
 	}
 	ids := make([]string, 0, len(doc.Sections))
+	agent := parent.Agent // the tree runs on the profile its root chose
+	if _, ok := s.cfg().Profile(agent); !ok {
+		agent = "" // no longer configured: the type's
+	}
 	for _, sec := range doc.Sections {
 		req := api.CreateRequest{Type: ct, Task: sec.Text, Title: sec.Name,
-			FairnessKey: parent.FairnessKey, Owner: parent.Owner, ConflictKey: sec.ConflictKey}
+			FairnessKey: parent.FairnessKey, Owner: parent.Owner, ConflictKey: sec.ConflictKey, Agent: agent}
 		child, err := s.NewLoop(req, &parent, now)
 		if err != nil {
 			return nil, fmt.Errorf("spawn child %d of %s: %w", sec.N, parent.ID, err)

@@ -44,15 +44,26 @@ func (m *Manager) root(l loop.Loop) (loop.Loop, error) {
 
 // prepare builds the job for one iteration: settings, parent artifact and
 // the working directory (a git worktree when enabled).
-func (m *Manager) prepare(ctx context.Context, l loop.Loop) (runner.Job, error) {
+func (m *Manager) prepare(ctx context.Context, l loop.Loop, profile string) (runner.Job, error) {
 	c := m.cfg()
 	ls := c.Loop(l.Type)
+	a, ok := c.Profile(profile)
+	if !ok { // gone in a reload since the decision
+		a, _ = c.Profile(c.ProfileOf(&l))
+	}
+	timeout := a.TimeoutSecs
+	if own := c.Loops[l.Type].TimeoutSecs; own > 0 {
+		timeout = own
+	} else if u, ok := c.UserTypes[l.Type]; ok && u.TimeoutSecs > 0 {
+		timeout = u.TimeoutSecs
+	}
 	j := runner.Job{
 		Loop: l, Home: m.svc.Paths.Home, Workdir: m.svc.Paths.Workspace,
 		Settings: runner.Settings{
-			Agent: ls.Agent, Validate: ls.Validate, PromptFile: m.promptFile(l.Type, ls.Prompt),
-			Timeout:           time.Duration(ls.TimeoutSecs) * time.Second,
-			RateLimitExitCode: c.Agent.RateLimitExitCode, RateLimitPattern: ratePattern(c),
+			Agent: a.Argv(), Env: a.Env(), Preset: a.Preset,
+			Validate: ls.Validate, PromptFile: m.promptFile(l.Type, ls.Prompt),
+			Timeout:           time.Duration(timeout) * time.Second,
+			RateLimitExitCode: a.RateLimitExitCode, RateLimitPattern: ratePattern(a.RateLimitPattern),
 		},
 	}
 	// The runner reads the parent's artifact (a regular file under the
@@ -160,8 +171,19 @@ func (m *Manager) finish(ctx context.Context, r result) {
 			res.Feedback = why + "\n" + res.Feedback
 		}
 	}
+	// What the agent consumed is recorded with the outcome, in the same
+	// transaction (ours adds it): whatever the outcome.
+	if u := spentBy(res); u != (loop.Usage{}) {
+		m.charge = &charge{id: l.ID, iteration: a.iteration, usage: u}
+	}
+	defer func() { m.charge = nil }()
+	if res.Transient && res.Outcome == runner.Failed && r.git.err == nil {
+		res.Outcome = transientOutcome
+	}
 	var err error
 	switch res.Outcome {
+	case transientOutcome:
+		err = m.transient(l.ID, a.iteration, res, now)
 	case runner.Cancelled:
 		if a.stopping {
 			err = m.requeue(l.ID, a.iteration, now, "daemon stopping: requeued at the same iteration")
@@ -169,9 +191,9 @@ func (m *Manager) finish(ctx context.Context, r result) {
 			m.cleanup(ctx, l, false)
 		}
 	case runner.RateLimited:
-		err = m.rateLimited(l.ID, a.iteration, res, now)
+		err = m.rateLimited(l.ID, a.iteration, a.agent, res, now)
 	case runner.Passed:
-		err = m.passed(ctx, l, a.iteration, res, r.git, now)
+		err = m.passed(ctx, l, a.iteration, a.agent, res, r.git, now)
 	default:
 		if m.svc.DiskFull() != nil {
 			// Not the agent's fault: try again at the same iteration
@@ -185,6 +207,9 @@ func (m *Manager) finish(ctx context.Context, r result) {
 		m.applyFailed(l, a.iteration, res, err, now)
 	} else {
 		m.recorded(l.ID)
+	}
+	if m.charge != nil && m.charge.applied {
+		m.checkBudget(l.ID, now)
 	}
 	// Fairness learns the wall time of iterations that ran to a verdict
 	// (not those cancelled, rate limited or never started).
@@ -240,6 +265,18 @@ func (m *Manager) ours(tx *store.Tx, id string, iteration int) (loop.Loop, error
 	if cur.Status != loop.Running || cur.Lease == nil || cur.Lease.Owner != m.o.Owner || cur.Iteration != iteration {
 		return cur, errStale
 	}
+	if c := m.charge; c != nil && c.id == id && c.iteration == iteration {
+		// The usage of the iteration being recorded: added to the record
+		// (and to today's total) by whatever writes its outcome.
+		cur.Usage = cur.Usage.Add(c.usage)
+		if err := control.AddUsageToday(tx, c.usage, m.now()); err != nil {
+			return cur, err
+		}
+		c.applied = true
+		if m.o.OnUsage != nil {
+			m.o.OnUsage(cur, c.usage)
+		}
+	}
 	return cur, nil
 }
 
@@ -278,31 +315,75 @@ func (m *Manager) requeueAfter(id string, iteration int, now, at time.Time, msg 
 	})
 }
 
-// rateLimited records the hit in the shared state and requeues the loop
-// without spending an iteration.
-func (m *Manager) rateLimited(id string, iteration int, res runner.Result, now time.Time) error {
+// rateLimited records the hit in the state of the agent profile the loop
+// ran on and requeues the loop without spending an iteration; a loop rate
+// limited rate_limit.max_consecutive times in a row parks instead.
+func (m *Manager) rateLimited(id string, iteration int, profile string, res runner.Result, now time.Time) error {
 	return m.update(id, func(tx *store.Tx) error {
 		cur, err := m.ours(tx, id, iteration)
 		if err != nil {
 			return err
 		}
-		var st = m.loadRate(tx)
+		limits, err := control.LoadLimits(tx)
+		if err != nil {
+			return err
+		}
+		st := limits[profile]
 		var delay time.Duration
 		if !res.RateLimitUntil.IsZero() {
 			delay = st.HitUntil(now, res.RateLimitUntil, m.rateLimitConfig())
 		} else {
 			delay = st.Hit(now, res.RateLimitAfter, m.rateLimitConfig())
 		}
-		if err := tx.SetMeta(control.RateLimitKey, st); err != nil {
+		limits[profile] = st
+		if err := control.SaveLimits(tx, limits); err != nil {
 			return err
 		}
-		msg := fmt.Sprintf("rate limited (hit %d): all loops wait %s, until %s; no iteration spent",
-			st.Hits, delay.Round(time.Second), st.BackoffUntil.Format(time.RFC3339))
+		msg := fmt.Sprintf("rate limited (agent %s, hit %d): its loops wait %s, until %s; no iteration spent",
+			profile, st.Hits, delay.Round(time.Second), st.BackoffUntil.Format(time.RFC3339))
 		if _, err := tx.AppendEvent(loop.Event{Time: now, Loop: id, Kind: loop.EventRateLimit, Iteration: iteration, Message: msg}); err != nil {
 			return err
 		}
-		m.log.Warn("rate limited", "loop", id, "hits", st.Hits, "delay", delay, "until", st.BackoffUntil)
-		return control.Move(tx, cur, loop.Pending, now, "requeued after rate limit", nil)
+		m.log.Warn("rate limited", "loop", id, "agent", profile, "hits", st.Hits, "delay", delay, "until", st.BackoffUntil)
+		streak := cur.RateLimitStreak + 1
+		if limit := m.cfg().RateLimit.MaxConsecutive; limit > 0 && streak >= limit {
+			why := fmt.Sprintf("rate limited %d times in a row (rate_limit.max_consecutive %d); last: agent %s until %s",
+				streak, limit, profile, st.BackoffUntil.Format(time.RFC3339))
+			return control.Move(tx, cur, loop.Failed, now, why, func(n *loop.Loop) {
+				n.Reason, n.RateLimitStreak = why, streak
+			})
+		}
+		return control.Move(tx, cur, loop.Pending, now, "requeued after rate limit", func(n *loop.Loop) {
+			n.RateLimitStreak = streak
+		})
+	})
+}
+
+// transientOutcome marks a failed result the provider caused (5xx,
+// overloaded, connection reset): retried without spending the iteration,
+// at most retry.transient_max times.
+const transientOutcome runner.Outcome = "transient"
+
+// transient requeues the loop at the same iteration after a backoff, or
+// fails the iteration once it met retry.transient_max transient errors.
+func (m *Manager) transient(id string, iteration int, res runner.Result, now time.Time) error {
+	return m.update(id, func(tx *store.Tx) error {
+		cur, err := m.ours(tx, id, iteration)
+		if err != nil {
+			return err
+		}
+		limit := m.cfg().Retry.TransientMax
+		if cur.TransientRetries >= limit {
+			reason := fmt.Sprintf("transient provider error, %d retries spent (retry.transient_max %d): %s", cur.TransientRetries, limit, res.Reason)
+			return m.failLoop(tx, cur, reason, res.Feedback, now)
+		}
+		n := cur.TransientRetries + 1
+		delay := m.cfg().Retry.Delay(n)
+		msg := fmt.Sprintf("transient provider error (%d of %d retries, no iteration spent): %s; retry in %s", n, limit, res.Reason, delay)
+		return control.Move(tx, cur, loop.Pending, now, msg, func(l *loop.Loop) {
+			l.TransientRetries = n
+			l.RunnableAt = now.Add(delay)
+		})
 	})
 }
 
@@ -324,6 +405,7 @@ func (m *Manager) failLoop(tx *store.Tx, cur loop.Loop, reason, feedback string,
 		reason = "iteration failed"
 	}
 	fb := boundFeedback(fmt.Sprintf("Iteration %d failed: %s\n%s", cur.Iteration, reason, feedback), cur.Feedback)
+	cur.RateLimitStreak, cur.TransientRetries = 0, 0 // the iteration ran to an outcome
 	if cur.Iteration >= cur.MaxIterations {
 		why := fmt.Sprintf("max_iterations %d reached; last: %s", cur.MaxIterations, reason)
 		return control.Move(tx, cur, loop.Failed, now, why, func(n *loop.Loop) {
@@ -354,7 +436,7 @@ func boundFeedback(newest, older string) string {
 // passed completes a loop whose iteration validated: merge (ralph-like
 // loops with a plan), then complete or await approval, spawning children in
 // the same transaction.
-func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, res runner.Result, sv saved, now time.Time) error {
+func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, profile string, res runner.Result, sv saved, now time.Time) error {
 	if m.o.Git != nil && ownBranch(l.Type) {
 		if err := sv.mergeErr; err != nil {
 			var ce *gitflow.ConflictError
@@ -372,13 +454,10 @@ func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, res ru
 		if err != nil {
 			return err
 		}
-		st := m.loadRate(tx)
-		if st.Hits > 0 {
-			st.Success(now)
-			if err := tx.SetMeta(control.RateLimitKey, st); err != nil {
-				return err
-			}
+		if err := m.success(tx, profile, now); err != nil {
+			return err
 		}
+		cur.RateLimitStreak, cur.TransientRetries = 0, 0
 		to := loop.Complete
 		msg := fmt.Sprintf("iteration %d passed", iteration)
 		if approval {
@@ -419,5 +498,75 @@ func (m *Manager) cleanup(ctx context.Context, l loop.Loop, completed bool) {
 	}
 	if err := m.o.Git.RemoveWorktree(context.WithoutCancel(ctx), l.ID, deleteBranch); err != nil {
 		m.log.Warn("remove worktree", "loop", l.ID, "err", err)
+	}
+}
+
+// success records, in tx, that an iteration on profile ran without a rate
+// limit: the profile's consecutive hits start again from the first.
+func (m *Manager) success(tx *store.Tx, profile string, now time.Time) error {
+	limits, err := control.LoadLimits(tx)
+	if err != nil {
+		return err
+	}
+	st, ok := limits[profile]
+	if !ok || st.Hits == 0 {
+		return nil
+	}
+	st.Success(now)
+	limits[profile] = st
+	return control.SaveLimits(tx, limits)
+}
+
+// charge is the usage of the iteration whose outcome is being recorded.
+type charge struct {
+	id        string
+	iteration int
+	usage     loop.Usage
+	applied   bool
+}
+
+// spentBy returns what an iteration consumed: the usage the agent
+// reported, plus its agent time.
+func spentBy(res runner.Result) loop.Usage {
+	u := res.Usage
+	if !res.AgentStart.IsZero() && res.AgentEnd.After(res.AgentStart) {
+		u.AgentSeconds += res.AgentEnd.Sub(res.AgentStart).Seconds()
+	}
+	return u
+}
+
+// checkBudget holds the loops of id's tree whose budget is spent
+// (needs_human, reason budget) once an iteration was recorded.
+func (m *Manager) checkBudget(id string, now time.Time) {
+	spent := false
+	err := m.svc.Store.View(func(tx *store.Tx) error {
+		l, err := tx.Get(id)
+		if err != nil {
+			return err
+		}
+		spent, err = m.svc.BudgetSpentFor(tx, l)
+		return err
+	})
+	if err != nil || !spent {
+		if err != nil {
+			m.log.Error("budget check", "loop", id, "err", err)
+		}
+		return
+	}
+	var held []string
+	err = m.svc.Store.Update(func(tx *store.Tx) error {
+		l, err := tx.Get(id)
+		if err != nil {
+			return err
+		}
+		held, err = m.svc.HoldForBudget(tx, l, now)
+		return err
+	})
+	if err != nil {
+		m.log.Error("budget check", "loop", id, "err", err)
+		return
+	}
+	if len(held) > 0 {
+		m.log.Warn("budget spent: loops wait for a person", "loop", id, "held", len(held))
 	}
 }

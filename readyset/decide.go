@@ -10,7 +10,11 @@ import (
 
 // Env is what a decision needs from outside the index.
 type Env struct {
-	RateLimit   ratelimit.State
+	RateLimit ratelimit.State // holds back every loop
+	// Limits is the rate-limit state of each agent profile (see
+	// scheduler.Snapshot.Limits), Spent the trees whose budget is spent.
+	Limits      map[string]ratelimit.State
+	Spent       map[string]string
 	DiskLow     bool
 	DiskLowText string
 	// Fairness is the learned fair-queuing state (read with fairness on).
@@ -165,8 +169,13 @@ func (l *limit) full() bool { return l != nil && l.used >= l.max }
 // fast is the incremental walk. It returns false, having decided nothing,
 // when only Plan can be exact.
 func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) bool {
-	if p.Fairness.Enabled || p.Weights.AgeBoostPerMinute < 0 {
+	if p.Fairness.Enabled || p.Weights.AgeBoostPerMinute < 0 || len(env.Spent) > 0 {
 		return false
+	}
+	for _, st := range env.Limits { // a limited profile: Plan picks the fallbacks
+		if st.Blocked(now) || st.Recovering(now) {
+			return false
+		}
 	}
 	ix.setWeights(p.Weights)
 	if now.Before(ix.t) {
@@ -342,7 +351,7 @@ func (ix *Index) snapshot(env *Env) scheduler.Snapshot {
 		Waiting:   make([]scheduler.Candidate, 0, ix.nwaiting),
 		Running:   map[string]int{},
 		RateLimit: env.RateLimit, DiskLow: env.DiskLow, DiskLowText: env.DiskLowText,
-		Fairness: env.Fairness,
+		Fairness: env.Fairness, Limits: env.Limits, Spent: env.Spent,
 	}
 	loops := make([]loop.Loop, 0, ix.nwaiting)
 	present := map[string]bool{}
@@ -403,11 +412,8 @@ func (ix *Index) snapshot(env *Env) scheduler.Snapshot {
 			c.ParentMissing = true
 		}
 		root := ix.root(parent, roots)
+		c.Root = root // the fairness key, unless the loop names its own; the tree of its budget
 		for _, e := range kids {
-			c.Root = ""
-			if e.fairnessKey == "" {
-				c.Root = root
-			}
 			add(e, c)
 		}
 	}

@@ -54,6 +54,9 @@ type node struct {
 type entry struct {
 	id, typ, parent, title, triggeredBy string
 	fairnessKey, conflictKey, owner     string
+	agent                               string
+	usage                               loop.Usage
+	budget                              loop.Budget
 	status                              loop.Status
 	depth, iteration                    int
 	created, runnableAt, deadline       time.Time
@@ -72,7 +75,7 @@ type entry struct {
 // ready reports whether e passes every gate that depends on its own record
 // and its parent at the watermark (the artifact is checked by Decide).
 func (e *entry) ready() bool {
-	return e.status == loop.Pending && e.parentOK && !e.delayed && !e.dead
+	return e.status == loop.Pending && e.parentOK && !e.delayed && !e.dead && !e.budget.Spent(e.usage)
 }
 
 // lite returns the loop record the entry stands for, with the fields
@@ -84,6 +87,7 @@ func (e *entry) lite() loop.Loop {
 		TriggeredBy: e.triggeredBy, Title: e.title, Iteration: e.iteration,
 		CreatedAt: e.created, RunnableAt: e.runnableAt, Deadline: e.deadline,
 		FairnessKey: e.fairnessKey, ConflictKey: e.conflictKey, CostHint: e.costHint, Owner: e.owner,
+		Agent: e.agent, Usage: e.usage, Budget: e.budget,
 	}
 }
 
@@ -197,7 +201,7 @@ func (ix *Index) put(l *loop.Loop) {
 	ix.nodes[l.ID] = n
 	if l.Status == loop.Running {
 		ix.running[l.ID] = loop.Loop{ID: l.ID, Type: l.Type, Status: l.Status, Parent: l.Parent,
-			Owner: l.Owner, ConflictKey: l.ConflictKey, FairnessKey: l.FairnessKey}
+			Owner: l.Owner, ConflictKey: l.ConflictKey, FairnessKey: l.FairnessKey, Agent: l.Agent}
 	} else {
 		delete(ix.running, l.ID)
 	}
@@ -256,6 +260,7 @@ func (ix *Index) addEntry(l *loop.Loop) *entry {
 		depth: l.Depth, iteration: l.Iteration,
 		created: l.CreatedAt, runnableAt: l.RunnableAt, deadline: l.Deadline,
 		costHint: l.CostHint, gi: -1, di: -1, dli: -1, ci: -1,
+		agent: l.Agent, usage: l.Usage, budget: l.Budget,
 	}
 	ix.nwaiting++
 	if e.parent == "" {

@@ -99,6 +99,11 @@ func (m *model) create(now time.Time) loop.Loop {
 	if l.Parent != "" && r.IntN(2) == 0 {
 		l.TriggeredBy = parts[r.IntN(len(parts))]
 	}
+	l.Agent = []string{"", "", "codex", "default", "gone"}[r.IntN(5)]
+	if r.IntN(10) == 0 { // a loop whose own budget is spent, or nearly
+		l.Budget = loop.Budget{Tokens: 1000}
+		l.Usage = loop.Usage{OutputTokens: int64(r.IntN(2000))}
+	}
 	switch r.IntN(6) {
 	case 0:
 		l.RunnableAt = now.Add(time.Duration(r.IntN(300)) * time.Second)
@@ -162,7 +167,7 @@ func (m *model) step(now time.Time) {
 // builds it from the store: not from the index under test.
 func (m *model) reference(env readyset.Env) scheduler.Snapshot {
 	s := scheduler.Snapshot{Running: map[string]int{}, RateLimit: env.RateLimit, DiskLow: env.DiskLow,
-		DiskLowText: env.DiskLowText, Fairness: env.Fairness}
+		DiskLowText: env.DiskLowText, Fairness: env.Fairness, Limits: env.Limits, Spent: env.Spent}
 	for _, id := range m.ids() {
 		l := m.loops[id]
 		switch {
@@ -174,9 +179,7 @@ func (m *model) reference(env readyset.Env) scheduler.Snapshot {
 				} else {
 					c.ParentMissing = true
 				}
-				if l.FairnessKey == "" {
-					c.Root = m.root(l.Parent)
-				}
+				c.Root = m.root(l.Parent)
 			}
 			c.ArtifactMissing = l.TriggeredBy != "" && !env.ArtifactExists(l.TriggeredBy)
 			s.Waiting = append(s.Waiting, c)
@@ -186,6 +189,16 @@ func (m *model) reference(env readyset.Env) scheduler.Snapshot {
 		}
 	}
 	return s
+}
+
+// anyRoot returns the id of some loop without a parent, "" when none.
+func (m *model) anyRoot() string {
+	for _, id := range m.ids() {
+		if m.loops[id].Parent == "" {
+			return id
+		}
+	}
+	return ""
 }
 
 func (m *model) root(id string) string {
@@ -318,6 +331,18 @@ func TestDecideMatchesPlan(t *testing.T) {
 			case 2:
 				env.DiskLow, env.DiskLowText = true, "disk low: test"
 			}
+			switch r.IntN(30) { // agent profiles limited, recovering; a tree's budget spent
+			case 0:
+				env.Limits = map[string]ratelimit.State{"codex": {Hits: 1, BackoffUntil: now.Add(time.Minute)}}
+			case 1:
+				env.Limits = map[string]ratelimit.State{"default": {Hits: 1, BackoffUntil: now.Add(-time.Second), RecoveryUntil: now.Add(time.Minute)}}
+			case 2:
+				env.Limits = map[string]ratelimit.State{"default": {Hits: 1, BackoffUntil: now.Add(time.Hour)}}
+			case 3:
+				env.Spent = map[string]string{m.anyRoot(): "tree budget spent"}
+			}
+			p.Agents = scheduler.Agents{Default: "default", ByType: map[string]string{loop.Ralph: "codex"},
+				Fallback: map[string][]string{"default": nil, "codex": {"default"}}}
 			if p.Fairness.Enabled {
 				env.Fairness = scheduler.Fairness{Keys: map[string]scheduler.KeyUsage{"k1": {Used: 30, Seen: now}}}
 			}
