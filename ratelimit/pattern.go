@@ -15,4 +15,4 @@ const DefaultPattern = `(?im)hit your (?:\w+ )?limit|usage limit reached|\d+-hou
 	`exhausted your (?:daily )?(?:quota|capacity)|quota exceeded|free usage exceeded|` +
 	`request rejected \(429\)|API Error: 429\b|exceeded retry limit, last status: 429|` +
 	`would exceed (?:your account.s|the) rate limit|rate_limit_error|RateLimitError|usage_limit_reached|` +
-	`^\W*(?:error:\s*)?(?:(?:http\s*)?429\s*)?(?:too many requests|rate limit(?:ed| exceeded| reached))\W*$`
+	`^\W*(?:error:\s*)?(?:(?:http\s*)?429\s*)?(?:too many requests|rate limit(?:ed| exceeded| reached))(?:\W*$|\s*[,.;:(\[])`
