@@ -73,6 +73,7 @@ type claudeEvent struct {
 		ResetsAt      int64  `json:"resetsAt"`
 		RateLimitType string `json:"rateLimitType"`
 	} `json:"rate_limit_info"`
+	ErrorStatus    status   `json:"error_status"` // system/api_retry
 	IsError        bool     `json:"is_error"`
 	APIErrorStatus status   `json:"api_error_status"`
 	Result         string   `json:"result"`
@@ -91,6 +92,7 @@ func parseClaude(out []byte, r *Report) structured {
 	var rejected time.Time
 	var rejectedSeen bool
 	var rejectedDetail string
+	var retrying status
 	jsonLines(out, func(line []byte) {
 		var e claudeEvent
 		if json.Unmarshal(line, &e) != nil {
@@ -109,6 +111,12 @@ func parseClaude(out []byte, r *Report) structured {
 				if t := e.RateLimitInfo.RateLimitType; t != "" {
 					rejectedDetail += " (" + t + ")"
 				}
+			}
+		case "system":
+			// With retries left, the CLI reports each one it waits for
+			// (subtype api_retry, error_status 429/529/5xx).
+			if e.Subtype == "api_retry" && e.ErrorStatus != 0 {
+				retrying = e.ErrorStatus
 			}
 		case "result":
 			s.done = true
@@ -131,6 +139,10 @@ func parseClaude(out []byte, r *Report) structured {
 	// A rejected event without a failed result (the CLI was killed, or
 	// printed the event and carried on with an overage) still says the
 	// provider refused when the run did not succeed.
+	if !s.done && retrying != 0 && !rejectedSeen {
+		// Killed (loopr's timeout) while the CLI waited out a 429 or 529.
+		byStatus(r, retrying, fmt.Sprintf("killed while the CLI retried HTTP %d", retrying))
+	}
 	if rejectedSeen && (!s.done || r.IsError) {
 		r.Transient = false
 		r.Limited = true

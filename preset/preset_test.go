@@ -228,6 +228,8 @@ func TestParseClaude(t *testing.T) {
 		{"500 with a null status", lines(claudeInit, claude500Null), 1, transient, true, time.Time{}, loop.Usage{}},
 		{"ordinary failure", lines(claudeInit, claudeFailed), 1, none, true, time.Time{}, loop.Usage{InputTokens: 100, OutputTokens: 50, CostUSD: 0.5}},
 		{"rejected event, killed before the result", lines(claudeInit, claudeReject), 143, limit, false, time.Unix(1795472573, 0), loop.Usage{}},
+		{"killed while retrying a 429", lines(claudeInit, `{"type":"system","subtype":"api_retry","attempt":3,"max_retries":10,"retry_delay_ms":30000,"error_status":429,"error":"rate_limit","session_id":"s"}`), -1, limit, false, time.Time{}, loop.Usage{}},
+		{"killed while retrying a 529", lines(claudeInit, `{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":500,"error_status":529,"error":"overloaded","session_id":"s"}`), -1, transient, false, time.Time{}, loop.Usage{}},
 		{"text output after all (command replaced)", []byte("You've hit your session limit · resets 11:25pm (UTC)\n"), 1, limit, false, time.Date(2026, 11, 23, 23, 25, 0, 0, time.UTC), loop.Usage{}},
 		{"exit 0 but the result says error", lines(claudeInit, claudeSession), 0, limit, true, time.Date(2026, 11, 23, 23, 36, 0, 0, time.UTC), loop.Usage{}},
 	}

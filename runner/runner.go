@@ -285,6 +285,9 @@ func (it *iteration) run(ctx context.Context) Result {
 			return it.fail("workdir vanished", "", "")
 		}
 		return it.fail(startReason(j.Settings.Agent, p.startErr), "", "")
+	case p.timedOut && it.report.Limited:
+		// Killed while the CLI was waiting out a limit itself.
+		return it.limited("rate limited: "+it.report.Detail+" (agent timed out)", it.report)
 	case p.timedOut:
 		return it.fail(fmt.Sprintf("agent timed out after %s", it.s.Timeout), "agent.log", it.agentLog)
 	case !dirExists(j.Workdir):
