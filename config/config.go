@@ -49,6 +49,7 @@ import (
 
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/preset"
+	"github.com/loopr-dev/loopr/ratelimit"
 )
 
 // Config is loopr's configuration: the defaults with loopr.yml laid over them.
@@ -257,7 +258,7 @@ func (b Budget) Loop() loop.Budget { return loop.Budget{USD: b.USD, Tokens: int6
 
 // DefaultRateLimitPattern matches the messages agent CLIs print when the
 // provider limits them.
-const DefaultRateLimitPattern = `(?i)\b429\b|rate.?limit|usage limit|hit your limit|quota exceeded`
+const DefaultRateLimitPattern = ratelimit.DefaultPattern
 
 // RateLimitRegexp compiles RateLimitPattern. It returns nil, nil for an
 // empty pattern (only possible in a configuration that fails Validate).

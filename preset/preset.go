@@ -53,9 +53,16 @@ func Get(name string) (Preset, bool) {
 }
 
 var presets = []Preset{
-	{Name: Claude, Command: []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"}},
-	{Name: Codex, Command: []string{"codex", "exec", "--json"}},
-	{Name: Gemini, Command: []string{"gemini", "--output-format", "stream-json"}},
+	{
+		Name:    Claude,
+		Command: []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"},
+		// No retries inside the CLI: it would wait out a 429 or 529
+		// silently for ~3 minutes (10 retries, honouring retry-after).
+		// loopr waits instead, and knows why. No self-update mid-run.
+		Env: []string{"CLAUDE_CODE_MAX_RETRIES=0", "DISABLE_AUTOUPDATER=1"},
+	},
+	{Name: Codex, Command: []string{"codex", "exec", "--json", "--full-auto", "-"}},
+	{Name: Gemini, Command: []string{"gemini", "--output-format", "stream-json", "--yolo"}},
 	{Name: OpenCode, Command: []string{"opencode", "run", "--format", "json"}},
 	{Name: Command},
 }
@@ -73,7 +80,88 @@ type Report struct {
 
 // Parse reads an agent's whole output (agent.log) of a run that exited with
 // exitCode. now anchors relative reset times. Structured events first; the
-// text pattern only for a failed run or a usage-limit line at the end.
+// text pattern only as the package doc says: over the last lines of a run
+// that failed, or, on exit 0, a usage-limit line among the last three lines.
+// A nil pattern turns the text fallback off (structured events still count).
 func Parse(name string, out []byte, exitCode int, now time.Time, pattern *regexp.Regexp) Report {
-	return Report{}
+	var r Report
+	var s structured
+	switch name {
+	case Claude:
+		s = parseClaude(out, &r)
+	case Codex:
+		s = parseCodex(out, &r)
+	case Gemini:
+		s = parseGemini(out, &r)
+	case OpenCode:
+		s = parseOpenCode(out, &r)
+	}
+	failed := exitCode != 0 || r.IsError
+	switch {
+	case r.Limited:
+		// The structured limit may carry the reset in its message text.
+		if r.ResetAt.IsZero() {
+			r.ResetAt = hint(s.message, now)
+		}
+	case r.Transient:
+	case s.done && !failed:
+		// The agent's own final event says the run succeeded: whatever
+		// its output says about limits is prose.
+		return r
+	case s.done || s.message != "":
+		// The agent's structured error message, then the text around it.
+		classifyText(&r, s.message, true, now, pattern)
+		if !r.Limited && !r.Transient && !s.done {
+			classifyText(&r, string(out), failed, now, pattern)
+		}
+	default:
+		classifyText(&r, string(out), failed, now, pattern)
+	}
+	if r.IsError && r.Detail == "" {
+		r.Detail = oneLine(s.message)
+	}
+	settle(&r, now)
+	return r
+}
+
+// settle turns the announced reset into RetryAfter. A reset already past
+// when read is stale (or moved later since): it is not trusted, and the
+// caller re-probes after its short backoff instead.
+func settle(r *Report, now time.Time) {
+	if !r.Limited || r.ResetAt.IsZero() {
+		return
+	}
+	if !r.ResetAt.After(now) {
+		r.Detail = clip(r.Detail+" (announced reset "+r.ResetAt.UTC().Format(time.RFC3339)+" already past: re-probe)", detailMax)
+		r.ResetAt = time.Time{}
+		return
+	}
+	r.RetryAfter = r.ResetAt.Sub(now)
+}
+
+// ParseText is the text fallback of Parse alone, for a run the caller knows
+// failed although its output did not say so (exit 0 without the artifact it
+// had to write): pattern over the last lines of out, transient errors too.
+func ParseText(out []byte, failed bool, now time.Time, pattern *regexp.Regexp) Report {
+	var r Report
+	classifyText(&r, string(out), failed, now, pattern)
+	settle(&r, now)
+	return r
+}
+
+// Final reports whether out holds the named preset's final structured event
+// (claude's result, codex's turn.completed or turn.failed, gemini's result):
+// the agent said itself how the run ended, so its text is not searched for
+// a limit when it said success.
+func Final(name string, out []byte) bool {
+	var r Report
+	switch name {
+	case Claude:
+		return parseClaude(out, &r).done
+	case Codex:
+		return parseCodex(out, &r).done
+	case Gemini:
+		return parseGemini(out, &r).done
+	}
+	return false
 }
