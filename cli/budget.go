@@ -32,6 +32,12 @@ for its budget.`,
 			if cmd.Flags().Changed("tokens") {
 				req.Tokens = &tokens
 			}
+			if usd < 0 || usd != usd {
+				return &UsageError{fmt.Errorf("--usd: must be a number >= 0 (0 removes the dollar ceiling), got %g", usd)}
+			}
+			if tokens < 0 {
+				return &UsageError{fmt.Errorf("--tokens: must be >= 0 (0 removes the token ceiling), got %d", tokens)}
+			}
 			if req.USD == nil && req.Tokens == nil {
 				return &UsageError{fmt.Errorf("budget: give --usd N, --tokens N or both (0 removes that ceiling)")}
 			}
