@@ -136,11 +136,20 @@ func TestUsageRollsUpAndFallbackTakesOver(t *testing.T) {
 		t.Fatalf("after the limit, %s ran again as line %d, want %q (same iteration, on the fallback):\n%s", id, next, want, strings.Join(all, "\n"))
 	}
 	// Its sibling may have started on main before the refusal was
-	// recorded; nothing starts on main after.
-	for _, line := range all[next:] {
-		if strings.HasPrefix(line, "main ") {
-			t.Errorf("a run on main while it was limited: %q\n%s", line, strings.Join(all, "\n"))
+	// recorded; nothing starts on main after (the daemon's log orders
+	// the starts and the refusal: one goroutine writes both).
+	logged := d.output()
+	hit := strings.Index(logged, `msg="rate limited"`)
+	if hit < 0 {
+		t.Fatalf("the daemon did not log the limit:\n%s", logged)
+	}
+	for _, line := range strings.Split(logged[hit:], "\n") {
+		if strings.Contains(line, `msg="loop started"`) && strings.Contains(line, "agent=default") {
+			t.Errorf("a start on the limited profile after the limit: %s", line)
 		}
+	}
+	if !strings.Contains(logged[hit:], "agent=backup") {
+		t.Errorf("no start on backup after the limit:\n%s", logged[hit:])
 	}
 	st := status(t, r)
 	var mainLimit *api.ProfileLimit
