@@ -167,6 +167,24 @@ func TestUsageRollsUpAndFallbackTakesOver(t *testing.T) {
 	if l := show(t, r, id); l.Iteration != 1 {
 		t.Errorf("the refused loop is at iteration %d, want 1 (a limit spends none)", l.Iteration)
 	}
+
+	// The metrics count the same spend, by type and profile.
+	m := scrapeMetrics(t, r)
+	var cost, input float64
+	for k, v := range m {
+		switch {
+		case strings.HasPrefix(k, "loopr_cost_usd_total{"):
+			cost += v
+		case strings.HasPrefix(k, "loopr_tokens_total{") && strings.Contains(k, `kind="input"`):
+			input += v
+		}
+	}
+	if math.Abs(cost-0.5) > 1e-9 || input != 5000 {
+		t.Errorf("metrics: cost $%v, input tokens %v; want $0.5 and 5000", cost, input)
+	}
+	if v := m[`loopr_cost_usd_total{agent="backup",type="ralph"}`]; v < 0.1-1e-9 {
+		t.Errorf("loopr_cost_usd_total{agent=backup,type=ralph} = %v, want the fallback's ralph runs", v)
+	}
 	d.stop()
 }
 
