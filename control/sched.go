@@ -401,5 +401,15 @@ func (s *Service) Import(loops []loop.Loop) (int, error) {
 		}
 	}
 	defer s.forgetSpent() // usage and budgets came with the loops
-	return s.Store.Import(loops)
+	n, err := s.Store.Import(loops)
+	if err != nil {
+		return n, err
+	}
+	for _, l := range loops {
+		if l.Budget != (loop.Budget{}) {
+			err = s.Store.Update(func(tx *store.Tx) error { return s.noteBudget(tx, l.Budget) })
+			break
+		}
+	}
+	return n, err
 }

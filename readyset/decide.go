@@ -169,7 +169,7 @@ func (l *limit) full() bool { return l != nil && l.used >= l.max }
 // fast is the incremental walk. It returns false, having decided nothing,
 // when only Plan can be exact.
 func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) bool {
-	if p.Fairness.Enabled || p.Weights.AgeBoostPerMinute < 0 || len(env.Spent) > 0 {
+	if p.Fairness.Enabled || p.Weights.AgeBoostPerMinute < 0 {
 		return false
 	}
 	for _, st := range env.Limits { // a limited profile: Plan picks the fallbacks
@@ -293,6 +293,10 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 		fix(0)
 	}
 
+	var roots map[string]string // memo of ix.root, for spent trees
+	if len(env.Spent) > 0 {
+		roots = map[string]string{}
+	}
 	skips := 0
 	for len(cs) > 0 && len(d.Start) < d.Slots && !(recovering && len(d.Start) >= 1) {
 		c := cs[0]
@@ -310,7 +314,7 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 				hk = [2]string{g, e.conflictKey}
 			}
 		}
-		if ol.full() || (hk[0] != "" && held[hk]) || !env.artifact(e.triggeredBy) {
+		if ol.full() || (hk[0] != "" && held[hk]) || ix.treeSpent(e, env.Spent, roots) || !env.artifact(e.triggeredBy) {
 			if skips++; skips > MaxSkips {
 				d.Start, d.Visited = nil, 0
 				return false
@@ -334,6 +338,20 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 		fix(0)
 	}
 	return true
+}
+
+// treeSpent reports whether e belongs to a tree in spent (a spent budget:
+// Plan gives it the reason budget).
+func (ix *Index) treeSpent(e *entry, spent map[string]string, memo map[string]string) bool {
+	if len(spent) == 0 {
+		return false
+	}
+	root := e.id
+	if e.parent != "" {
+		root = ix.root(e.parent, memo)
+	}
+	_, ok := spent[root]
+	return ok
 }
 
 // Snapshot returns the scheduler's input as the index knows it: every
