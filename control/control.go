@@ -67,7 +67,7 @@ type Service struct {
 	admMu sync.Mutex
 	adm   admissionCount // the waiting loops counted in the last write transaction
 
-	idx   indexState // the in-memory scheduling index, once enabled (index.go)
+	idx     indexState   // the in-memory scheduling index, once enabled (index.go)
 	spent   spentCache   // the trees whose budget is spent, with the index on (budget.go)
 	budgets atomic.Int32 // whether any loop has a budget: budgetsUnknown, None or Some (budget.go)
 }
