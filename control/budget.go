@@ -378,6 +378,9 @@ func budgetString(b loop.Budget) string {
 // BudgetSpentFor reports, in tx, whether the budget l's iteration may have
 // spent is spent: l's own, or its tree's. It writes nothing.
 func (s *Service) BudgetSpentFor(tx *store.Tx, l loop.Loop) (bool, error) {
+	if used, err := s.budgetsUsed(tx); err != nil || !used {
+		return false, err
+	}
 	if l.Budget.Spent(l.Usage) {
 		return true, nil
 	}

@@ -151,6 +151,15 @@ func TestUsageRollsUpAndFallbackTakesOver(t *testing.T) {
 	if !strings.Contains(logged[hit:], "agent=backup") {
 		t.Errorf("no start on backup after the limit:\n%s", logged[hit:])
 	}
+	// How long the refused loop waited for its fallback.
+	limitAt, startAt := logTime(logged[strings.LastIndex(logged[:hit], "\n")+1:]), time.Time{}
+	for _, line := range strings.Split(logged[hit:], "\n") {
+		if strings.Contains(line, `msg="loop started"`) && strings.Contains(line, "loop="+id) {
+			startAt = logTime(line)
+			break
+		}
+	}
+	t.Logf("the limit was recorded at %s; the refused loop restarted on the fallback %s later", limitAt.Format(time.TimeOnly), startAt.Sub(limitAt))
 	st := status(t, r)
 	var mainLimit *api.ProfileLimit
 	for i := range st.Profiles {
@@ -242,4 +251,15 @@ func TestBudgetStopsTheTreeAndRaisingResumes(t *testing.T) {
 		t.Errorf("tree_usage cost $%.2f, want $0.80 (4 plan runs and 4 more loops)", got.CostUSD)
 	}
 	d.stop()
+}
+
+// logTime reads the time= of a daemon log line (slog's text format).
+func logTime(line string) time.Time {
+	_, rest, ok := strings.Cut(line, "time=")
+	if !ok {
+		return time.Time{}
+	}
+	v, _, _ := strings.Cut(rest, " ")
+	t, _ := time.Parse(time.RFC3339Nano, v)
+	return t
 }
