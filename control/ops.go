@@ -188,6 +188,7 @@ func (s *Service) Act(id, action string, req api.ActionRequest) (api.ActionResul
 			}
 			err = s.move(tx, l, loop.Pending, now, "reset by user", func(n *loop.Loop) {
 				n.Iteration, n.Reason, n.RunnableAt = 1, "", time.Time{}
+				n.RateLimitStreak, n.TransientRetries = 0, 0
 			})
 		case api.ActionPause:
 			err = s.move(tx, l, loop.Paused, now, "paused by user", nil)

@@ -126,6 +126,15 @@ func TestMaxConsecutiveRateLimitsParks(t *testing.T) {
 	if n := h.fake.count(); n != 3 {
 		t.Errorf("%d runs, want 3", n)
 	}
+	// A reset starts the count again.
+	if _, err := h.svc.Act(l.ID, api.ActionReset, api.ActionRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.get(l.ID); got.RateLimitStreak != 0 || got.TransientRetries != 0 {
+		t.Errorf("after reset: streak %d transient %d, want 0 0", got.RateLimitStreak, got.TransientRetries)
+	}
+	h.mgr.Wake()
+	h.waitFor("parked again after 3 more", func() bool { return h.fake.count() == 6 && h.status(l.ID) == loop.Failed })
 }
 
 func TestUsageSumsOnTheRecord(t *testing.T) {
