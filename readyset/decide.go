@@ -172,11 +172,14 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 	if p.Fairness.Enabled || p.Weights.AgeBoostPerMinute < 0 {
 		return false
 	}
-	for _, st := range env.Limits { // a limited profile: Plan picks the fallbacks
-		if st.Blocked(now) || st.Recovering(now) {
-			return false
+	limited := false
+	for _, st := range env.Limits {
+		if st.Recovering(now) {
+			return false // the ramp admits one loop per profile: Plan's walk
 		}
+		limited = limited || st.Blocked(now)
 	}
+
 	ix.setWeights(p.Weights)
 	if now.Before(ix.t) {
 		ix.rewind(now) // the clock went back
@@ -184,6 +187,9 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 	ix.advance(now)
 	if env.DiskLow || env.RateLimit.Blocked(now) || d.Slots == 0 {
 		return true // every row has a failing gate
+	}
+	if limited && allBlocked(&p.Agents, env.Limits, now) {
+		return true // no profile can take an iteration: every row is rate_limited
 	}
 	recovering := env.RateLimit.Recovering(now)
 
@@ -314,7 +320,8 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 				hk = [2]string{g, e.conflictKey}
 			}
 		}
-		if ol.full() || (hk[0] != "" && held[hk]) || ix.treeSpent(e, env.Spent, roots) || !env.artifact(e.triggeredBy) {
+		if ol.full() || (hk[0] != "" && held[hk]) || ix.treeSpent(e, env.Spent, roots) ||
+			(limited && !free(&p.Agents, e, env.Limits, now)) || !env.artifact(e.triggeredBy) {
 			if skips++; skips > MaxSkips {
 				d.Start, d.Visited = nil, 0
 				return false
@@ -338,6 +345,33 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 		fix(0)
 	}
 	return true
+}
+
+// allBlocked reports whether every agent profile a loop can run on is
+// rate limited at now.
+func allBlocked(a *scheduler.Agents, limits map[string]ratelimit.State, now time.Time) bool {
+	if !limits[a.Default].Blocked(now) {
+		return false
+	}
+	for _, p := range a.ByType {
+		if !limits[p].Blocked(now) {
+			return false
+		}
+	}
+	for p := range a.Fallback {
+		if !limits[p].Blocked(now) {
+			return false
+		}
+	}
+	return true
+}
+
+// free reports whether e's profile, or one of its fallbacks, may take an
+// iteration at now (scheduler.Agents.Pick).
+func free(a *scheduler.Agents, e *entry, limits map[string]ratelimit.State, now time.Time) bool {
+	l := loop.Loop{Type: e.typ, Agent: e.agent}
+	_, ok := a.Pick(&l, limits, now)
+	return ok
 }
 
 // treeSpent reports whether e belongs to a tree in spent (a spent budget:
