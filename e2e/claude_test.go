@@ -309,9 +309,9 @@ func checkAgentTree(t *testing.T, r repo, loops []loop.Loop, min loop.Usage, wit
 
 // TestClaudeCode: a tree completes with the claude preset and the real
 // CLI; usage and cost land on every loop; an API-key 429 is detected in
-// seconds and waited out, a subscriber session limit is waited out until
-// its reset, neither spending an iteration; the task whose answer talks
-// about HTTP 429 passes.
+// seconds and waited out, a 529 is retried at the same iteration, a
+// subscriber session limit is waited out until its reset, none spending an
+// iteration; the task whose answer talks about HTTP 429 passes.
 func TestClaudeCode(t *testing.T) {
 	claude := claudePath(t)
 	if inNetns(t) {
@@ -324,10 +324,19 @@ func TestClaudeCode(t *testing.T) {
 	t.Logf("claude: %s", strings.TrimSpace(string(out)))
 
 	t.Run("api key 429", func(t *testing.T) {
-		// The first spec call and everything in the next 3 s answer 429.
+		// The first spec call and everything in the next 3 s answer 429;
+		// the first phase call answers 529.
 		var c *claudeRig
 		var until time.Time
 		c = startClaudeRig(t, claude, "ANTHROPIC_API_KEY=test-key", func(r *fakeanthropic.Request, typ string) (fakeanthropic.Reply, bool) {
+			if typ == "phase" && r.HasTool("Bash") {
+				if _, ok := c.at("529"); !ok {
+					// The provider is overloaded once: a transient error,
+					// retried at the same iteration.
+					c.mark("529", r.Received)
+					return fakeanthropic.Overloaded(), true
+				}
+			}
 			if typ == "spec" && r.HasTool("Bash") && until.IsZero() {
 				until = r.Received.Add(3 * time.Second)
 				c.mark("first 429", r.Received)
@@ -342,6 +351,15 @@ func TestClaudeCode(t *testing.T) {
 		first, ok := c.at("first 429")
 		if !ok {
 			t.Fatal("the fake API never answered 429")
+		}
+		if _, ok := c.at("529"); !ok {
+			t.Error("the fake API never answered 529")
+		}
+		for _, l := range loops {
+			if l.Type == loop.Phase && (l.Iteration != 1 || iterFile(c.repo, string(l.ID), 1, "attempt-1/agent.log") == "") {
+				t.Errorf("phase after a 529: iteration %d, attempt-1 kept: %v; want iteration 1 and the overloaded attempt kept",
+					l.Iteration, iterFile(c.repo, string(l.ID), 1, "attempt-1/agent.log") != "")
+			}
 		}
 		s := stopCleanly(t, c.repo, c.d)
 		checkLimitWaited(t, c, loops, s, loop.Spec, first, time.Time{})
