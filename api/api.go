@@ -53,6 +53,14 @@ type BudgetResult struct {
 	Resumed []string   `json:"resumed"`
 }
 
+// TreeUsage is what a loop and all its descendants consumed (GET
+// /v1/loops/{id}/usage; `tree_usage` in `loopr show --json`).
+type TreeUsage struct {
+	ID    string     `json:"id"`
+	Usage loop.Usage `json:"tree_usage"`
+	Loops int        `json:"loops"` // the loop and its descendants
+}
+
 // ProfileLimit is the rate-limit state of one agent profile (`loopr status`).
 type ProfileLimit struct {
 	Agent      string    `json:"agent"`

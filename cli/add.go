@@ -12,7 +12,10 @@ import (
 )
 
 func (e *env) planCmd() *cobra.Command {
-	var jsonOut bool
+	var (
+		jsonOut bool
+		req     = api.CreateRequest{Type: loop.Plan}
+	)
 	c := &cobra.Command{
 		Use:   "plan TEXT",
 		Short: "Start a plan loop for a request",
@@ -21,11 +24,22 @@ func (e *env) planCmd() *cobra.Command {
 			if strings.TrimSpace(args[0]) == "" {
 				return &UsageError{fmt.Errorf("plan: the request text is empty")}
 			}
-			return e.create(cmd, api.CreateRequest{Type: loop.Plan, Task: args[0]}, jsonOut)
+			req.Task = args[0]
+			return e.create(cmd, req, jsonOut)
 		},
 	}
 	c.Flags().BoolVar(&jsonOut, "json", false, "print the created loop as JSON")
+	agentFlags(c, &req)
 	return c
+}
+
+// agentFlags adds --agent, --budget-usd and --budget-tokens to a command
+// that creates a loop.
+func agentFlags(c *cobra.Command, req *api.CreateRequest) {
+	f := c.Flags()
+	f.StringVar(&req.Agent, "agent", "", "agent profile the loop (and the loops it spawns) runs on: default or a name under agents: in loopr.yml")
+	f.Float64Var(&req.Budget.USD, "budget-usd", 0, "dollars the loop may spend (a root's covers its whole tree); 0 = loopr.yml's budget")
+	f.Int64Var(&req.Budget.Tokens, "budget-tokens", 0, "tokens the loop may use (a root's covers its whole tree); 0 = loopr.yml's budget")
 }
 
 func (e *env) addCmd() *cobra.Command {
@@ -54,7 +68,7 @@ itself is invalid (nothing is created then).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file != "" {
-				for _, f := range []string{"type", "parent", "task", "title", "max-iterations", "at", "in", "deadline", "owner", "key", "conflict-key"} {
+				for _, f := range []string{"type", "parent", "task", "title", "max-iterations", "at", "in", "deadline", "owner", "key", "conflict-key", "agent", "budget-usd", "budget-tokens"} {
 					if cmd.Flags().Changed(f) {
 						return &UsageError{fmt.Errorf("--file and --%s: the file gives every field of its loops", f)}
 					}
@@ -99,6 +113,7 @@ itself is invalid (nothing is created then).`,
 	f.StringVar(&req.ConflictKey, "conflict-key", "", "resource the loop must hold exclusively within its conflict group")
 	f.StringVar(&file, "file", "", "create the loops of a YAML list of create requests (see below)")
 	f.BoolVar(&jsonOut, "json", false, "print the created loop as JSON (with --file: the result of each item)")
+	agentFlags(c, &req)
 	return c
 }
 

@@ -48,16 +48,24 @@ func (e *env) listCmd() *cobra.Command {
 					fmt.Fprintln(e.stdout, "no loops")
 					return nil
 				}
+				all := loops
+				if req.Status != nil || req.Type != "" || req.Parent != "" {
+					// COST rolls up descendants the filter leaves out too.
+					if all, err = b.List(cmd.Context(), api.ListRequest{}); err != nil {
+						return err
+					}
+				}
+				tree := treeUsage(all)
 				now := e.now()
 				w := table(e.stdout)
-				fmt.Fprintln(w, "ID\tTYPE\tSTATUS\tITER\tAGE\tPARENT\tTITLE")
+				fmt.Fprintln(w, "ID\tTYPE\tSTATUS\tITER\tAGE\tCOST\tPARENT\tTITLE")
 				for _, l := range loops {
 					parent := l.Parent
 					if parent == "" {
 						parent = "-"
 					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", l.ID, l.Type, l.Status,
-						l.Iteration, l.MaxIterations, age(now.Sub(l.CreatedAt)), parent, oneLine(l.Title, 60))
+					fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", l.ID, l.Type, l.Status,
+						l.Iteration, l.MaxIterations, age(now.Sub(l.CreatedAt)), costText(tree[l.ID]), parent, oneLine(l.Title, 60))
 				}
 				return w.Flush()
 			})
@@ -83,19 +91,51 @@ func (e *env) showCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if jsonOut {
-					return writeJSON(e.stdout, l)
+				tu, err := b.TreeUsage(cmd.Context(), l.ID)
+				if err != nil {
+					return err
 				}
-				printLoop(e, l)
+				if jsonOut {
+					return writeJSON(e.stdout, shown{Loop: l, TreeUsage: tu.Usage})
+				}
+				printLoop(e, l, tu)
 				return nil
 			})
 		},
 	}
-	c.Flags().BoolVar(&jsonOut, "json", false, "print the record as JSON")
+	c.Flags().BoolVar(&jsonOut, "json", false, "print the record as JSON, with tree_usage: its usage plus all its descendants'")
 	return c
 }
 
-func printLoop(e *env, l loop.Loop) {
+// shown is `loopr show --json`: the record and its tree's usage.
+type shown struct {
+	loop.Loop
+	TreeUsage loop.Usage `json:"tree_usage"`
+}
+
+// treeUsage sums each loop's usage with its descendants' among loops.
+func treeUsage(loops []loop.Loop) map[string]loop.Usage {
+	parent := make(map[string]string, len(loops))
+	for _, l := range loops {
+		parent[l.ID] = l.Parent
+	}
+	out := make(map[string]loop.Usage, len(loops))
+	for _, l := range loops {
+		if l.Usage == (loop.Usage{}) {
+			if _, ok := out[l.ID]; !ok {
+				out[l.ID] = loop.Usage{}
+			}
+			continue
+		}
+		seen := 0
+		for id := l.ID; id != "" && seen < 1000; id, seen = parent[id], seen+1 {
+			out[id] = out[id].Add(l.Usage)
+		}
+	}
+	return out
+}
+
+func printLoop(e *env, l loop.Loop, tu api.TreeUsage) {
 	w := table(e.stdout)
 	row := func(k, v string) {
 		if v != "" {
@@ -127,6 +167,17 @@ func printLoop(e *env, l loop.Loop) {
 	row("fairness_key", l.FairnessKey)
 	row("conflict_key", l.ConflictKey)
 	row("reason", l.Reason)
+	if l.Needs != nil {
+		row("needs", fmt.Sprintf("%s since %s: %s", l.Needs.Reason, l.Needs.Since.UTC().Format("2006-01-02T15:04:05Z07:00"), l.Needs.Detail))
+	}
+	row("agent", l.Agent)
+	if l.Budget != (loop.Budget{}) {
+		row("budget", budgetText(l.Budget))
+	}
+	row("usage", usageText(l.Usage))
+	if tu.Loops > 1 {
+		row("tree usage", fmt.Sprintf("%s (%d loops)", usageText(tu.Usage), tu.Loops))
+	}
 	if l.Lease != nil {
 		row("lease", fmt.Sprintf("%s until %s (pid %d)", l.Lease.Owner, l.Lease.ExpiresAt.UTC().Format("15:04:05"), l.Lease.PID))
 	}

@@ -357,3 +357,24 @@ func (s *Service) BudgetSpentFor(tx *store.Tx, l loop.Loop) (bool, error) {
 	_, spent, err := s.RecheckBudget(tx, root)
 	return spent, err
 }
+
+// TreeUsageOf returns what loop id and all its descendants consumed.
+func (s *Service) TreeUsageOf(id string) (api.TreeUsage, error) {
+	out := api.TreeUsage{ID: id}
+	err := s.Store.View(func(tx *store.Tx) error {
+		l, err := tx.Get(id)
+		if err != nil {
+			return err
+		}
+		desc, err := Descendants(tx, id)
+		if err != nil {
+			return err
+		}
+		out.Usage, out.Loops = l.Usage, 1+len(desc)
+		for _, d := range desc {
+			out.Usage = out.Usage.Add(d.Usage)
+		}
+		return nil
+	})
+	return out, err
+}

@@ -174,7 +174,7 @@ func (m *Manager) finish(ctx context.Context, r result) {
 	// What the agent consumed is recorded with the outcome, in the same
 	// transaction (ours adds it): whatever the outcome.
 	if u := spentBy(res); u != (loop.Usage{}) {
-		m.charge = &charge{id: l.ID, iteration: a.iteration, usage: u}
+		m.charge = &charge{id: l.ID, iteration: a.iteration, usage: u, agent: a.agent}
 	}
 	defer func() { m.charge = nil }()
 	if res.Transient && res.Outcome == runner.Failed && r.git.err == nil {
@@ -274,7 +274,7 @@ func (m *Manager) ours(tx *store.Tx, id string, iteration int) (loop.Loop, error
 		}
 		c.applied = true
 		if m.o.OnUsage != nil {
-			m.o.OnUsage(cur, c.usage)
+			m.o.OnUsage(cur, c.agent, c.usage)
 		}
 	}
 	return cur, nil
@@ -522,6 +522,7 @@ type charge struct {
 	id        string
 	iteration int
 	usage     loop.Usage
+	agent     string // the profile the iteration ran on
 	applied   bool
 }
 

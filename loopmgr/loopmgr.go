@@ -64,8 +64,8 @@ type Options struct {
 	// ReadyAt it started (metrics).
 	OnDispatch func(l loop.Loop, latency time.Duration)
 	// OnUsage, if set, is called with each iteration's usage as it is
-	// recorded, and the loop (its Agent set to the profile it ran on).
-	OnUsage func(l loop.Loop, u loop.Usage)
+	// recorded: the loop, the agent profile it ran on (metrics).
+	OnUsage func(l loop.Loop, agent string, u loop.Usage)
 }
 
 // Manager schedules and runs loops.
@@ -78,13 +78,13 @@ type Manager struct {
 	kill    chan []string
 
 	mu       sync.Mutex
-	active   map[string]*active // owned by Run; mu guards reads from other goroutines
+	active   map[string]*active   // owned by Run; mu guards reads from other goroutines
 	lastRec  map[string]time.Time // last start of each agent profile during its rate-limit recovery; owned by Run
 	charge   *charge              // the usage of the result being recorded (finish); owned by Run
 	held     bool                 // some loops wait in needs_human for a limit (limits.go); owned by Run
 	lastHold time.Time            // last look for loops to hold or release (limits.go); owned by Run
-	unrec    map[string]int     // loop → iteration whose result was not recorded (unrecorded.go); owned by Run
-	unrecRun map[string]int     // loop → results in a row not recorded, for the backoff; owned by Run
+	unrec    map[string]int       // loop → iteration whose result was not recorded (unrecorded.go); owned by Run
+	unrecRun map[string]int       // loop → results in a row not recorded, for the backoff; owned by Run
 	stopped  bool
 	tick     TickStats
 }
