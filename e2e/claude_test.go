@@ -254,7 +254,7 @@ func checkClaudeTree(t *testing.T, c *claudeRig, loops []loop.Loop) {
 
 // checkAgentTree asserts a complete tree of 4 loops, each with at least
 // the usage min (and a cost when withCost) in its record and in
-// usage.json, and the plan's tree_usage their sum (once show has it).
+// usage.json, and the plan's tree_usage their sum.
 func checkAgentTree(t *testing.T, r repo, loops []loop.Loop, min loop.Usage, withCost bool) {
 	t.Helper()
 	if len(loops) != 4 {
@@ -293,9 +293,7 @@ func checkAgentTree(t *testing.T, r repo, loops []loop.Loop, min loop.Usage, wit
 		}
 		mustJSON(t, ok(t, r.dir, "show", string(l.ID), "--json"), &res)
 		if res.TreeUsage == nil {
-			// show --json gains tree_usage with the usage ledger (issue 11,
-			// branch h11b); until then the sum above is what there is.
-			t.Log("show --json has no tree_usage yet")
+			t.Errorf("plan %s: show --json has no tree_usage", l.ID)
 			continue
 		}
 		if d := res.TreeUsage.CostUSD - total.CostUSD; d > 1e-9 || d < -1e-9 || res.TreeUsage.InputTokens != total.InputTokens {
