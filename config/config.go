@@ -207,7 +207,9 @@ type Agent struct {
 	TimeoutSecs       int      `yaml:"timeout_secs"`
 	RateLimitExitCode int      `yaml:"rate_limit_exit_code"`
 	// RateLimitPattern is a Go regexp; agent output matching it means the
-	// provider rate-limited the run, even when the agent exits 0. Validate
+	// provider rate-limited the run: over the last lines of a failed run,
+	// or a usage-limit line among the last three on exit 0, after the
+	// preset's structured output (preset.Parse). Validate
 	// rejects patterns that match empty output, "" included (a consumer
 	// compiling "" would see every run as rate limited); '[^\s\S]' never
 	// matches and so turns the check off.

@@ -165,6 +165,7 @@ type codexEvent struct {
 	Usage *struct {
 		InputTokens       int64 `json:"input_tokens"`
 		CachedInputTokens int64 `json:"cached_input_tokens"`
+		CacheWriteTokens  int64 `json:"cache_write_input_tokens"`
 		OutputTokens      int64 `json:"output_tokens"`
 	} `json:"usage"`
 }
@@ -184,6 +185,7 @@ func parseCodex(out []byte, r *Report) structured {
 				// input_tokens counts the cached ones too.
 				r.Usage.InputTokens += max(u.InputTokens, 0) - cached
 				r.Usage.CacheReadTokens += cached
+				r.Usage.CacheCreationTokens += max(u.CacheWriteTokens, 0)
 				r.Usage.OutputTokens += max(u.OutputTokens, 0)
 			}
 		case "turn.failed":

@@ -61,7 +61,13 @@ var presets = []Preset{
 		// loopr waits instead, and knows why. No self-update mid-run.
 		Env: []string{"CLAUDE_CODE_MAX_RETRIES=0", "DISABLE_AUTOUPDATER=1"},
 	},
-	{Name: Codex, Command: []string{"codex", "exec", "--json", "--full-auto", "-"}},
+	{
+		Name: Codex,
+		// The prompt on stdin (-); writes confined to the worktree by
+		// Codex's sandbox, plus the iteration directory, where the
+		// artifact goes ($LOOPR_ARTIFACT): hence the shell, to name it.
+		Command: []string{"sh", "-c", `exec codex exec --json --sandbox workspace-write --add-dir "$(dirname "$LOOPR_ARTIFACT")" -`},
+	},
 	{Name: Gemini, Command: []string{"gemini", "--output-format", "stream-json", "--yolo"}},
 	{Name: OpenCode, Command: []string{"opencode", "run", "--format", "json"}},
 	{Name: Command},

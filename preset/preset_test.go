@@ -257,17 +257,41 @@ func TestParseCodex(t *testing.T) {
 	t.Parallel()
 	ok := lines(`{"type":"thread.started","thread_id":"0199a213"}`, `{"type":"turn.started"}`,
 		`{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"Implemented the rate limiter; it answers 429 Too Many Requests."}}`,
-		`{"type":"turn.completed","usage":{"input_tokens":2946,"cached_input_tokens":1000,"output_tokens":7}}`)
+		`{"type":"turn.completed","usage":{"input_tokens":2946,"cached_input_tokens":1000,"cache_write_input_tokens":5,"output_tokens":7,"reasoning_output_tokens":2}}`)
 	limited := lines(`{"type":"thread.started","thread_id":"0199a213"}`, `{"type":"turn.started"}`,
 		`{"type":"error","message":"You've hit your usage limit. Try again at Jul 5th, 2027 8:19 PM."}`,
 		`{"type":"turn.failed","error":{"message":"You've hit your usage limit. Try again at Jul 5th, 2027 8:19 PM."}}`)
 	retry := lines(`{"type":"turn.started"}`, `{"type":"error","message":"stream error: exceeded retry limit, last status: 429 Too Many Requests, request id: 1"}`,
 		`{"type":"turn.failed","error":{"message":"stream error: exceeded retry limit, last status: 429 Too Many Requests, request id: 1"}}`)
+	// Codex 0.169.0 against a fake Responses API: a plan's usage limit
+	// (note the ’), an API key's 429 with retries off, a 500.
+	plan := lines(`{"type":"thread.started","thread_id":"01a21205-f1fa-7101-8749-b9ecb9f17b65"}`, `{"type":"turn.started"}`,
+		`{"type":"error","message":"You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at 11:25 PM."}`,
+		`{"type":"turn.failed","error":{"message":"You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at 11:25 PM."}}`)
+	if r := Parse(Codex, plan, 1, now, defaultPattern); !r.Limited || !r.ResetAt.Equal(time.Date(2026, 11, 23, 23, 25, 0, 0, time.UTC)) {
+		t.Errorf("codex 0.169 usage limit: %+v", r)
+	}
+	rpm := lines(`{"type":"turn.started"}`, `{"type":"error","message":"exceeded retry limit, last status: 429 Too Many Requests"}`,
+		`{"type":"turn.failed","error":{"message":"exceeded retry limit, last status: 429 Too Many Requests"}}`)
+	if r := Parse(Codex, rpm, 1, now, defaultPattern); !r.Limited {
+		t.Errorf("codex 0.169 429: %+v", r)
+	}
+	demand := lines(`{"type":"turn.started"}`, `{"type":"error","message":"We’re currently experiencing high demand, which may cause temporary errors."}`,
+		`{"type":"turn.failed","error":{"message":"We’re currently experiencing high demand, which may cause temporary errors."}}`)
+	if r := Parse(Codex, demand, 1, now, defaultPattern); !r.Transient || r.Limited {
+		t.Errorf("codex 0.169 500: %+v", r)
+	}
+	// Reconnect notices of a run that then completed are not failures.
+	reconnect := lines(`{"type":"turn.started"}`, `{"type":"error","message":"Reconnecting... 2/5 (stream disconnected before completion: failed to lookup address information: Try again)"}`,
+		`{"type":"turn.completed","usage":{"input_tokens":10,"cached_input_tokens":0,"output_tokens":1}}`)
+	if r := Parse(Codex, reconnect, 0, now, defaultPattern); verdictOf(r) != none || r.IsError {
+		t.Errorf("codex reconnect then success: %+v", r)
+	}
 	overloaded := lines(`{"type":"turn.started"}`, `{"type":"turn.failed","error":{"message":"We're currently experiencing high demand, which may cause temporary errors."}}`)
 	other := lines(`{"type":"turn.started"}`, `{"type":"turn.failed","error":{"message":"sandbox denied the command"}}`)
 
 	if r := Parse(Codex, ok, 0, now, defaultPattern); verdictOf(r) != none || r.IsError ||
-		r.Usage != (loop.Usage{InputTokens: 1946, CacheReadTokens: 1000, OutputTokens: 7}) {
+		r.Usage != (loop.Usage{InputTokens: 1946, CacheReadTokens: 1000, CacheCreationTokens: 5, OutputTokens: 7}) {
 		t.Errorf("passing run: %+v", r)
 	}
 	if r := Parse(Codex, limited, 1, now, defaultPattern); !r.Limited || !r.ResetAt.Equal(time.Date(2027, 7, 5, 20, 19, 0, 0, time.UTC)) {

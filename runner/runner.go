@@ -5,9 +5,8 @@
 // rate-limit exit code, then the text pattern, which counts only for a run
 // that failed (non-zero exit, an error result, no artifact) or, on exit 0,
 // for a usage-limit line at the very end: a run that passes is never a rate
-// limit. It checks the
-// artifact of plan, spec and phase loops, runs the validate commands, and
-// writes everything to the iteration's directory:
+// limit. It checks the artifact of plan, spec and phase loops, runs the
+// validate commands, and writes everything to the iteration's directory:
 //
 //	<home>/loops/<id>/iterations/<NNN>/
 //	    prompt.md        the rendered prompt (the agent's stdin)
