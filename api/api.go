@@ -45,12 +45,14 @@ type BudgetRequest struct {
 	Tokens *int64   `json:"tokens,omitempty"`
 }
 
-// BudgetResult is the loop after the change, and the loops it put back to
-// pending (they waited in needs_human for the budget).
+// BudgetResult is the loop after the change, the loops it put back to
+// pending (they waited in needs_human for the budget) and those it put in
+// needs_human (a lowered budget already spent).
 type BudgetResult struct {
 	Loop    loop.Loop  `json:"loop"`
 	Usage   loop.Usage `json:"tree_usage"`
 	Resumed []string   `json:"resumed"`
+	Held    []string   `json:"held"`
 }
 
 // TreeUsage is what a loop and all its descendants consumed (GET

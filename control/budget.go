@@ -350,6 +350,15 @@ func (s *Service) SetBudget(id string, req api.BudgetRequest) (api.BudgetResult,
 			}
 			res.Resumed = append(res.Resumed, cur.ID)
 		}
+		// A lowered budget may be spent already: its waiting loops wait
+		// for a person now, not after the next iteration.
+		cur, err := tx.Get(id)
+		if err != nil {
+			return err
+		}
+		if res.Held, err = s.HoldForBudget(tx, cur, now); err != nil {
+			return err
+		}
 		if res.Loop, err = tx.Get(id); err != nil {
 			return err
 		}
@@ -358,6 +367,9 @@ func (s *Service) SetBudget(id string, req api.BudgetRequest) (api.BudgetResult,
 	})
 	if res.Resumed == nil {
 		res.Resumed = []string{}
+	}
+	if res.Held == nil {
+		res.Held = []string{}
 	}
 	return res, err
 }

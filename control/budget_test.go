@@ -67,6 +67,17 @@ func TestBudgetGateAndTreeUsage(t *testing.T) {
 	if v, _ := svc.Scheduler(now); len(v.Rows) != 2 || !v.Rows[0].Runnable || !v.Rows[1].Runnable {
 		t.Errorf("after raising the budget: rows %+v, want both runnable", v.Rows)
 	}
+	// Lowered below what the tree spent: the waiting loop waits for a person.
+	res, err = svc.SetBudget("r", api.BudgetRequest{USD: ptr(0.5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Held) != 1 || res.Held[0] != "r-002" {
+		t.Errorf("held %v, want [r-002]", res.Held)
+	}
+	if l, _ := svc.Get("r-002"); l.Status != loop.NeedsHuman || l.Needs == nil || l.Needs.Reason != loop.NeedsBudget {
+		t.Errorf("r-002: %s %+v", l.Status, l.Needs)
+	}
 	for _, bad := range []api.BudgetRequest{{}, {USD: ptr(-1.0)}, {Tokens: ptr(int64(-1))}} {
 		if _, err := svc.SetBudget("r", bad); !control.IsUsage(err) {
 			t.Errorf("SetBudget(%+v) = %v, want a usage error", bad, err)
