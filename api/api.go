@@ -161,6 +161,9 @@ type SchedRow struct {
 	FairnessKey string  `json:"fairness_key,omitzero"`
 	KeyUsed     float64 `json:"key_used,omitzero"`
 	Cost        float64 `json:"cost,omitzero"`
+	// Agent is the profile the loop's next iteration would run on: its
+	// own, or a fallback while its own is rate limited.
+	Agent string `json:"agent,omitzero"`
 }
 
 // SchedulerView is the debug plan at one instant (GET /v1/scheduler).

@@ -190,7 +190,7 @@ func Row(r scheduler.Row, now time.Time) api.SchedRow {
 		RetryPenalty: r.Score.RetryPenalty, Runnable: r.Runnable,
 		Reasons: []string{}, ReasonText: []string{},
 		AgeSeconds: max(0, int64(now.Sub(r.Loop.CreatedAt)/time.Second)),
-		Tier:       r.Tier, FairnessKey: r.Key, KeyUsed: r.KeyUsed, Cost: r.Cost,
+		Tier:       r.Tier, FairnessKey: r.Key, KeyUsed: r.KeyUsed, Cost: r.Cost, Agent: r.Agent,
 	}
 	for _, rs := range r.Reasons {
 		out.Reasons = append(out.Reasons, string(rs.Code))
