@@ -31,13 +31,14 @@ func profiles(fallback bool) func(*config.Config) {
 	}
 }
 
-// argv0 is the program an iteration ran.
-func argv0(j runner.Job) string { return j.Settings.Agent[0] }
+// onClaude reports whether an iteration ran on the claude preset (the
+// default profile; codex is the other).
+func onClaude(j runner.Job) bool { return j.Settings.Preset == "claude" }
 
 func TestLimitedProfileBlocksOnlyItsLoops(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, profiles(false), func(_ context.Context, j runner.Job) runner.Result {
-		if argv0(j) == "claude" {
+		if onClaude(j) {
 			return runner.Result{Outcome: runner.RateLimited, RateLimitAfter: time.Hour}
 		}
 		return runner.Result{Outcome: runner.Passed}
@@ -68,9 +69,9 @@ func TestFallbackTakesTheNextIteration(t *testing.T) {
 	var ran []string
 	h := newHarness(t, profiles(true), func(_ context.Context, j runner.Job) runner.Result {
 		mu.Lock()
-		ran = append(ran, argv0(j)+"/"+j.Settings.Preset)
+		ran = append(ran, j.Settings.Agent[0]+"/"+j.Settings.Preset)
 		mu.Unlock()
-		if argv0(j) == "claude" {
+		if onClaude(j) {
 			return runner.Result{Outcome: runner.RateLimited, RateLimitAfter: time.Hour}
 		}
 		return runner.Result{Outcome: runner.Passed}
@@ -80,7 +81,8 @@ func TestFallbackTakesTheNextIteration(t *testing.T) {
 	h.waitFor("complete", func() bool { return h.status(l.ID) == loop.Complete })
 	mu.Lock()
 	defer mu.Unlock()
-	if want := []string{"claude/claude", "codex/codex"}; strings.Join(ran, " ") != strings.Join(want, " ") {
+	// The codex preset runs its CLI through sh (to name the artifact's directory).
+	if want := []string{"claude/claude", "sh/codex"}; strings.Join(ran, " ") != strings.Join(want, " ") {
 		t.Errorf("iterations ran on %v, want %v", ran, want)
 	}
 	if got := h.get(l.ID); got.Iteration != 1 || got.RateLimitStreak != 0 {
