@@ -47,6 +47,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReadJSONL -fuzztime 10s ./store
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 10s ./artifact
 	$(GO) test -run '^$$' -fuzz FuzzParseHint -fuzztime 10s ./ratelimit
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 10s ./preset
 	$(GO) test -run '^$$' -fuzz FuzzDecodeCreateRequest -fuzztime 10s ./daemon
 	$(GO) test -run '^$$' -fuzz FuzzDecodeActionRequest -fuzztime 10s ./daemon
 	$(GO) test -run '^$$' -fuzz FuzzDecodeBatchRequest -fuzztime 10s ./daemon

@@ -75,6 +75,10 @@ type Stats struct {
 	// SuccessRate is complete / (complete + failed), 0 when neither.
 	SuccessRate float64     `json:"success_rate"`
 	Types       []TypeStats `json:"types"`
+	// Usage is what the agents of every retained loop consumed; Today what
+	// they consumed since midnight UTC.
+	Usage loop.Usage `json:"usage"`
+	Today loop.Usage `json:"usage_today"`
 
 	RateLimit RateLimitStats `json:"rate_limit"`
 	// Tick is the scheduling tick duration; Dispatch the time from a loop
@@ -87,6 +91,7 @@ type Stats struct {
 type TypeStats struct {
 	Type   string              `json:"type"`
 	Counts map[loop.Status]int `json:"counts"` // retained loops by status
+	Usage  loop.Usage          `json:"usage"`  // what the retained loops of the type consumed
 	// MeanIterations is the mean iteration count of complete loops: how
 	// many tries a passing loop of this type needs.
 	MeanIterations float64 `json:"mean_iterations"`

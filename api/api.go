@@ -30,6 +30,47 @@ type CreateRequest struct {
 	ConflictKey   string    `json:"conflict_key,omitzero"`
 	CostHint      float64   `json:"cost_hint,omitzero"`
 	Owner         string    `json:"owner,omitzero"`
+	// Agent names the agent profile (loopr.yml agent:/agents:) the loop and
+	// the loops it spawns run on; "" = its type's.
+	Agent string `json:"agent,omitzero"`
+	// Budget is the loop's own budget (a root's covers its tree); zero:
+	// loops.<type>.budget, else for a root the default budget:.
+	Budget loop.Budget `json:"budget,omitzero"`
+}
+
+// BudgetRequest changes a loop's budget (`loopr budget`, POST
+// /v1/loops/{id}/budget). A nil field keeps its value; 0 removes that ceiling.
+type BudgetRequest struct {
+	USD    *float64 `json:"usd,omitempty"`
+	Tokens *int64   `json:"tokens,omitempty"`
+}
+
+// BudgetResult is the loop after the change, the loops it put back to
+// pending (they waited in needs_human for the budget) and those it put in
+// needs_human (a lowered budget already spent).
+type BudgetResult struct {
+	Loop    loop.Loop  `json:"loop"`
+	Usage   loop.Usage `json:"tree_usage"`
+	Resumed []string   `json:"resumed"`
+	Held    []string   `json:"held"`
+}
+
+// TreeUsage is what a loop and all its descendants consumed (GET
+// /v1/loops/{id}/usage; `tree_usage` in `loopr show --json`).
+type TreeUsage struct {
+	ID    string     `json:"id"`
+	Usage loop.Usage `json:"tree_usage"`
+	Loops int        `json:"loops"` // the loop and its descendants
+}
+
+// ProfileLimit is the rate-limit state of one agent profile (`loopr status`).
+type ProfileLimit struct {
+	Agent      string    `json:"agent"`
+	Hits       int       `json:"hits"`
+	Limited    bool      `json:"limited"`
+	Recovering bool      `json:"recovering"`
+	ResumeAt   time.Time `json:"resume_at,omitzero"`
+	Since      time.Time `json:"since,omitzero"`
 }
 
 // BatchRequest creates several loops at once (POST /v1/loops/batch). Each
@@ -124,6 +165,9 @@ type SchedRow struct {
 	FairnessKey string  `json:"fairness_key,omitzero"`
 	KeyUsed     float64 `json:"key_used,omitzero"`
 	Cost        float64 `json:"cost,omitzero"`
+	// Agent is the profile the loop's next iteration would run on: its
+	// own, or a fallback while its own is rate limited.
+	Agent string `json:"agent,omitzero"`
 }
 
 // SchedulerView is the debug plan at one instant (GET /v1/scheduler).
@@ -163,27 +207,37 @@ type TypeUsage struct {
 
 // Status is `loopr status` (GET /v1/status).
 type Status struct {
-	Daemon      bool                `json:"daemon"`
-	PID         int                 `json:"pid,omitzero"`
-	Version     string              `json:"version"`
-	Protocol    int                 `json:"protocol"`
-	StartedAt   time.Time           `json:"started_at,omitzero"`
-	UptimeSecs  int64               `json:"uptime_secs"`
-	Home        string              `json:"home"`
-	Workspace   string              `json:"workspace"`
-	Counts      map[loop.Status]int `json:"counts"`
-	Running     int                 `json:"running"`
-	MaxLoops    int                 `json:"max_loops"`
-	Types       []TypeUsage         `json:"types"`
-	RateLimit   ratelimit.State     `json:"rate_limit"`
-	RateLimited bool                `json:"rate_limited"`
-	Recovering  bool                `json:"recovering"`
-	ResumeAt    time.Time           `json:"resume_at,omitzero"`
-	DiskFreeGB  float64             `json:"disk_free_gb"`
-	DiskLow     bool                `json:"disk_low"`
-	DiskFull    bool                `json:"disk_full"` // below control.DiskFloorBytes free: no loop starts, new loops refused
-	Accepting   bool                `json:"accepting"`
-	Warning     string              `json:"warning,omitzero"`
+	Daemon     bool                `json:"daemon"`
+	PID        int                 `json:"pid,omitzero"`
+	Version    string              `json:"version"`
+	Protocol   int                 `json:"protocol"`
+	StartedAt  time.Time           `json:"started_at,omitzero"`
+	UptimeSecs int64               `json:"uptime_secs"`
+	Home       string              `json:"home"`
+	Workspace  string              `json:"workspace"`
+	Counts     map[loop.Status]int `json:"counts"`
+	Running    int                 `json:"running"`
+	MaxLoops   int                 `json:"max_loops"`
+	Types      []TypeUsage         `json:"types"`
+	// RateLimit is the state of the limited profile that resumes last
+	// (RateLimited: some profile is limited); Profiles lists every profile
+	// that has been limited, Limits is their states for a client's Plan.
+	RateLimit   ratelimit.State            `json:"rate_limit"`
+	RateLimited bool                       `json:"rate_limited"`
+	Recovering  bool                       `json:"recovering"`
+	ResumeAt    time.Time                  `json:"resume_at,omitzero"`
+	Profiles    []ProfileLimit             `json:"profiles,omitempty"`
+	Limits      map[string]ratelimit.State `json:"limits,omitempty"`
+	// Spent lists the trees whose budget is spent (root id → reason text).
+	Spent map[string]string `json:"budget_spent,omitempty"`
+	// SpentToday is what agents consumed since midnight (UTC), by the
+	// iterations recorded today.
+	SpentToday loop.Usage `json:"spent_today"`
+	DiskFreeGB float64    `json:"disk_free_gb"`
+	DiskLow    bool       `json:"disk_low"`
+	DiskFull   bool       `json:"disk_full"` // below control.DiskFloorBytes free: no loop starts, new loops refused
+	Accepting  bool       `json:"accepting"`
+	Warning    string     `json:"warning,omitzero"`
 	// Problems are what would fail every iteration of some loop types in
 	// this workspace (`loopr config check`): those loops wait with reason
 	// preflight. Empty when nothing is wrong.

@@ -12,7 +12,10 @@ import (
 )
 
 func (e *env) planCmd() *cobra.Command {
-	var jsonOut, noStart bool
+	var (
+		jsonOut, noStart bool
+		req              = api.CreateRequest{Type: loop.Plan}
+	)
 	c := &cobra.Command{
 		Use:   "plan TEXT [--no-start]",
 		Short: "Start a plan loop for a request (starts a daemon in the background if none runs)",
@@ -21,12 +24,23 @@ func (e *env) planCmd() *cobra.Command {
 			if strings.TrimSpace(args[0]) == "" {
 				return &UsageError{fmt.Errorf("plan: the request text is empty")}
 			}
-			return e.create(cmd, api.CreateRequest{Type: loop.Plan, Task: args[0]}, jsonOut, noStart)
+			req.Task = args[0]
+			return e.create(cmd, req, jsonOut, noStart)
 		},
 	}
 	c.Flags().BoolVar(&jsonOut, "json", false, "print the created loop as JSON")
 	c.Flags().BoolVar(&noStart, "no-start", false, "only queue the loop in the store: do not start a daemon when none runs")
+	agentFlags(c, &req)
 	return c
+}
+
+// agentFlags adds --agent, --budget-usd and --budget-tokens to a command
+// that creates a loop.
+func agentFlags(c *cobra.Command, req *api.CreateRequest) {
+	f := c.Flags()
+	f.StringVar(&req.Agent, "agent", "", "agent profile the loop (and the loops it spawns) runs on: default or a name under agents: in loopr.yml")
+	f.Float64Var(&req.Budget.USD, "budget-usd", 0, "dollars the loop may spend (a root's covers its whole tree); 0 = loopr.yml's budget")
+	f.Int64Var(&req.Budget.Tokens, "budget-tokens", 0, "tokens the loop may use (a root's covers its whole tree); 0 = loopr.yml's budget")
 }
 
 func (e *env) addCmd() *cobra.Command {
@@ -50,7 +64,7 @@ func (e *env) addCmd() *cobra.Command {
 
 Item keys are the JSON fields of POST /v1/loops (type, parent, task, title,
 max_iterations, runnable_at, deadline, fairness_key, conflict_key,
-cost_hint, owner) plus in. Each item is created or refused on its own; one
+cost_hint, owner, agent) plus in, budget_usd and budget_tokens. Each item is created or refused on its own; one
 line per item is printed. Exit 1 if any item was refused, 2 if the file
 itself is invalid (nothing is created then).
 
@@ -60,7 +74,7 @@ LOOPR_NO_START=1 in the environment, only queues the loops in the store.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file != "" {
-				for _, f := range []string{"type", "parent", "task", "title", "max-iterations", "at", "in", "deadline", "owner", "key", "conflict-key"} {
+				for _, f := range []string{"type", "parent", "task", "title", "max-iterations", "at", "in", "deadline", "owner", "key", "conflict-key", "agent", "budget-usd", "budget-tokens"} {
 					if cmd.Flags().Changed(f) {
 						return &UsageError{fmt.Errorf("--file and --%s: the file gives every field of its loops", f)}
 					}
@@ -110,6 +124,7 @@ LOOPR_NO_START=1 in the environment, only queues the loops in the store.`,
 	f.BoolVar(&noStart, "no-start", false, "only queue in the store: do not start a daemon when none runs")
 	c.RegisterFlagCompletionFunc("parent", e.completeFlagIDs)
 	c.RegisterFlagCompletionFunc("type", e.completeTypes)
+	agentFlags(c, &req)
 	return c
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/internal/termsafe"
+	"github.com/loopr-dev/loopr/loop"
 )
 
 // writeJSON writes v as indented JSON followed by a newline.
@@ -63,4 +64,51 @@ func parseTime(flag, v string) (time.Time, error) {
 		return time.Time{}, &UsageError{fmt.Errorf("%s: %q is not an RFC 3339 time (e.g. 2026-01-25T12:00:00Z)", flag, v)}
 	}
 	return t.UTC(), nil
+}
+
+// costText reads "$1.23", or "-" for nothing spent.
+func costText(u loop.Usage) string {
+	if u.CostUSD == 0 {
+		if u.Tokens() > 0 {
+			return "$0.00"
+		}
+		return "-"
+	}
+	return fmt.Sprintf("$%.2f", u.CostUSD)
+}
+
+// usageText reads "$1.23, 45.6k tokens (in 1.2k, out 3.4k, cache read 40k, cache write 1k), agent 3m20s".
+func usageText(u loop.Usage) string {
+	if u == (loop.Usage{}) {
+		return "nothing"
+	}
+	return fmt.Sprintf("$%.2f, %s tokens (in %s, out %s, cache read %s, cache write %s), agent %s",
+		u.CostUSD, tokens(u.Tokens()), tokens(u.InputTokens), tokens(u.OutputTokens), tokens(u.CacheReadTokens),
+		tokens(u.CacheCreationTokens), (time.Duration(u.AgentSeconds * float64(time.Second))).Round(time.Second))
+}
+
+// budgetText reads "$5.00 and 100k tokens", "none".
+func budgetText(b loop.Budget) string {
+	switch {
+	case b.USD > 0 && b.Tokens > 0:
+		return fmt.Sprintf("$%.2f and %s tokens", b.USD, tokens(b.Tokens))
+	case b.USD > 0:
+		return fmt.Sprintf("$%.2f", b.USD)
+	case b.Tokens > 0:
+		return tokens(b.Tokens) + " tokens"
+	}
+	return "none"
+}
+
+// tokens reads a token count as 950, 12.3k, 4.5M.
+func tokens(n int64) string {
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 10_000:
+		return fmt.Sprintf("%.0fk", float64(n)/1e3)
+	case n >= 1_000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
 }

@@ -58,16 +58,24 @@ func (e *env) listCmd() *cobra.Command {
 					fmt.Fprintln(e.stdout, "no loops")
 					return nil
 				}
+				all := loops
+				if req.Status != nil || req.Type != "" || req.Parent != "" {
+					// COST rolls up descendants the filter leaves out too.
+					if all, err = b.List(cmd.Context(), api.ListRequest{}); err != nil {
+						return err
+					}
+				}
+				tree := treeUsage(all)
 				now := e.now()
 				w := table(e.stdout)
-				fmt.Fprintln(w, "ID\tTYPE\tSTATUS\tITER\tAGE\tPARENT\tTITLE")
+				fmt.Fprintln(w, "ID\tTYPE\tSTATUS\tITER\tAGE\tCOST\tPARENT\tTITLE")
 				for _, l := range loops {
 					parent := l.Parent
 					if parent == "" {
 						parent = "-"
 					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", l.ID, l.Type, l.Status,
-						l.Iteration, l.MaxIterations, age(now.Sub(l.CreatedAt)), parent, oneLine(l.Title, 60))
+					fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", l.ID, l.Type, l.Status,
+						l.Iteration, l.MaxIterations, age(now.Sub(l.CreatedAt)), costText(tree[l.ID]), parent, oneLine(l.Title, 60))
 				}
 				return w.Flush()
 			})
@@ -105,8 +113,12 @@ ID is a loop id or a unique prefix of one (at least 4 characters).`,
 				if err != nil {
 					return err
 				}
+				tu, err := b.TreeUsage(cmd.Context(), l.ID)
+				if err != nil {
+					return err
+				}
 				if jsonOut {
-					return writeJSON(e.stdout, l)
+					return writeJSON(e.stdout, shown{Loop: l, TreeUsage: tu.Usage})
 				}
 				if artifactOnly {
 					if l.Artifact == "" {
@@ -119,7 +131,7 @@ ID is a loop id or a unique prefix of one (at least 4 characters).`,
 					fmt.Fprint(e.stdout, ensureNewline(text))
 					return nil
 				}
-				printLoop(e, l)
+				printLoop(e, l, tu)
 				if l.Artifact != "" {
 					text, err := e.readArtifact(l)
 					if err != nil {
@@ -132,7 +144,7 @@ ID is a loop id or a unique prefix of one (at least 4 characters).`,
 			})
 		},
 	}
-	c.Flags().BoolVar(&jsonOut, "json", false, "print the record as JSON")
+	c.Flags().BoolVar(&jsonOut, "json", false, "print the record as JSON, with tree_usage: its usage plus all its descendants'")
 	c.Flags().BoolVar(&artifactOnly, "artifact", false, "print only the accepted artifact")
 	return c
 }
@@ -157,7 +169,35 @@ func ensureNewline(s string) string {
 	return s + "\n"
 }
 
-func printLoop(e *env, l loop.Loop) {
+// shown is `loopr show --json`: the record and its tree's usage.
+type shown struct {
+	loop.Loop
+	TreeUsage loop.Usage `json:"tree_usage"`
+}
+
+// treeUsage sums each loop's usage with its descendants' among loops.
+func treeUsage(loops []loop.Loop) map[string]loop.Usage {
+	parent := make(map[string]string, len(loops))
+	for _, l := range loops {
+		parent[l.ID] = l.Parent
+	}
+	out := make(map[string]loop.Usage, len(loops))
+	for _, l := range loops {
+		if l.Usage == (loop.Usage{}) {
+			if _, ok := out[l.ID]; !ok {
+				out[l.ID] = loop.Usage{}
+			}
+			continue
+		}
+		seen := 0
+		for id := l.ID; id != "" && seen < 1000; id, seen = parent[id], seen+1 {
+			out[id] = out[id].Add(l.Usage)
+		}
+	}
+	return out
+}
+
+func printLoop(e *env, l loop.Loop, tu api.TreeUsage) {
 	w := table(e.stdout)
 	row := func(k, v string) {
 		if v != "" {
@@ -194,6 +234,14 @@ func printLoop(e *env, l loop.Loop) {
 		row("answer with", fmt.Sprintf("loopr answer %s \"…\"", l.ID))
 	}
 	row("answer", l.Answer)
+	row("agent", l.Agent)
+	if l.Budget != (loop.Budget{}) {
+		row("budget", budgetText(l.Budget))
+	}
+	row("usage", usageText(l.Usage))
+	if tu.Loops > 1 {
+		row("tree usage", fmt.Sprintf("%s (%d loops)", usageText(tu.Usage), tu.Loops))
+	}
 	if l.Lease != nil {
 		row("lease", fmt.Sprintf("%s until %s (pid %d)", l.Lease.Owner, l.Lease.ExpiresAt.UTC().Format("15:04:05"), l.Lease.PID))
 	}

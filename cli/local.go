@@ -73,4 +73,11 @@ func (b *local) GC(ctx context.Context, req api.GCRequest) (api.GCResult, error)
 // the daemon.
 func (b *local) Stats(_ context.Context) (api.Stats, error) { return b.svc.Stats(b.svc.Now()) }
 
+func (b *local) TreeUsage(_ context.Context, id string) (api.TreeUsage, error) {
+	return b.svc.TreeUsageOf(id)
+}
+func (b *local) SetBudget(_ context.Context, id string, req api.BudgetRequest) (api.BudgetResult, error) {
+	return b.svc.SetBudget(id, req)
+}
+
 func (b *local) Close() error { return b.svc.Store.Close() }

@@ -42,6 +42,8 @@ type Backend interface {
 	CreateBatch(ctx context.Context, reqs []api.CreateRequest) (api.BatchResult, error)
 	GC(ctx context.Context, req api.GCRequest) (api.GCResult, error)
 	Stats(ctx context.Context) (api.Stats, error)
+	TreeUsage(ctx context.Context, id string) (api.TreeUsage, error)
+	SetBudget(ctx context.Context, id string, req api.BudgetRequest) (api.BudgetResult, error)
 	Close() error
 }
 
@@ -129,7 +131,7 @@ func (e *env) rootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&e.configFlag, "config", "", "configuration file (default <workspace>/loopr.yml)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{err} })
 	root.AddCommand(
-		e.initCmd(), e.configCmd(), e.planCmd(), e.addCmd(), e.listCmd(), e.showCmd(), e.whyCmd(),
+		e.initCmd(), e.configCmd(), e.planCmd(), e.addCmd(), e.listCmd(), e.showCmd(), e.whyCmd(), e.budgetCmd(),
 		e.statusCmd(), e.debugCmd(), e.exportCmd(), e.importCmd(), e.daemonCmd(),
 		e.tuiCmd(), e.demoCmd(), e.agentSimCmd(),
 	)

@@ -55,6 +55,8 @@ func (e *env) printStats(st api.Stats) {
 	} else {
 		fmt.Fprintf(w, "success\t- (no loop has finished)\n")
 	}
+	fmt.Fprintf(w, "spent\t%s\n", usageText(st.Usage))
+	fmt.Fprintf(w, "today\t%s\n", usageText(st.Today))
 	if st.Daemon {
 		var done int64
 		for _, t := range st.Types {
@@ -80,6 +82,7 @@ func (e *env) printStats(st api.Stats) {
 	if st.Daemon {
 		head += "\tSTARTS\tCOMPLETIONS\tFAILURES"
 	}
+	head += "\tCOST\tTOKENS"
 	fmt.Fprintln(w, head)
 	for _, t := range st.Types {
 		total := 0
@@ -94,6 +97,7 @@ func (e *env) printStats(st api.Stats) {
 		if st.Daemon {
 			row += fmt.Sprintf("\t%d\t%d\t%d", t.Starts, t.Completions, t.Failures)
 		}
+		row += fmt.Sprintf("\t%s\t%s", costText(t.Usage), tokens(t.Usage.Tokens()))
 		fmt.Fprintln(w, row)
 	}
 	w.Flush()

@@ -52,15 +52,25 @@ func (e *env) statusCmd() *cobra.Command {
 					usage = append(usage, fmt.Sprintf("%s %d/%s", t.Type, t.Running, cp))
 				}
 				fmt.Fprintf(w, "running\t%s\n", strings.Join(usage, ", "))
-				switch {
-				case st.RateLimited:
-					fmt.Fprintf(w, "rate limit\tbacking off after %d hit(s); work resumes at %s (in %s)\n",
-						st.RateLimit.Hits, st.ResumeAt.Local().Format("15:04:05"), age(st.ResumeAt.Sub(now).Round(time.Second)))
-				case st.Recovering:
-					fmt.Fprintf(w, "rate limit\trecovering until %s: one start per poll\n", st.RateLimit.RecoveryUntil.Local().Format("15:04:05"))
-				default:
-					fmt.Fprintf(w, "rate limit\tnone (hits %d)\n", st.RateLimit.Hits)
+				limited := 0
+				for _, p := range st.Profiles {
+					switch {
+					case p.Limited:
+						fmt.Fprintf(w, "rate limit\tagent %s: backing off after %d hit(s); its loops resume at %s (in %s)\n",
+							p.Agent, p.Hits, p.ResumeAt.Local().Format("2006-01-02 15:04:05"), age(p.ResumeAt.Sub(now).Round(time.Second)))
+						limited++
+					case p.Recovering:
+						fmt.Fprintf(w, "rate limit\tagent %s: recovering, one start per poll\n", p.Agent)
+						limited++
+					}
 				}
+				if limited == 0 {
+					fmt.Fprintf(w, "rate limit\tnone\n")
+				}
+				if len(st.Spent) > 0 {
+					fmt.Fprintf(w, "budget\t%d tree(s) spent their budget: `loopr budget ROOT --usd N` raises it\n", len(st.Spent))
+				}
+				fmt.Fprintf(w, "spent today\t%s\n", usageText(st.SpentToday))
 				disk := fmt.Sprintf("%.1f GB free", st.DiskFreeGB)
 				switch {
 				case st.DiskFull:

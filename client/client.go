@@ -307,6 +307,20 @@ func (c *Client) Get(ctx context.Context, id string) (loop.Loop, error) {
 	return l, err
 }
 
+// TreeUsage returns what a loop and all its descendants consumed.
+func (c *Client) TreeUsage(ctx context.Context, id string) (api.TreeUsage, error) {
+	var u api.TreeUsage
+	err := c.call(ctx, http.MethodGet, loopPath(id, "usage"), nil, &u)
+	return u, err
+}
+
+// SetBudget changes a loop's budget (`loopr budget`).
+func (c *Client) SetBudget(ctx context.Context, id string, req api.BudgetRequest) (api.BudgetResult, error) {
+	var res api.BudgetResult
+	err := c.call(ctx, http.MethodPost, loopPath(id, "budget"), req, &res)
+	return res, err
+}
+
 // Act applies a user action (api.ActionCancel …) to a loop.
 func (c *Client) Act(ctx context.Context, id, action string, req api.ActionRequest) (api.ActionResult, error) {
 	var res api.ActionResult

@@ -12,10 +12,17 @@
 // Decoding problems come in document order, then range checks in the fixed
 // order of Validate, so the same file always gives the same error.
 //
-// Zero values in the per-type settings mean "inherit": an empty agent uses
-// agent.command, timeout_secs 0 uses agent.timeout_secs, an empty prompt uses
-// the workspace's .loopr/prompts/<type>.md or the built-in template. Loop
-// resolves them.
+// Zero values in the per-type settings mean "inherit": an empty agent is
+// the profile `agent:` (named DefaultProfile), timeout_secs 0 uses the
+// profile's timeout_secs, an empty prompt uses the workspace's
+// .loopr/prompts/<type>.md or the built-in template. Loop resolves them.
+//
+// Agent profiles: `agent:` and each entry of `agents:` have the same keys;
+// an entry starts from DefaultAgent (not from `agent:`). A profile's preset
+// supplies its argv unless command is set, its extra environment and the
+// parser of its output. Fallback names are checked (known, no duplicate, no
+// cycle, directly or through other profiles). loops.<type>.agent names a
+// profile; the argv list it once held is refused with a message saying so.
 //
 // Choices where SPEC §5 is silent:
 //   - An empty file, or an empty section (`scheduler:` with nothing under
@@ -48,24 +55,30 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/preset"
+	"github.com/loopr-dev/loopr/ratelimit"
 )
 
 // Config is loopr's configuration: the defaults with loopr.yml laid over them.
 // The yaml tags are the file's key names; yaml.Marshal of a valid Config is a
 // valid loopr.yml.
 type Config struct {
-	Scheduler   Scheduler               `yaml:"scheduler"`
-	Concurrency Concurrency             `yaml:"concurrency"`
-	Admission   Admission               `yaml:"admission"`
-	Quotas      map[string]Quota        `yaml:"quotas,omitempty"` // limits by owner (a loop's owner)
-	RateLimit   RateLimit               `yaml:"rate_limit"`
-	Retry       Retry                   `yaml:"retry"`
-	Agent       Agent                   `yaml:"agent"`
-	Loops       map[string]LoopSettings `yaml:"loops"` // keyed by built-in type
-	Git         Git                     `yaml:"git"`
-	Storage     Storage                 `yaml:"storage"`
-	Retention   Retention               `yaml:"retention"`
-	API         API                     `yaml:"api"`
+	Scheduler   Scheduler        `yaml:"scheduler"`
+	Concurrency Concurrency      `yaml:"concurrency"`
+	Admission   Admission        `yaml:"admission"`
+	Quotas      map[string]Quota `yaml:"quotas,omitempty"` // limits by owner (a loop's owner)
+	RateLimit   RateLimit        `yaml:"rate_limit"`
+	Retry       Retry            `yaml:"retry"`
+	Agent       Agent            `yaml:"agent"`
+	// Agents names more agent profiles, with the keys of `agent:`; the
+	// profile `agent:` itself is named DefaultProfile.
+	Agents    map[string]Agent        `yaml:"agents,omitempty"`
+	Budget    Budget                  `yaml:"budget"` // default budget of a plan tree (its root loop)
+	Loops     map[string]LoopSettings `yaml:"loops"`  // keyed by built-in type
+	Git       Git                     `yaml:"git"`
+	Storage   Storage                 `yaml:"storage"`
+	Retention Retention               `yaml:"retention"`
+	API       API                     `yaml:"api"`
 	// Webhooks lists the receivers of loop events (the daemon POSTs them).
 	Webhooks []Webhook `yaml:"webhooks"`
 	// Notify runs a command of the user's when a loop needs a person, is
@@ -147,13 +160,24 @@ type PerType struct {
 	Ralph int `yaml:"ralph"`
 }
 
-// RateLimit is the `rate_limit:` section: the shared 429 backoff.
+// RateLimit is the `rate_limit:` section: the backoff of an agent profile
+// the provider limits (each profile has its own state).
 type RateLimit struct {
 	InitialBackoffSecs    int `yaml:"initial_backoff_secs"`
 	MaxBackoffSecs        int `yaml:"max_backoff_secs"`
 	RecoveryPeriodSecs    int `yaml:"recovery_period_secs"`
 	MaxConcurrentAPICalls int `yaml:"max_concurrent_api_calls"`
+	// MaxConsecutive parks a loop (failed) that was rate limited this many
+	// times in a row without an iteration running to an outcome.
+	MaxConsecutive int `yaml:"max_consecutive"`
+	// NotifyAfterSecs: a profile limited for longer than this, with no
+	// unlimited fallback, puts the loops waiting on it in needs_human
+	// (reason limit) until the limit ends; 0 = never.
+	NotifyAfterSecs int `yaml:"notify_after_secs"`
 }
+
+// NotifyAfter returns NotifyAfterSecs as a duration.
+func (r RateLimit) NotifyAfter() time.Duration { return time.Duration(r.NotifyAfterSecs) * time.Second }
 
 // Retry is the `retry:` section: the wait between failed iterations.
 type Retry struct {
@@ -163,6 +187,10 @@ type Retry struct {
 	// NoProgressLimit: that many consecutive iterations failing the same
 	// way put the loop in needs_human (no_progress); 0 = off.
 	NoProgressLimit int `yaml:"no_progress_limit"`
+	// TransientMax is how many transient provider errors (5xx, overloaded,
+	// connection reset) one iteration may meet and be retried without
+	// being spent; one more fails the iteration.
+	TransientMax int `yaml:"transient_max"`
 }
 
 // Delay returns how long a loop waits after its iteration-th iteration
@@ -180,13 +208,21 @@ func (r Retry) Delay(iteration int) time.Duration {
 	return time.Duration(d * float64(time.Second))
 }
 
-// Agent is the `agent:` section: how one iteration runs (SPEC §6).
+// Agent is the `agent:` section, and each entry of `agents:`: an agent
+// profile, how one iteration runs (SPEC §6).
 type Agent struct {
-	Command           []string `yaml:"command"` // argv, run without a shell
+	// Preset names the agent CLI (preset package): its default command,
+	// the environment it adds and the parser of its output.
+	Preset string `yaml:"preset"`
+	// Command replaces the preset's argv (run without a shell); the
+	// preset's parser and environment stay. Empty: the preset's argv.
+	Command           []string `yaml:"command"`
 	TimeoutSecs       int      `yaml:"timeout_secs"`
 	RateLimitExitCode int      `yaml:"rate_limit_exit_code"`
 	// RateLimitPattern is a Go regexp; agent output matching it means the
-	// provider rate-limited the run, even when the agent exits 0. Validate
+	// provider rate-limited the run: over the last lines of a failed run,
+	// or a usage-limit line among the last three on exit 0, after the
+	// preset's structured output (preset.Parse). Validate
 	// rejects patterns that match empty output, "" included (a consumer
 	// compiling "" would see every run as rate limited); '[^\s\S]' never
 	// matches and so turns the check off.
@@ -194,11 +230,54 @@ type Agent struct {
 	// StallTimeoutSecs kills an agent that writes no output and changes no
 	// file in its workdir for that long (the iteration fails); 0 = off.
 	StallTimeoutSecs int `yaml:"stall_timeout_secs"`
+	// Fallback names the profiles that take a loop's next iteration while
+	// this one is limited, in order (followed transitively).
+	Fallback []string `yaml:"fallback"`
 }
+
+// DefaultProfile is the name of the profile `agent:` defines.
+const DefaultProfile = "default"
+
+// DefaultAgent returns the settings an agent profile starts from: the
+// claude preset, 30 minutes, exit code 75, the default pattern.
+func DefaultAgent() Agent {
+	return Agent{
+		Preset:            preset.Claude,
+		TimeoutSecs:       1800,
+		RateLimitExitCode: 75,
+		RateLimitPattern:  DefaultRateLimitPattern,
+		StallTimeoutSecs:  600,
+	}
+}
+
+// Argv returns the command the profile runs: Command, else its preset's.
+func (a Agent) Argv() []string {
+	if len(a.Command) > 0 {
+		return slices.Clone(a.Command)
+	}
+	p, _ := preset.Get(a.Preset)
+	return p.Command
+}
+
+// Env returns the extra environment of the profile's preset.
+func (a Agent) Env() []string {
+	p, _ := preset.Get(a.Preset)
+	return p.Env
+}
+
+// Budget is a spending ceiling: `budget:` (a plan tree's) and
+// loops.<type>.budget (each loop's own). 0 = no ceiling of that kind.
+type Budget struct {
+	USD    float64 `yaml:"usd"`
+	Tokens int     `yaml:"tokens"`
+}
+
+// Loop returns b as a loop record's budget.
+func (b Budget) Loop() loop.Budget { return loop.Budget{USD: b.USD, Tokens: int64(b.Tokens)} }
 
 // DefaultRateLimitPattern matches the messages agent CLIs print when the
 // provider limits them.
-const DefaultRateLimitPattern = `(?i)\b429\b|rate.?limit|usage limit|hit your limit|quota exceeded`
+const DefaultRateLimitPattern = ratelimit.DefaultPattern
 
 // RateLimitRegexp compiles RateLimitPattern. It returns nil, nil for an
 // empty pattern (only possible in a configuration that fails Validate).
@@ -219,8 +298,11 @@ type LoopSettings struct {
 	// Validate lists shell commands (sh -c, in the workdir) that must all
 	// exit 0 for an iteration to pass.
 	Validate []string `yaml:"validate"`
-	// Agent overrides agent.command for this type; empty inherits it.
-	Agent []string `yaml:"agent,omitempty"`
+	// Agent names the agent profile loops of this type run on (agent:
+	// is DefaultProfile, the others are under agents:); "" = the default.
+	Agent string `yaml:"agent,omitempty"`
+	// Budget is each loop's own budget (a root's covers its tree).
+	Budget Budget `yaml:"budget,omitempty"`
 	// Prompt names a prompt template file, relative to the workspace; empty
 	// means .loopr/prompts/<type>.md when it exists, else the built-in one.
 	Prompt string `yaml:"prompt,omitempty"`
@@ -373,15 +455,10 @@ func Default() *Config {
 		RateLimit: RateLimit{
 			InitialBackoffSecs: 5, MaxBackoffSecs: 120,
 			RecoveryPeriodSecs: 30, MaxConcurrentAPICalls: 10,
+			MaxConsecutive: 20, NotifyAfterSecs: 3600,
 		},
-		Retry: Retry{BackoffBaseSecs: 2, BackoffFactor: 2, BackoffMaxSecs: 60, NoProgressLimit: 3},
-		Agent: Agent{
-			Command:           []string{"claude", "-p", "--dangerously-skip-permissions"},
-			TimeoutSecs:       1800,
-			RateLimitExitCode: 75,
-			RateLimitPattern:  DefaultRateLimitPattern,
-			StallTimeoutSecs:  600,
-		},
+		Retry: Retry{BackoffBaseSecs: 2, BackoffFactor: 2, BackoffMaxSecs: 60, NoProgressLimit: 3, TransientMax: 3},
+		Agent: DefaultAgent(),
 		Loops: map[string]LoopSettings{
 			loop.Plan:  {MaxIterations: 10, RequireApproval: true},
 			loop.Spec:  {MaxIterations: 25},
@@ -469,9 +546,9 @@ func (c *Config) Policy(t string) TypePolicy {
 }
 
 // Loop returns the settings of type t with the inherited values resolved:
-// Agent falls back to agent.command and TimeoutSecs to agent.timeout_secs.
-// Prompt stays "" when the type names no template. The slices are copies.
-// For an unknown type only the inherited values are set.
+// Agent falls back to DefaultProfile and TimeoutSecs to the timeout_secs of
+// that profile. Prompt stays "" when the type names no template. The slices
+// are copies. For an unknown type only the inherited values are set.
 func (c *Config) Loop(t string) LoopSettings {
 	var s LoopSettings
 	if builtin(t) {
@@ -480,14 +557,56 @@ func (c *Config) Loop(t string) LoopSettings {
 		s = u.loopSettings()
 	}
 	s.Validate = slices.Clone(s.Validate)
-	if len(s.Agent) == 0 {
-		s.Agent = c.Agent.Command
+	if s.Agent == "" {
+		s.Agent = DefaultProfile
 	}
-	s.Agent = slices.Clone(s.Agent)
 	if s.TimeoutSecs == 0 {
-		s.TimeoutSecs = c.Agent.TimeoutSecs
+		a, _ := c.Profile(s.Agent)
+		s.TimeoutSecs = a.TimeoutSecs
 	}
 	return s
+}
+
+// Profile returns the agent profile called name: DefaultProfile is
+// `agent:`, the others are entries of `agents:`.
+func (c *Config) Profile(name string) (Agent, bool) {
+	if name == DefaultProfile || name == "" {
+		return c.Agent, true
+	}
+	a, ok := c.Agents[name]
+	return a, ok
+}
+
+// Profiles returns the names of every agent profile: DefaultProfile, then
+// the entries of `agents:` by name.
+func (c *Config) Profiles() []string {
+	return append([]string{DefaultProfile}, slices.Sorted(maps.Keys(c.Agents))...)
+}
+
+// ProfileOf returns the profile a loop runs on: its own (agent, from
+// --agent) when the configuration still defines it, else its type's.
+func (c *Config) ProfileOf(l *loop.Loop) string {
+	if l.Agent != "" {
+		if _, ok := c.Profile(l.Agent); ok {
+			return l.Agent
+		}
+	}
+	return c.Loop(l.Type).Agent
+}
+
+// BudgetFor returns the budget a new loop of type t gets when its creator
+// sets none: loops.<t>.budget, else, for a root, the tree default budget.
+func (c *Config) BudgetFor(t string, root bool) loop.Budget {
+	var b Budget
+	if builtin(t) {
+		b = c.Loops[t].Budget
+	} else {
+		b = c.UserTypes[t].Budget
+	}
+	if b == (Budget{}) && root {
+		b = c.Budget
+	}
+	return b.Loop()
 }
 
 // APICallCap returns how many agent processes may run at once: the smaller of

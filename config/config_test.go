@@ -93,8 +93,10 @@ func TestMarshalRoundTrip(t *testing.T) {
 	t.Parallel()
 	c := config.Default()
 	c.UserTypes = map[string]config.TypeSettings{
-		"review": {Base: 70, MaxRunning: 3, LoopSettings: config.LoopSettings{MaxIterations: 10, Validate: []string{"make lint"}, Agent: []string{"codex", "exec"}, TimeoutSecs: 60}},
+		"review": {Base: 70, MaxRunning: 3, LoopSettings: config.LoopSettings{MaxIterations: 10, Validate: []string{"make lint"}, Agent: "codex", TimeoutSecs: 60, Budget: config.Budget{USD: 2.5}}},
 	}
+	c.Agents = map[string]config.Agent{"codex": {Preset: "codex", TimeoutSecs: 60, RateLimitExitCode: 75, RateLimitPattern: "x", Fallback: []string{"default"}}}
+	c.Budget = config.Budget{USD: 10, Tokens: 1000}
 	c.Loops[loop.Spec] = config.LoopSettings{MaxIterations: 7, Prompt: "prompts/spec.md"}
 	data, err := yaml.Marshal(c)
 	if err != nil {
@@ -149,20 +151,25 @@ agent: {rate_limit_pattern: '[^\s\S]'}
 			c.Concurrency.MaxAPICalls = 7
 		}},
 		{"loop override keeps unset keys", `
+agents:
+  aider: {preset: command, command: [aider, --yes, "4"]}
 loops:
   ralph:
     max_iterations: 5
-    agent: [aider, --yes, 4]
+    agent: aider
     prompt: prompts/task.md
     timeout_secs: 600
   plan: {require_approval: false, validate: ["test -s plan.md"]}
 `, func(c *config.Config) {
 			c.Loops[loop.Ralph] = config.LoopSettings{
 				MaxIterations: 5, Validate: []string{"go test ./..."},
-				Agent: []string{"aider", "--yes", "4"}, Prompt: "prompts/task.md", TimeoutSecs: 600,
+				Agent: "aider", Prompt: "prompts/task.md", TimeoutSecs: 600,
 				ConflictGroup: "code", RequireChanges: true,
 			}
 			c.Loops[loop.Plan] = config.LoopSettings{MaxIterations: 10, Validate: []string{"test -s plan.md"}}
+			a := config.DefaultAgent()
+			a.Preset, a.Command = "command", []string{"aider", "--yes", "4"}
+			c.Agents = map[string]config.Agent{"aider": a}
 		}},
 		{"empty validate list clears the default", "loops:\n  ralph: {validate: []}\n", func(c *config.Config) {
 			c.Loops[loop.Ralph] = config.LoopSettings{MaxIterations: 100, ConflictGroup: "code", RequireChanges: true}
@@ -180,13 +187,13 @@ types:
 		{"alias values", `
 agent:
   command: &cmd ["codex", "exec"]
-loops:
-  ralph: {agent: *cmd}
+agents:
+  codex: {command: *cmd}
 `, func(c *config.Config) {
 			c.Agent.Command = []string{"codex", "exec"}
-			l := c.Loops[loop.Ralph]
-			l.Agent = []string{"codex", "exec"}
-			c.Loops[loop.Ralph] = l
+			a := config.DefaultAgent()
+			a.Command = []string{"codex", "exec"}
+			c.Agents = map[string]config.Agent{"codex": a}
 		}},
 	}
 	for _, tc := range tests {
@@ -273,9 +280,24 @@ func TestParseErrors(t *testing.T) {
 		{"initial above default max", "rate_limit:\n  initial_backoff_secs: 500\n", "loopr.yml:2: rate_limit.initial_backoff_secs: must be <= rate_limit.max_backoff_secs (120)"},
 		{"max below default initial", "rate_limit:\n  max_backoff_secs: 1\n", "loopr.yml:2: rate_limit.max_backoff_secs: must be >= rate_limit.initial_backoff_secs (5)"},
 		{"zero initial backoff", "rate_limit: {initial_backoff_secs: 0}\n", "loopr.yml:1: rate_limit.initial_backoff_secs: must be > 0"},
-		{"empty agent command", "agent:\n  command: []\n", "loopr.yml:2: agent.command: must not be empty"},
+		{"empty command of preset command", "agent:\n  preset: command\n  command: []\n", "loopr.yml:3: agent.command: must not be empty with preset command (it has no command of its own)"},
+		{"unknown preset", "agent:\n  preset: aider\n", "loopr.yml:2: agent.preset: unknown preset \"aider\" (known: claude, codex, gemini, opencode, command)"},
+		{"profile named default", "agents:\n  default: {preset: codex}\n", "loopr.yml:2: agents.default: \"default\" names the agent: section; give this profile another name"},
+		{"bad profile name", "agents:\n  Codex: {preset: codex}\n", "loopr.yml:2: agents.Codex: invalid profile name: use up to 32 lowercase letters, digits, '-' and '_', starting with a letter"},
+		{"unknown key in a profile", "agents:\n  codex:\n    presett: codex\n", "loopr.yml:3: agents.codex.presett: unknown key"},
+		{"unknown type profile", "agents:\n  codex: {preset: codex}\nloops:\n  ralph: {agent: codx}\n", "loopr.yml:4: loops.ralph.agent: unknown agent profile \"codx\" (known: default, codex)"},
+		{"unknown user type profile", "types:\n  review: {agent: nope}\n", "loopr.yml:2: types.review.agent: unknown agent profile \"nope\" (known: default)"},
+		{"unknown fallback", "agent:\n  fallback: [codex]\n", "loopr.yml:2: agent.fallback[0]: unknown agent profile \"codex\" (known: default)"},
+		{"self fallback", "agents:\n  codex: {preset: codex, fallback: [codex]}\n", "loopr.yml:2: agents.codex.fallback: fallback cycle: codex → codex"},
+		{"fallback cycle", "agent:\n  fallback: [codex]\nagents:\n  codex:\n    preset: codex\n    fallback: [default]\n", "loopr.yml:2: agent.fallback: fallback cycle: default → codex → default"},
+		{"duplicate fallback", "agents:\n  a: {}\nagent:\n  fallback: [a, a]\n", "loopr.yml:4: agent.fallback[1]: duplicate profile \"a\""},
+		{"negative budget", "budget: {usd: -1}\n", "loopr.yml:1: budget.usd: must be >= 0 (0 = no budget)"},
+		{"negative loop budget", "loops:\n  ralph:\n    budget: {tokens: -5}\n", "loopr.yml:3: loops.ralph.budget.tokens: must be >= 0"},
+		{"string budget", "budget: {usd: lots}\n", "loopr.yml:1: budget.usd: must be a number, got \"lots\""},
+		{"zero max_consecutive", "rate_limit: {max_consecutive: 0}\n", "loopr.yml:1: rate_limit.max_consecutive: must be > 0"},
+		{"negative transient_max", "retry: {transient_max: -1}\n", "loopr.yml:1: retry.transient_max: must be >= 0"},
 		{"blank program", "agent:\n  command: [\"\", -p]\n", "loopr.yml:2: agent.command[0]: must not be empty"},
-		{"blank loop agent", "loops:\n  ralph:\n    agent: [\" \"]\n", "loopr.yml:3: loops.ralph.agent[0]: must not be empty"},
+		{"argv as loop agent", "loops:\n  ralph:\n    agent: [aider]\n", "loopr.yml:3: loops.ralph.agent: must name an agent profile (default, or one of agents:), got a list: put the argv in agents.<name>.command and name that profile here"},
 		{"blank validate command", "loops:\n  ralph:\n    validate:\n      - make\n      - \"\"\n", "loopr.yml:5: loops.ralph.validate[1]: must not be empty"},
 		{"exit code 0", "agent: {rate_limit_exit_code: 0}\n", "loopr.yml:1: agent.rate_limit_exit_code: must be between 1 and 255"},
 		{"bad pattern", "agent:\n  rate_limit_pattern: '(429'\n", "loopr.yml:2: agent.rate_limit_pattern: must be a valid Go regexp: missing closing ): `(429`"},
@@ -376,7 +398,7 @@ func TestValidate(t *testing.T) {
 			c.UserTypes = map[string]config.TypeSettings{"b": {LoopSettings: config.LoopSettings{MaxIterations: 0}}, "a": {LoopSettings: config.LoopSettings{MaxIterations: 1}, Base: -1}}
 		}, "types.a.base: must be >= 0"},
 		{"max backoff below initial", func(c *config.Config) { c.RateLimit.InitialBackoffSecs = 500 }, "rate_limit.max_backoff_secs: must be >= rate_limit.initial_backoff_secs (500)"},
-		{"nil command", func(c *config.Config) { c.Agent.Command = nil }, "agent.command: must not be empty"},
+		{"nil command of preset command", func(c *config.Config) { c.Agent.Preset, c.Agent.Command = "command", nil }, "agent.command: must not be empty with preset command (it has no command of its own)"},
 		{"nan factor", func(c *config.Config) { c.Retry.BackoffFactor = nanf() }, "retry.backoff_factor: must be a finite number"},
 		{"huge factor", func(c *config.Config) { c.Retry.BackoffFactor = 1e6 }, "retry.backoff_factor: must be <= 1000"},
 		{"exit code over 255", func(c *config.Config) { c.Agent.RateLimitExitCode = 256 }, "agent.rate_limit_exit_code: must be between 1 and 255"},
@@ -447,8 +469,11 @@ concurrency:
   per_type: {phase: 0}
 scheduler:
   poll_interval_secs: 2
+agents:
+  aider: {preset: command, command: [aider], timeout_secs: 120}
 loops:
-  ralph: {agent: [aider], timeout_secs: 60}
+  ralph: {agent: aider, timeout_secs: 60}
+  spec: {agent: aider}
 types:
   review: {base: 70, max_running: 3, max_iterations: 12, validate: [make lint]}
   audit: {prompt: prompts/audit.md}
@@ -481,12 +506,12 @@ types:
 	for _, typ := range append(c.Types(), "nope") {
 		gotLoops[typ] = c.Loop(typ)
 	}
-	agent := []string{"claude", "-p"}
+	agent := config.DefaultProfile
 	wantLoops := map[string]config.LoopSettings{
 		"plan":   {MaxIterations: 10, RequireApproval: true, Agent: agent, TimeoutSecs: 900},
-		"spec":   {MaxIterations: 25, Agent: agent, TimeoutSecs: 900},
+		"spec":   {MaxIterations: 25, Agent: "aider", TimeoutSecs: 120},
 		"phase":  {MaxIterations: 50, Agent: agent, TimeoutSecs: 900},
-		"ralph":  {MaxIterations: 100, Validate: []string{"go test ./..."}, Agent: []string{"aider"}, TimeoutSecs: 60, ConflictGroup: "code", RequireChanges: true},
+		"ralph":  {MaxIterations: 100, Validate: []string{"go test ./..."}, Agent: "aider", TimeoutSecs: 60, ConflictGroup: "code", RequireChanges: true},
 		"review": {MaxIterations: 12, Validate: []string{"make lint"}, Agent: agent, TimeoutSecs: 900},
 		"audit":  {MaxIterations: 10, Agent: agent, Prompt: "prompts/audit.md", TimeoutSecs: 900},
 		"nope":   {Agent: agent, TimeoutSecs: 900},
@@ -497,10 +522,8 @@ types:
 
 	// Loop returns copies: changing them leaves the config alone.
 	l := c.Loop("ralph")
-	l.Validate[0], l.Agent[0] = "x", "x"
-	p := c.Loop("plan")
-	p.Agent[0] = "x"
-	if c.Loops["ralph"].Validate[0] != "go test ./..." || c.Loops["ralph"].Agent[0] != "aider" || c.Agent.Command[0] != "claude" {
+	l.Validate[0] = "x"
+	if c.Loops["ralph"].Validate[0] != "go test ./..." {
 		t.Error("Loop() returned slices shared with the config")
 	}
 	if got := c.Loop("ralph").Timeout(); got != time.Minute {
@@ -522,9 +545,9 @@ types:
 func TestDefaultIsFresh(t *testing.T) {
 	t.Parallel()
 	a := config.Default()
-	a.Agent.Command[0] = "x"
+	a.Agent.Fallback = append(a.Agent.Fallback, "x")
 	a.Loops[loop.Ralph].Validate[0] = "x"
-	if diff := cmp.Diff(config.Default().Agent.Command, []string{"claude", "-p", "--dangerously-skip-permissions"}); diff != "" {
+	if diff := cmp.Diff(config.Default().Agent.Fallback, []string(nil)); diff != "" {
 		t.Errorf("Default() shares slices between calls (-want +got):\n%s", diff)
 	}
 	if config.Default().Loops[loop.Ralph].Validate[0] != "go test ./..." {

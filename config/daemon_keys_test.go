@@ -115,7 +115,7 @@ types:
 	want := []string{
 		"scheduler.priority.ralph: 100 → 120",
 		"concurrency.per_type.plan: 2 → 1",
-		"agent.command: [claude, -p, --dangerously-skip-permissions] → [codex, exec]",
+		"agent.command: [] → [codex, exec]",
 		"loops.ralph.validate: [go test ./...] → []",
 		"webhooks[0]: (none) → {url: 'https://h/x', events: [complete]}",
 		"types.review: (none) → {base: 70, max_running: 0, max_iterations: 10, require_approval: false, validate: []}",

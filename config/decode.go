@@ -57,6 +57,9 @@ func (c *Config) normalize() {
 	if len(c.Quotas) == 0 {
 		c.Quotas = nil
 	}
+	if len(c.Agents) == 0 {
+		c.Agents = nil
+	}
 }
 
 // Overlay decodes n, a mapping inside a larger YAML document in file
@@ -88,6 +91,7 @@ func (c *Config) clone() *Config {
 	out.Loops = maps.Clone(c.Loops)
 	out.UserTypes = maps.Clone(c.UserTypes)
 	out.Quotas = maps.Clone(c.Quotas)
+	out.Agents = maps.Clone(c.Agents)
 	return &out
 }
 
@@ -213,6 +217,8 @@ func (d *decoder) value(n *yaml.Node, key string, keyLine int, v reflect.Value) 
 				e.Set(old)
 			} else if et == reflect.TypeFor[TypeSettings]() {
 				e.Set(reflect.ValueOf(DefaultTypeSettings()))
+			} else if et == reflect.TypeFor[Agent]() {
+				e.Set(reflect.ValueOf(DefaultAgent()))
 			}
 			if err := d.value(val, sub, k.Line, e); err != nil {
 				return err
@@ -263,6 +269,9 @@ func (d *decoder) value(n *yaml.Node, key string, keyLine int, v reflect.Value) 
 		v.SetBool(b)
 	case reflect.String:
 		// Any scalar is text: `validate: [make, 2]` means what it says.
+		if n.Kind == yaml.SequenceNode && strings.HasSuffix(key, ".agent") {
+			return d.errorf(line, key, "must name an agent profile (default, or one of agents:), got a list: put the argv in agents.<name>.command and name that profile here")
+		}
 		if n.Kind != yaml.ScalarNode || isNull(n) {
 			return wrong()
 		}

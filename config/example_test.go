@@ -23,14 +23,16 @@ types:
 		l := cfg.Loop(t)
 		fmt.Printf("%-6s base %3d  cap %2d  max_iterations %3d  validate %q\n", t, cfg.Base(t), cfg.TypeCap(t), l.MaxIterations, l.Validate)
 	}
-	fmt.Println("agent:", cfg.Loop("review").Agent)
+	name := cfg.Loop("review").Agent
+	a, _ := cfg.Profile(name)
+	fmt.Println("agent:", name, a.Preset, a.Argv())
 	// Output:
 	// plan   base  40  cap  2  max_iterations  10  validate []
 	// spec   base  60  cap  5  max_iterations  25  validate []
 	// phase  base  80  cap 20  max_iterations  50  validate []
 	// ralph  base 100  cap  8  max_iterations  20  validate ["make check"]
 	// review base  70  cap  3  max_iterations   5  validate []
-	// agent: [claude -p --dangerously-skip-permissions]
+	// agent: default claude [claude -p --output-format stream-json --verbose --dangerously-skip-permissions]
 }
 
 func ExampleParse_error() {

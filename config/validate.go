@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/preset"
 )
 
 // Error is a problem with a configuration. It names the file (its base name),
@@ -136,27 +137,27 @@ func (c *Config) check(v *checker) error {
 	v.atLeast("retry.backoff_max_secs", r.BackoffMaxSecs, "retry.backoff_base_secs", r.BackoffBaseSecs)
 	v.nonNegative("retry.no_progress_limit", r.NoProgressLimit)
 
-	a := c.Agent
-	if len(a.Command) == 0 {
-		v.fail("agent.command", "must not be empty")
+	v.nonNegative("retry.transient_max", r.TransientMax)
+	v.positive("rate_limit.max_consecutive", rl.MaxConsecutive)
+	v.nonNegative("rate_limit.notify_after_secs", rl.NotifyAfterSecs)
+
+	v.agent("agent", c.Agent)
+	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
+		key := joinKey("agents", name)
+		switch {
+		case name == DefaultProfile:
+			v.fail(key, "%q names the agent: section; give this profile another name", name)
+		case !loop.ValidTypeName(name):
+			v.fail(key, "invalid profile name: use up to 32 lowercase letters, digits, '-' and '_', starting with a letter")
+		}
+		v.agent(key, c.Agents[name])
 	}
-	v.argv("agent.command", a.Command)
-	v.positive("agent.timeout_secs", a.TimeoutSecs)
-	v.nonNegative("agent.stall_timeout_secs", a.StallTimeoutSecs)
-	if code := a.RateLimitExitCode; code < 1 || code > 255 {
-		v.fail("agent.rate_limit_exit_code", "must be between 1 and 255")
-	}
-	if a.RateLimitPattern == "" {
-		v.fail("agent.rate_limit_pattern", `must not be empty (to turn the check off, use a pattern that never matches: '[^\s\S]')`)
-	}
-	if re, err := a.RateLimitRegexp(); err != nil {
-		v.fail("agent.rate_limit_pattern", "must be a valid Go regexp: %s", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
-	} else if re != nil && re.MatchString("") {
-		v.fail("agent.rate_limit_pattern", "matches empty output, so every run would count as rate limited")
-	}
+	v.fallbacks(c)
+	v.budget("budget", c.Budget)
 
 	for _, t := range loop.BuiltinTypes {
 		v.loop("loops."+t, c.Loops[t])
+		v.profileRef(c, "loops."+t+".agent", c.Loops[t].Agent)
 	}
 	for _, t := range slices.Sorted(maps.Keys(c.Loops)) {
 		if !builtin(t) {
@@ -191,6 +192,7 @@ func (c *Config) check(v *checker) error {
 		v.nonNegative(key+".base", u.Base)
 		v.nonNegative(key+".max_running", u.MaxRunning)
 		v.loop(key, u.loopSettings())
+		v.profileRef(c, key+".agent", u.Agent)
 	}
 	if v.err != nil {
 		return v.err
@@ -275,8 +277,8 @@ func (v *checker) loop(key string, s LoopSettings) {
 			v.fail(fmt.Sprintf("%s.validate[%d]", key, i), "must not be empty")
 		}
 	}
-	v.argv(key+".agent", s.Agent)
 	v.nonNegative(key+".timeout_secs", s.TimeoutSecs)
+	v.budget(key+".budget", s.Budget)
 	v.nonNegative(key+".tier", s.Tier)
 	if g := s.ConflictGroup; g != "" && !validGroup(g) {
 		v.fail(key+".conflict_group", "invalid group name %q: use up to 64 letters, digits, '-', '_' and '.'", g)
@@ -319,4 +321,110 @@ func (v *checker) webhook(key string, w Webhook) {
 		}
 		seen[e] = true
 	}
+}
+
+// agent checks one agent profile (agent:, or an entry of agents:).
+func (v *checker) agent(key string, a Agent) {
+	if _, ok := preset.Get(a.Preset); !ok {
+		v.fail(key+".preset", "unknown preset %q (known: %s)", a.Preset, strings.Join(preset.Names, ", "))
+	}
+	if len(a.Argv()) == 0 {
+		v.fail(key+".command", "must not be empty with preset %s (it has no command of its own)", a.Preset)
+	}
+	v.argv(key+".command", a.Command)
+	v.positive(key+".timeout_secs", a.TimeoutSecs)
+	v.nonNegative(key+".stall_timeout_secs", a.StallTimeoutSecs)
+	if code := a.RateLimitExitCode; code < 1 || code > 255 {
+		v.fail(key+".rate_limit_exit_code", "must be between 1 and 255")
+	}
+	if a.RateLimitPattern == "" {
+		v.fail(key+".rate_limit_pattern", `must not be empty (to turn the check off, use a pattern that never matches: '[^\s\S]')`)
+	}
+	if re, err := a.RateLimitRegexp(); err != nil {
+		v.fail(key+".rate_limit_pattern", "must be a valid Go regexp: %s", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+	} else if re != nil && re.MatchString("") {
+		v.fail(key+".rate_limit_pattern", "matches empty output, so every run would count as rate limited")
+	}
+}
+
+// profileRef checks that name ("" = the default) names an agent profile.
+func (v *checker) profileRef(c *Config, key, name string) {
+	if name == "" {
+		return
+	}
+	if _, ok := c.Profile(name); !ok {
+		v.fail(key, "unknown agent profile %q (known: %s)", name, strings.Join(c.Profiles(), ", "))
+	}
+}
+
+// fallbacks checks every profile's fallback list: known names, no
+// duplicates, no profile falling back to itself, directly or through others.
+func (v *checker) fallbacks(c *Config) {
+	for _, name := range c.Profiles() {
+		a, _ := c.Profile(name)
+		key := "agent"
+		if name != DefaultProfile {
+			key = joinKey("agents", name)
+		}
+		seen := map[string]bool{}
+		for i, f := range a.Fallback {
+			fk := fmt.Sprintf("%s.fallback[%d]", key, i)
+			v.profileRef(c, fk, f)
+			if seen[f] {
+				v.fail(fk, "duplicate profile %q", f)
+			}
+			seen[f] = true
+		}
+		if cycle := fallbackCycle(c, name); cycle != nil {
+			v.fail(key+".fallback", "fallback cycle: %s", strings.Join(cycle, " → "))
+		}
+	}
+}
+
+// fallbackCycle returns a path of fallbacks from start back to start, or nil.
+func fallbackCycle(c *Config, start string) []string {
+	var path []string
+	onPath := map[string]bool{}
+	done := map[string]bool{}
+	var walk func(n string) []string
+	walk = func(n string) []string {
+		if n == "" {
+			n = DefaultProfile
+		}
+		if onPath[n] {
+			if n == start {
+				return append(slices.Clone(path), n)
+			}
+			return nil
+		}
+		if done[n] {
+			return nil
+		}
+		a, ok := c.Profile(n)
+		if !ok {
+			return nil
+		}
+		onPath[n] = true
+		path = append(path, n)
+		for _, f := range a.Fallback {
+			if cyc := walk(f); cyc != nil {
+				return cyc
+			}
+		}
+		path = path[:len(path)-1]
+		onPath[n] = false
+		done[n] = true
+		return nil
+	}
+	return walk(start)
+}
+
+// budget checks a budget: finite, non-negative amounts.
+func (v *checker) budget(key string, b Budget) {
+	if u := b.USD; math.IsNaN(u) || math.IsInf(u, 0) {
+		v.fail(key+".usd", "must be a finite number")
+	} else if u < 0 {
+		v.fail(key+".usd", "must be >= 0 (0 = no budget)")
+	}
+	v.nonNegative(key+".tokens", b.Tokens)
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/loopr-dev/loopr/config"
@@ -67,7 +68,9 @@ type Service struct {
 	admMu sync.Mutex
 	adm   admissionCount // the waiting loops counted in the last write transaction
 
-	idx indexState // the in-memory scheduling index, once enabled (index.go)
+	idx     indexState   // the in-memory scheduling index, once enabled (index.go)
+	spent   spentCache   // the trees whose budget is spent, with the index on (budget.go)
+	budgets atomic.Int32 // whether any loop has a budget: budgetsUnknown, None or Some (budget.go)
 
 	gates gateState                         // preflight and no_git (preflight.go)
 	look  func(file string) (string, error) // finds a program on PATH; nil: exec.LookPath
@@ -107,6 +110,16 @@ func Policy(c *config.Config) scheduler.Policy {
 		}
 	}
 	addTypePolicies(&p, c)
+	p.Agents = scheduler.Agents{Default: config.DefaultProfile, ByType: map[string]string{}, Fallback: map[string][]string{}}
+	for _, name := range c.Profiles() {
+		a, _ := c.Profile(name)
+		p.Agents.Fallback[name] = a.Fallback
+	}
+	for _, t := range c.Types() {
+		if a := c.Loop(t).Agent; a != config.DefaultProfile {
+			p.Agents.ByType[t] = a
+		}
+	}
 	return p
 }
 

@@ -99,7 +99,11 @@ func (s *Service) Index() *readyset.Index { return s.idx.ix.Load() }
 func (s *Service) env(fair bool) (readyset.Env, float64, error) {
 	var env readyset.Env
 	err := s.Store.View(func(tx *store.Tx) error {
-		if _, err := tx.Meta(RateLimitKey, &env.RateLimit); err != nil {
+		var err error
+		if env.Limits, err = LoadLimits(tx); err != nil {
+			return err
+		}
+		if env.Spent, err = s.spentTrees(tx); err != nil {
 			return err
 		}
 		if fair {
@@ -157,8 +161,10 @@ func (s *Service) indexSnapshot(ix *readyset.Index) (Snapshot, error) {
 type Tick struct {
 	Start   []string           // the loops to start, in order (scheduler.Plan's Start)
 	Charges []scheduler.Charge // fairness: what each started loop costs its key
-	// RateLimit is the shared 429 state the decision saw.
+	// RateLimit is the daemon-wide 429 state the decision saw (none since
+	// limits are per profile); Limits the state of each agent profile.
 	RateLimit ratelimit.State
+	Limits    map[string]ratelimit.State
 	// Waiting, Eligible, Running, Slots: as in scheduler.Decision (Eligible
 	// counts loops ready by their own gates when the index decided).
 	Waiting, Eligible, Running, Slots int
@@ -180,12 +186,13 @@ func (s *Service) Decide(now time.Time) (Tick, error) {
 		if err != nil {
 			return Tick{}, err
 		}
-		t := Tick{Start: d.Start, Charges: d.Charges, RateLimit: snap.RateLimit,
+		t := Tick{Start: d.Start, Charges: d.Charges, RateLimit: snap.RateLimit, Limits: snap.Limits,
 			Waiting: d.Waiting, Eligible: d.Eligible, Running: d.Running, Slots: d.Slots}
 		for _, c := range snap.Waiting {
 			t.Next = sooner(t.Next, c.Loop.RunnableAt, now)
 		}
 		t.Next = sooner(t.Next, snap.RateLimit.BackoffUntil, now)
+		t.Next = limitsNext(t.Next, snap.Limits, now)
 		return t, nil
 	}
 	env, _, err := s.env(p.Fairness.Enabled)
@@ -193,10 +200,21 @@ func (s *Service) Decide(now time.Time) (Tick, error) {
 		return Tick{}, err
 	}
 	d := ix.Decide(now, p, env)
-	t := Tick{Start: d.Start, Charges: d.Charges, RateLimit: env.RateLimit,
+	t := Tick{Start: d.Start, Charges: d.Charges, RateLimit: env.RateLimit, Limits: env.Limits,
 		Waiting: d.Waiting, Eligible: d.Ready, Running: d.Running, Slots: d.Slots, Fast: d.Fast}
 	t.Next = sooner(ix.Next(now), env.RateLimit.BackoffUntil, now)
+	t.Next = limitsNext(t.Next, env.Limits, now)
 	return t, nil
+}
+
+// limitsNext returns the sooner of next and the end of every profile's
+// backoff and recovery after now.
+func limitsNext(next time.Time, limits map[string]ratelimit.State, now time.Time) time.Time {
+	for _, st := range limits {
+		next = sooner(next, st.BackoffUntil, now)
+		next = sooner(next, st.RecoveryUntil, now)
+	}
+	return next
 }
 
 // sooner returns the earlier of a and b among those after now (zero: none).

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -40,6 +41,16 @@ func (s *Service) NewLoop(req api.CreateRequest, parent *loop.Loop, now time.Tim
 	if req.CostHint < 0 {
 		return loop.Loop{}, Invalid("cost_hint", "must be >= 0")
 	}
+	if req.Agent != "" {
+		if _, ok := c.Profile(req.Agent); !ok {
+			return loop.Loop{}, Invalid("--agent", "unknown agent profile %q (known: %s)", req.Agent, strings.Join(c.Profiles(), ", "))
+		}
+	}
+	if b := req.Budget; math.IsNaN(b.USD) || math.IsInf(b.USD, 0) || b.USD < 0 {
+		return loop.Loop{}, Invalid("--budget-usd", "must be a number >= 0")
+	} else if b.Tokens < 0 {
+		return loop.Loop{}, Invalid("--budget-tokens", "must be >= 0")
+	}
 	l := loop.Loop{
 		ID: NewID(now), Type: req.Type, Status: loop.Pending,
 		Task: strings.TrimSpace(req.Task), Title: strings.TrimSpace(req.Title),
@@ -47,6 +58,10 @@ func (s *Service) NewLoop(req api.CreateRequest, parent *loop.Loop, now time.Tim
 		CreatedAt: now, UpdatedAt: now,
 		RunnableAt: req.RunnableAt.UTC(), Deadline: req.Deadline.UTC(),
 		FairnessKey: req.FairnessKey, ConflictKey: req.ConflictKey, CostHint: req.CostHint, Owner: req.Owner,
+		Agent: req.Agent, Budget: req.Budget,
+	}
+	if l.Budget == (loop.Budget{}) {
+		l.Budget = c.BudgetFor(l.Type, parent == nil)
 	}
 	if l.Title == "" {
 		l.Title = titleFrom(l.Task)
@@ -92,6 +107,9 @@ func (s *Service) CreateIn(tx *store.Tx, req api.CreateRequest, now time.Time) (
 		return loop.Loop{}, err
 	}
 	if err := s.admit(tx, l.Owner); err != nil {
+		return loop.Loop{}, err
+	}
+	if err := s.noteBudget(tx, l.Budget); err != nil {
 		return loop.Loop{}, err
 	}
 	if err := tx.Create(l); err != nil {
@@ -181,6 +199,7 @@ func (s *Service) Act(id, action string, req api.ActionRequest) (api.ActionResul
 			}
 			err = s.move(tx, l, loop.Pending, now, "reset by user", func(n *loop.Loop) {
 				n.Iteration, n.Reason, n.RunnableAt = 1, "", time.Time{}
+				n.RateLimitStreak, n.TransientRetries = 0, 0
 			})
 		case api.ActionPause:
 			err = s.move(tx, l, loop.Paused, now, "paused by user", nil)
@@ -433,14 +452,21 @@ func (s *Service) SpawnChildren(tx *store.Tx, parent loop.Loop, doc artifact.Doc
 		return nil, nil
 	}
 	ids := make([]string, 0, len(doc.Sections))
+	agent := parent.Agent // the tree runs on the profile its root chose
+	if _, ok := s.cfg().Profile(agent); !ok {
+		agent = "" // no longer configured: the type's
+	}
 	for _, sec := range doc.Sections {
 		req := api.CreateRequest{Type: ct, Task: sec.Text, Title: sec.Name,
-			FairnessKey: parent.FairnessKey, Owner: parent.Owner, ConflictKey: sec.ConflictKey}
+			FairnessKey: parent.FairnessKey, Owner: parent.Owner, ConflictKey: sec.ConflictKey, Agent: agent}
 		child, err := s.NewLoop(req, &parent, now)
 		if err != nil {
 			return nil, fmt.Errorf("spawn child %d of %s: %w", sec.N, parent.ID, err)
 		}
 		child.TriggeredBy = artifactPath
+		if err := s.noteBudget(tx, child.Budget); err != nil {
+			return nil, err
+		}
 		if err := tx.Create(child); err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package control
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -108,11 +109,15 @@ func (s *Service) Snapshot() (Snapshot, error) {
 				c.ParentStatus = p.Status
 			}
 		}
-		if fair {
+		var err error
+		if snap.Spent, err = s.spentTrees(tx); err != nil {
+			return err
+		}
+		if fair || len(snap.Spent) > 0 {
 			r := roots{tx: tx, known: parents, root: map[string]string{}}
 			for i := range snap.Waiting {
 				c := &snap.Waiting[i]
-				if c.Loop.FairnessKey != "" || c.Loop.Parent == "" {
+				if (c.Loop.FairnessKey != "" && len(snap.Spent) == 0) || c.Loop.Parent == "" {
 					continue
 				}
 				root, err := r.of(c.Loop.Parent)
@@ -121,12 +126,13 @@ func (s *Service) Snapshot() (Snapshot, error) {
 				}
 				c.Root = root
 			}
-			var err error
+		}
+		if fair {
 			if snap.Fairness, err = loadFairness(tx); err != nil {
 				return err
 			}
 		}
-		_, err := tx.Meta(RateLimitKey, &snap.RateLimit)
+		snap.Limits, err = LoadLimits(tx)
 		return err
 	})
 	if err != nil {
@@ -186,7 +192,7 @@ func Row(r scheduler.Row, now time.Time) api.SchedRow {
 		RetryPenalty: r.Score.RetryPenalty, Runnable: r.Runnable,
 		Reasons: []string{}, ReasonText: []string{},
 		AgeSeconds: max(0, int64(now.Sub(r.Loop.CreatedAt)/time.Second)),
-		Tier:       r.Tier, FairnessKey: r.Key, KeyUsed: r.KeyUsed, Cost: r.Cost,
+		Tier:       r.Tier, FairnessKey: r.Key, KeyUsed: r.KeyUsed, Cost: r.Cost, Agent: r.Agent,
 	}
 	for _, rs := range r.Reasons {
 		out.Reasons = append(out.Reasons, string(rs.Code))
@@ -244,7 +250,11 @@ func (s *Service) Why(id string, now time.Time) (api.Why, error) {
 		sc.Priority, sc.Base, sc.AgeBoost, sc.AgeMinutes, wt.AgeBoostPerMinute, wt.AgeBoostMax,
 		sc.DepthBoost, sc.Depth, wt.DepthBoostPerLevel, sc.RetryPenalty, sc.Iteration, wt.RetryPenaltyPerIteration, wt.RetryPenaltyMax)
 	if !w.Scheduled {
-		w.Gates = []api.Gate{{Code: "status", OK: false, Text: fmt.Sprintf("status %s: only pending loops are scheduled", l.Status)}}
+		text := fmt.Sprintf("status %s: only pending loops are scheduled", l.Status)
+		if l.Status == loop.NeedsHuman && l.Needs != nil {
+			text = fmt.Sprintf("status needs_human (%s): %s", l.Needs.Reason, l.Needs.Detail)
+		}
+		w.Gates = []api.Gate{{Code: "status", OK: false, Text: text}}
 		return w, nil
 	}
 	failed := map[scheduler.Code]string{}
@@ -282,7 +292,14 @@ func (s *Service) Why(id string, now time.Time) (api.Why, error) {
 		gate(scheduler.DiskLow, fmt.Sprintf("disk %.1f GB free", snap.DiskFreeGB))
 	}
 	gate(scheduler.Preflight, "agent and validate programs found")
-	gate(scheduler.RateLimited, "not rate limited")
+	if l.Budget != (loop.Budget{}) || len(snap.Spent) > 0 {
+		gate(scheduler.Budget, "budget not spent")
+	}
+	if row.Agent != "" {
+		gate(scheduler.RateLimited, "agent "+row.Agent+" not rate limited")
+	} else {
+		gate(scheduler.RateLimited, "not rate limited")
+	}
 	capText := "no cap"
 	if tc := p.TypeCap[l.Type]; tc > 0 {
 		capText = fmt.Sprintf("%d/%d", snap.Running[l.Type], tc)
@@ -343,7 +360,7 @@ func (s *Service) Status(now time.Time) (api.Status, error) {
 	c := s.cfg()
 	st := api.Status{Home: s.Paths.Home, Workspace: s.Paths.Workspace, Protocol: api.ProtocolVersion,
 		MaxLoops: c.Concurrency.MaxLoops, Accepting: true}
-	var rl ratelimit.State
+	var limits map[string]ratelimit.State
 	running := map[string]int{}
 	err := s.Store.View(func(tx *store.Tx) error {
 		var err error
@@ -359,11 +376,20 @@ func (s *Service) Status(now time.Time) (api.Status, error) {
 		}); err != nil {
 			return err
 		}
-		_, err = tx.Meta(RateLimitKey, &rl)
+		if limits, err = LoadLimits(tx); err != nil {
+			return err
+		}
+		if st.Spent, err = s.spentTrees(tx); err != nil {
+			return err
+		}
+		st.SpentToday, err = UsageToday(tx, now)
 		return err
 	})
 	if err != nil {
 		return api.Status{}, err
+	}
+	if len(st.Spent) == 0 {
+		st.Spent = nil
 	}
 	for _, stt := range loop.Statuses {
 		if _, ok := st.Counts[stt]; !ok {
@@ -380,11 +406,26 @@ func (s *Service) Status(now time.Time) (api.Status, error) {
 	}
 	st.Problems = APIProblems(c, s.Preflight())
 	st.NoGit = s.NoGit()
-	st.RateLimit = rl
-	st.RateLimited = rl.Blocked(now)
-	st.Recovering = rl.Recovering(now)
-	if st.RateLimited {
-		st.ResumeAt = rl.ResumeAt()
+	st.Limits = limits
+	for _, name := range slices.Sorted(maps.Keys(limits)) {
+		rl := limits[name]
+		pl := api.ProfileLimit{Agent: name, Hits: rl.Hits, Limited: rl.Blocked(now), Recovering: rl.Recovering(now), Since: rl.Since}
+		if pl.Limited {
+			pl.ResumeAt = rl.ResumeAt()
+		}
+		st.Profiles = append(st.Profiles, pl)
+		// The summary fields of one shared state: the profile that resumes last.
+		if rl.BackoffUntil.After(st.RateLimit.BackoffUntil) || st.RateLimit == (ratelimit.State{}) {
+			st.RateLimit = rl
+		}
+		st.RateLimited = st.RateLimited || pl.Limited
+		st.Recovering = st.Recovering || pl.Recovering
+		if pl.Limited && pl.ResumeAt.After(st.ResumeAt) {
+			st.ResumeAt = pl.ResumeAt
+		}
+	}
+	if len(st.Limits) == 0 {
+		st.Limits = nil
 	}
 	if free, err := s.disk(s.Paths.Home); err == nil {
 		st.DiskFreeGB = free
@@ -402,5 +443,16 @@ func (s *Service) Import(loops []loop.Loop) (int, error) {
 			return 0, Invalid("import", "loop %s: unknown type %q", l.ID, l.Type)
 		}
 	}
-	return s.Store.Import(loops)
+	defer s.forgetSpent() // usage and budgets came with the loops
+	n, err := s.Store.Import(loops)
+	if err != nil {
+		return n, err
+	}
+	for _, l := range loops {
+		if l.Budget != (loop.Budget{}) {
+			err = s.Store.Update(func(tx *store.Tx) error { return s.noteBudget(tx, l.Budget) })
+			break
+		}
+	}
+	return n, err
 }

@@ -29,13 +29,24 @@ func (s *Service) Stats(now time.Time) (api.Stats, error) {
 		row(t)
 	}
 	err := s.Store.View(func(tx *store.Tx) error {
-		if _, err := tx.Meta(RateLimitKey, &st.RateLimit.State); err != nil {
+		limits, err := LoadLimits(tx)
+		if err != nil {
+			return err
+		}
+		for _, rl := range limits { // the profile that resumes last
+			if rl.BackoffUntil.After(st.RateLimit.State.BackoffUntil) || st.RateLimit.State.Hits == 0 && rl.Hits > 0 {
+				st.RateLimit.State = rl
+			}
+		}
+		if st.Today, err = UsageToday(tx, now); err != nil {
 			return err
 		}
 		for _, status := range loop.Statuses {
 			err := tx.ByStatus(status, func(l loop.Loop) bool {
 				r := row(l.Type)
 				r.Counts[status]++
+				r.Usage = r.Usage.Add(l.Usage)
+				st.Usage = st.Usage.Add(l.Usage)
 				st.Total++
 				if status == loop.Complete {
 					iters[l.Type] += l.Iteration

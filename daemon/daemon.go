@@ -185,7 +185,7 @@ func Run(ctx context.Context, o Options) error {
 	mgr = loopmgr.New(loopmgr.Options{
 		Service: d.svc, Runner: run, Git: git, Log: log,
 		Owner: "pid " + strconv.Itoa(pid), Notify: d.hub.poke,
-		OnTick: d.metrics.onTick, OnDispatch: d.metrics.onDispatch,
+		OnTick: d.metrics.onTick, OnDispatch: d.metrics.onDispatch, OnUsage: d.metrics.onUsage,
 	})
 	d.mgr = mgr
 

@@ -17,7 +17,6 @@ import (
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/loopmgr"
-	"github.com/loopr-dev/loopr/ratelimit"
 	"github.com/loopr-dev/loopr/store"
 )
 
@@ -40,6 +39,8 @@ type metrics struct {
 
 	tick     prometheus.Histogram
 	dispatch *prometheus.HistogramVec
+	tokens   *prometheus.CounterVec // by kind, type, agent
+	cost     *prometheus.CounterVec // by type, agent
 
 	tickWin, dispatchWin *window
 
@@ -94,6 +95,14 @@ func newMetrics(d *daemon) *metrics {
 			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
 				120, 300, 600, 1800, 3600},
 		}, []string{"type"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loopr_tokens_total",
+			Help: "Tokens agents reported using, by kind (input, output, cache_read, cache_creation), loop type and agent profile.",
+		}, []string{"kind", "type", "agent"}),
+		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "loopr_cost_usd_total",
+			Help: "Dollars agents reported spending (their total_cost_usd), by loop type and agent profile.",
+		}, []string{"type", "agent"}),
 		tickWin:     newWindow(windowSize),
 		dispatchWin: newWindow(windowSize),
 		byType:      map[string]*typeCounts{},
@@ -102,7 +111,7 @@ func newMetrics(d *daemon) *metrics {
 		webhook:     map[string]int64{},
 		reloads:     map[string]int64{},
 	}
-	m.reg.MustRegister(m.tick, m.dispatch, (*collector)(m),
+	m.reg.MustRegister(m.tick, m.dispatch, m.tokens, m.cost, (*collector)(m),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -126,6 +135,15 @@ func (l promLogger) Println(v ...any) { l.d.log.Warn("metrics", "err", v) }
 func (m *metrics) onTick(st loopmgr.TickStats) {
 	m.tick.Observe(st.Duration.Seconds())
 	m.tickWin.add(st.Duration)
+}
+
+// onUsage is the manager's OnUsage hook: what one iteration consumed.
+func (m *metrics) onUsage(l loop.Loop, agent string, u loop.Usage) {
+	for kind, n := range map[string]int64{"input": u.InputTokens, "output": u.OutputTokens,
+		"cache_read": u.CacheReadTokens, "cache_creation": u.CacheCreationTokens} {
+		m.tokens.WithLabelValues(kind, l.Type, agent).Add(float64(n))
+	}
+	m.cost.WithLabelValues(l.Type, agent).Add(u.CostUSD)
 }
 
 // onDispatch is the manager's OnDispatch hook.
@@ -237,12 +255,17 @@ func (m *metrics) observe(tx *store.Tx, evs []loop.Event) {
 
 type rateState struct{ until time.Time }
 
-// readRate reads the shared backoff as it is now: a hit moved its end to
-// at least the end the hit set.
+// readRate reads the backoffs as they are now: a hit moved the end of its
+// profile's to at least the end the hit set; the latest end counts.
 func readRate(tx *store.Tx) *rateState {
-	var st ratelimit.State
-	tx.Meta(control.RateLimitKey, &st)
-	return &rateState{until: st.BackoffUntil}
+	limits, _ := control.LoadLimits(tx)
+	var until time.Time
+	for _, st := range limits {
+		if st.BackoffUntil.After(until) {
+			until = st.BackoffUntil
+		}
+	}
+	return &rateState{until: until}
 }
 
 func (m *metrics) webhookResult(result string, n int64) {
@@ -297,7 +320,7 @@ var (
 	descRunning     = prometheus.NewDesc("loopr_running", "Loops running by type.", []string{"type"}, nil)
 	descTypeCap     = prometheus.NewDesc("loopr_type_cap", "Most loops of a type that may run at once (0: no per-type cap).", []string{"type"}, nil)
 	descMaxLoops    = prometheus.NewDesc("loopr_max_loops", "Most loops that may run at once.", nil, nil)
-	descRateLimited = prometheus.NewDesc("loopr_rate_limited", "1 while the shared 429 backoff blocks new agents.", nil, nil)
+	descRateLimited = prometheus.NewDesc("loopr_rate_limited", "1 while some agent profile is rate limited (its loops wait unless a fallback is free).", nil, nil)
 	descRLStreak    = prometheus.NewDesc("loopr_rate_limit_consecutive_hits", "Rate-limit signals since the last success (drives the backoff).", nil, nil)
 	descDisk        = prometheus.NewDesc("loopr_disk_free_gb", "Free space on the home's file system, GB.", nil, nil)
 	descUptime      = prometheus.NewDesc("loopr_uptime_seconds", "Seconds since the daemon started.", nil, nil)

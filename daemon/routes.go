@@ -48,6 +48,8 @@ func (d *daemon) routes() http.Handler {
 	handle("GET /v1/loops/{id}", d.getLoop)
 	handle("POST /v1/loops/{id}/{action}", d.act)
 	handle("GET /v1/loops/{id}/why", d.why)
+	handle("GET /v1/loops/{id}/usage", d.treeUsage)
+	handle("POST /v1/loops/{id}/budget", d.setBudget)
 	handle("GET /v1/loops/{id}/output", d.output)
 	handle("GET /v1/loops/{id}/log", d.agentLogRoute) // logs.go
 	handle("GET /v1/scheduler", d.scheduler)
@@ -579,6 +581,49 @@ func (d *daemon) act(w http.ResponseWriter, r *http.Request) error {
 	if res.Loop.Status.Terminal() && d.mgr != nil {
 		d.mgr.TidyTree(r.Context(), id) // a cancelled or rejected tree's worktrees go
 	}
+	return writeJSON(w, http.StatusOK, res)
+}
+
+// treeUsage answers what a loop and its descendants consumed.
+func (d *daemon) treeUsage(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	id, err := loopID(r)
+	if err != nil {
+		return err
+	}
+	u, err := d.svc.TreeUsageOf(id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, u)
+}
+
+// setBudget changes a loop's budget and resumes the loops it freed.
+func (d *daemon) setBudget(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	id, err := loopID(r)
+	if err != nil {
+		return err
+	}
+	var req api.BudgetRequest
+	if err := decodeBody(w, r, &req, false); err != nil {
+		return err
+	}
+	done, err := d.beginWrite()
+	if err != nil {
+		return err
+	}
+	defer done()
+	res, err := d.svc.SetBudget(id, req)
+	d.hub.poke()
+	if err != nil {
+		return err
+	}
+	d.stopLoops(nil) // reschedule: resumed loops may start
 	return writeJSON(w, http.StatusOK, res)
 }
 

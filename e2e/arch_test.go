@@ -21,6 +21,7 @@ func TestLayering(t *testing.T) {
 		{"loop", append([]string{"github.com/oklog/ulid/v2", mod}, pure...)},
 		{"scheduler", append([]string{mod + "store", mod + "config"}, pure...)},
 		{"ratelimit", append([]string{mod + "store"}, pure...)},
+		{"preset", append([]string{mod + "store", mod + "config", mod + "runner"}, pure...)},
 		{"artifact", append([]string{mod + "store"}, pure...)},
 		{"tui", []string{"go.etcd.io/bbolt", mod + "store", mod + "loopmgr", mod + "control", mod + "daemon"}},
 		{"api", []string{"go.etcd.io/bbolt", mod + "store", mod + "control"}},

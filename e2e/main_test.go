@@ -22,13 +22,19 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin = filepath.Join(dir, "loopr")
-	// The binary is built without -race: the packages' own tests run under
-	// the race detector, and a race-instrumented daemon is too slow for the
-	// timing assertions here.
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/loopr").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build loopr: %v\n%s", err, out)
-		os.Exit(1)
+	if b := os.Getenv("E2E_LOOPR_BIN"); b != "" {
+		// A test re-executed in a network namespace (claude_test.go)
+		// reuses the binary its parent built.
+		bin = b
+	} else {
+		// The binary is built without -race: the packages' own tests run
+		// under the race detector, and a race-instrumented daemon is too
+		// slow for the timing assertions here.
+		out, err := exec.Command("go", "build", "-o", bin, "../cmd/loopr").CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "build loopr: %v\n%s", err, out)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -44,16 +44,27 @@ func (m *Manager) root(l loop.Loop) (loop.Loop, error) {
 
 // prepare builds the job for one iteration: settings, parent artifact and
 // the working directory (a git worktree when enabled).
-func (m *Manager) prepare(ctx context.Context, l loop.Loop) (runner.Job, error) {
+func (m *Manager) prepare(ctx context.Context, l loop.Loop, profile string) (runner.Job, error) {
 	c := m.cfg()
 	ls := c.Loop(l.Type)
+	a, ok := c.Profile(profile)
+	if !ok { // gone in a reload since the decision
+		a, _ = c.Profile(c.ProfileOf(&l))
+	}
+	timeout := a.TimeoutSecs
+	if own := c.Loops[l.Type].TimeoutSecs; own > 0 {
+		timeout = own
+	} else if u, ok := c.UserTypes[l.Type]; ok && u.TimeoutSecs > 0 {
+		timeout = u.TimeoutSecs
+	}
 	j := runner.Job{
 		Loop: l, Home: m.svc.Paths.Home, Workdir: m.svc.Paths.Workspace,
 		Settings: runner.Settings{
-			Agent: ls.Agent, Validate: ls.Validate, PromptFile: m.promptFile(l.Type, ls.Prompt),
-			Timeout:           time.Duration(ls.TimeoutSecs) * time.Second,
-			RateLimitExitCode: c.Agent.RateLimitExitCode, RateLimitPattern: ratePattern(c),
-			StallTimeout: time.Duration(c.Agent.StallTimeoutSecs) * time.Second,
+			Agent: a.Argv(), Env: a.Env(), Preset: a.Preset,
+			Validate: ls.Validate, PromptFile: m.promptFile(l.Type, ls.Prompt),
+			Timeout:           time.Duration(timeout) * time.Second,
+			RateLimitExitCode: a.RateLimitExitCode, RateLimitPattern: ratePattern(a.RateLimitPattern),
+			StallTimeout: time.Duration(a.StallTimeoutSecs) * time.Second,
 		},
 	}
 	// The runner reads the parent's artifact (a regular file under the
@@ -156,6 +167,13 @@ func (m *Manager) finish(ctx context.Context, r result) {
 			res.Outcome = runner.Cancelled
 		}
 	}
+	// What the agent consumed is recorded with the outcome, in the same
+	// transaction (ours adds it): whatever the outcome, and before a git
+	// problem or require_changes turns a pass into a failure.
+	if u := spentBy(res); u != (loop.Usage{}) {
+		m.charge = &charge{id: l.ID, iteration: a.iteration, usage: u, agent: a.agent}
+	}
+	defer func() { m.charge = nil }()
 	if r.git.err != nil {
 		// The work is not on the loop's branch: the iteration cannot
 		// pass, and its worktree is kept (cleanup is skipped below).
@@ -174,8 +192,13 @@ func (m *Manager) finish(ctx context.Context, r result) {
 		res = runner.Result{Outcome: runner.Failed, Reason: why, Feedback: "The agent exited 0 and validation passed, but the task's branch holds no change: " +
 			"no commit and nothing left to commit since the branch was made (loops." + l.Type + ".require_changes). Make the change the task asks for; loopr commits what you leave."}
 	}
+	if res.Transient && res.Outcome == runner.Failed && r.git.err == nil {
+		res.Outcome = transientOutcome
+	}
 	var err error
 	switch res.Outcome {
+	case transientOutcome:
+		err = m.transient(l.ID, a.iteration, res, now)
 	case runner.Cancelled:
 		if a.stopping {
 			err = m.requeue(l.ID, a.iteration, now, "daemon stopping: requeued at the same iteration")
@@ -183,9 +206,9 @@ func (m *Manager) finish(ctx context.Context, r result) {
 			m.cleanup(ctx, l, false)
 		}
 	case runner.RateLimited:
-		err = m.rateLimited(l.ID, a.iteration, res, now)
+		err = m.rateLimited(l.ID, a.iteration, a.agent, res, now)
 	case runner.Passed:
-		err = m.passed(ctx, l, a.iteration, res, r.git, now)
+		err = m.passed(ctx, l, a.iteration, a.agent, res, r.git, now)
 	default:
 		if m.svc.DiskFull() != nil {
 			// Not the agent's fault: try again at the same iteration
@@ -201,6 +224,17 @@ func (m *Manager) finish(ctx context.Context, r result) {
 		m.applyFailed(l, a.iteration, res, err, now)
 	} else {
 		m.recorded(l.ID)
+	}
+	if c := m.charge; c != nil {
+		if !c.applied {
+			// No outcome was written with it (the loop was cancelled
+			// or changed while it ran): the spend is still the loop's.
+			m.recordUsage(l.ID, c.usage, now)
+		}
+		if m.o.OnUsage != nil {
+			m.o.OnUsage(l, c.agent, c.usage)
+		}
+		m.checkBudget(l.ID, now)
 	}
 	// Fairness learns the wall time of iterations that ran to a verdict
 	// (not those cancelled, rate limited or never started).
@@ -256,6 +290,15 @@ func (m *Manager) ours(tx *store.Tx, id string, iteration int) (loop.Loop, error
 	if cur.Status != loop.Running || cur.Lease == nil || cur.Lease.Owner != m.o.Owner || cur.Iteration != iteration {
 		return cur, errStale
 	}
+	if c := m.charge; c != nil && c.id == id && c.iteration == iteration {
+		// The usage of the iteration being recorded: added to the record
+		// (and to today's total) by whatever writes its outcome.
+		cur.Usage = cur.Usage.Add(c.usage)
+		if err := control.AddUsageToday(tx, c.usage, m.now()); err != nil {
+			return cur, err
+		}
+		c.applied = true
+	}
 	return cur, nil
 }
 
@@ -294,31 +337,75 @@ func (m *Manager) requeueAfter(id string, iteration int, now, at time.Time, msg 
 	})
 }
 
-// rateLimited records the hit in the shared state and requeues the loop
-// without spending an iteration.
-func (m *Manager) rateLimited(id string, iteration int, res runner.Result, now time.Time) error {
+// rateLimited records the hit in the state of the agent profile the loop
+// ran on and requeues the loop without spending an iteration; a loop rate
+// limited rate_limit.max_consecutive times in a row parks instead.
+func (m *Manager) rateLimited(id string, iteration int, profile string, res runner.Result, now time.Time) error {
 	return m.update(id, func(tx *store.Tx) error {
 		cur, err := m.ours(tx, id, iteration)
 		if err != nil {
 			return err
 		}
-		var st = m.loadRate(tx)
+		limits, err := control.LoadLimits(tx)
+		if err != nil {
+			return err
+		}
+		st := limits[profile]
 		var delay time.Duration
 		if !res.RateLimitUntil.IsZero() {
 			delay = st.HitUntil(now, res.RateLimitUntil, m.rateLimitConfig())
 		} else {
 			delay = st.Hit(now, res.RateLimitAfter, m.rateLimitConfig())
 		}
-		if err := tx.SetMeta(control.RateLimitKey, st); err != nil {
+		limits[profile] = st
+		if err := control.SaveLimits(tx, limits); err != nil {
 			return err
 		}
-		msg := fmt.Sprintf("rate limited (hit %d): all loops wait %s, until %s; no iteration spent",
-			st.Hits, delay.Round(time.Second), st.BackoffUntil.Format(time.RFC3339))
+		msg := fmt.Sprintf("rate limited (agent %s, hit %d): its loops wait %s, until %s; no iteration spent",
+			profile, st.Hits, delay.Round(time.Second), st.BackoffUntil.Format(time.RFC3339))
 		if _, err := tx.AppendEvent(loop.Event{Time: now, Loop: id, Kind: loop.EventRateLimit, Iteration: iteration, Message: msg}); err != nil {
 			return err
 		}
-		m.log.Warn("rate limited", "loop", id, "hits", st.Hits, "delay", delay, "until", st.BackoffUntil)
-		return control.Move(tx, cur, loop.Pending, now, "requeued after rate limit", nil)
+		m.log.Warn("rate limited", "loop", id, "agent", profile, "hits", st.Hits, "delay", delay, "until", st.BackoffUntil)
+		streak := cur.RateLimitStreak + 1
+		if limit := m.cfg().RateLimit.MaxConsecutive; limit > 0 && streak >= limit {
+			why := fmt.Sprintf("rate limited %d times in a row (rate_limit.max_consecutive %d); last: agent %s until %s",
+				streak, limit, profile, st.BackoffUntil.Format(time.RFC3339))
+			return control.Move(tx, cur, loop.Failed, now, why, func(n *loop.Loop) {
+				n.Reason, n.RateLimitStreak = why, streak
+			})
+		}
+		return control.Move(tx, cur, loop.Pending, now, "requeued after rate limit", func(n *loop.Loop) {
+			n.RateLimitStreak = streak
+		})
+	})
+}
+
+// transientOutcome marks a failed result the provider caused (5xx,
+// overloaded, connection reset): retried without spending the iteration,
+// at most retry.transient_max times.
+const transientOutcome runner.Outcome = "transient"
+
+// transient requeues the loop at the same iteration after a backoff, or
+// fails the iteration once it met retry.transient_max transient errors.
+func (m *Manager) transient(id string, iteration int, res runner.Result, now time.Time) error {
+	return m.update(id, func(tx *store.Tx) error {
+		cur, err := m.ours(tx, id, iteration)
+		if err != nil {
+			return err
+		}
+		limit := m.cfg().Retry.TransientMax
+		if cur.TransientRetries >= limit {
+			reason := fmt.Sprintf("transient provider error, %d retries spent (retry.transient_max %d): %s", cur.TransientRetries, limit, res.Reason)
+			return m.failLoop(tx, cur, reason, res.Feedback, now)
+		}
+		n := cur.TransientRetries + 1
+		delay := m.cfg().Retry.Delay(n)
+		msg := fmt.Sprintf("transient provider error (%d of %d retries, no iteration spent): %s; retry in %s", n, limit, res.Reason, delay)
+		return control.Move(tx, cur, loop.Pending, now, msg, func(l *loop.Loop) {
+			l.TransientRetries = n
+			l.RunnableAt = now.Add(delay)
+		})
 	})
 }
 
@@ -340,6 +427,7 @@ func (m *Manager) failLoop(tx *store.Tx, cur loop.Loop, reason, feedback string,
 		reason = "iteration failed"
 	}
 	fb := boundFeedback(fmt.Sprintf("Iteration %d failed: %s\n%s", cur.Iteration, reason, feedback), cur.Feedback)
+	cur.RateLimitStreak, cur.TransientRetries = 0, 0 // the iteration ran to an outcome
 	if cur.Iteration >= cur.MaxIterations {
 		why := fmt.Sprintf("max_iterations %d reached; last: %s", cur.MaxIterations, reason)
 		return control.Move(tx, cur, loop.Failed, now, why, func(n *loop.Loop) {
@@ -371,7 +459,7 @@ func boundFeedback(newest, older string) string {
 // passed completes a loop whose iteration validated: merge (ralph-like
 // loops with a plan), then complete or await approval, spawning children in
 // the same transaction.
-func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, res runner.Result, sv saved, now time.Time) error {
+func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, profile string, res runner.Result, sv saved, now time.Time) error {
 	if m.o.Git != nil && ownBranch(l.Type) {
 		if err := sv.mergeErr; err != nil {
 			var ce *gitflow.ConflictError
@@ -389,13 +477,10 @@ func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, res ru
 		if err != nil {
 			return err
 		}
-		st := m.loadRate(tx)
-		if st.Hits > 0 {
-			st.Success(now)
-			if err := tx.SetMeta(control.RateLimitKey, st); err != nil {
-				return err
-			}
+		if err := m.success(tx, profile, now); err != nil {
+			return err
 		}
+		cur.RateLimitStreak, cur.TransientRetries = 0, 0
 		to := loop.Complete
 		msg := fmt.Sprintf("iteration %d passed", iteration)
 		if approval {
@@ -454,5 +539,95 @@ func (m *Manager) cleanup(ctx context.Context, l loop.Loop, completed bool) {
 	}
 	if l.Parent != "" {
 		m.TidyTree(ctx, l.ID)
+	}
+}
+
+// success records, in tx, that an iteration on profile ran without a rate
+// limit: the profile's consecutive hits start again from the first.
+func (m *Manager) success(tx *store.Tx, profile string, now time.Time) error {
+	limits, err := control.LoadLimits(tx)
+	if err != nil {
+		return err
+	}
+	st, ok := limits[profile]
+	if !ok || st.Hits == 0 {
+		return nil
+	}
+	st.Success(now)
+	limits[profile] = st
+	return control.SaveLimits(tx, limits)
+}
+
+// charge is the usage of the iteration whose outcome is being recorded.
+type charge struct {
+	id        string
+	iteration int
+	usage     loop.Usage
+	agent     string // the profile the iteration ran on
+	applied   bool
+}
+
+// spentBy returns what an iteration consumed: the usage the agent
+// reported, plus its agent time.
+func spentBy(res runner.Result) loop.Usage {
+	u := res.Usage
+	if !res.AgentStart.IsZero() && res.AgentEnd.After(res.AgentStart) {
+		u.AgentSeconds += res.AgentEnd.Sub(res.AgentStart).Seconds()
+	}
+	return u
+}
+
+// checkBudget holds the loops of id's tree whose budget is spent
+// (needs_human, reason budget) once an iteration was recorded.
+func (m *Manager) checkBudget(id string, now time.Time) {
+	spent := false
+	err := m.svc.Store.View(func(tx *store.Tx) error {
+		l, err := tx.Get(id)
+		if err != nil {
+			return err
+		}
+		spent, err = m.svc.BudgetSpentFor(tx, l)
+		return err
+	})
+	if err != nil || !spent {
+		if err != nil {
+			m.log.Error("budget check", "loop", id, "err", err)
+		}
+		return
+	}
+	var held []string
+	err = m.svc.Store.Update(func(tx *store.Tx) error {
+		l, err := tx.Get(id)
+		if err != nil {
+			return err
+		}
+		held, err = m.svc.HoldForBudget(tx, l, now)
+		return err
+	})
+	if err != nil {
+		m.log.Error("budget check", "loop", id, "err", err)
+		return
+	}
+	if len(held) > 0 {
+		m.log.Warn("budget spent: loops wait for a person", "loop", id, "held", len(held))
+	}
+}
+
+// recordUsage adds what an iteration consumed to loop id, whatever its
+// status, when no outcome was recorded with it.
+func (m *Manager) recordUsage(id string, u loop.Usage, now time.Time) {
+	err := m.svc.Store.Update(func(tx *store.Tx) error {
+		cur, err := tx.Get(id)
+		if err != nil {
+			return err
+		}
+		cur.Usage = cur.Usage.Add(u)
+		if err := tx.Put(cur); err != nil {
+			return err
+		}
+		return control.AddUsageToday(tx, u, now)
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		m.log.Error("record usage", "loop", id, "err", err)
 	}
 }

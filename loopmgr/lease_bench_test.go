@@ -11,6 +11,7 @@ import (
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/scheduler"
 	"github.com/loopr-dev/loopr/store"
 	"github.com/loopr-dev/loopr/workspace"
 )
@@ -56,7 +57,7 @@ func BenchmarkTickStarts(b *testing.B) {
 		ids := pending(perTick)
 		began := time.Now()
 		for _, id := range ids {
-			if ls := m.leaseAll([]string{id}, svc.Now()); ls[0].err != nil {
+			if ls := m.leaseAll([]string{id}, svc.Now(), &scheduler.Agents{}, nil); ls[0].err != nil {
 				b.Fatal(ls[0].err)
 			}
 		}
@@ -70,7 +71,7 @@ func BenchmarkTickStarts(b *testing.B) {
 		ids := pending(perTick)
 		b.StartTimer()
 		began := time.Now()
-		for i, ls := range m.leaseAll(ids, svc.Now()) {
+		for i, ls := range m.leaseAll(ids, svc.Now(), &scheduler.Agents{}, nil) {
 			if ls.err != nil {
 				b.Fatalf("lease %s: %v", ids[i], ls.err)
 			}

@@ -63,6 +63,9 @@ type Options struct {
 	// as it was while it waited and its dispatch latency: how long after
 	// ReadyAt it started (metrics).
 	OnDispatch func(l loop.Loop, latency time.Duration)
+	// OnUsage, if set, is called with each iteration's usage as it is
+	// recorded: the loop, the agent profile it ran on (metrics).
+	OnUsage func(l loop.Loop, agent string, u loop.Usage)
 }
 
 // Manager schedules and runs loops.
@@ -75,10 +78,13 @@ type Manager struct {
 	kill    chan []string
 
 	mu       sync.Mutex
-	active   map[string]*active // owned by Run; mu guards reads from other goroutines
-	lastRec  time.Time          // last start during rate-limit recovery
-	unrec    map[string]int     // loop → iteration whose result was not recorded (unrecorded.go); owned by Run
-	unrecRun map[string]int     // loop → results in a row not recorded, for the backoff; owned by Run
+	active   map[string]*active   // owned by Run; mu guards reads from other goroutines
+	lastRec  map[string]time.Time // last start of each agent profile during its rate-limit recovery; owned by Run
+	charge   *charge              // the usage of the result being recorded (finish); owned by Run
+	held     bool                 // some loops wait in needs_human for a limit (limits.go); owned by Run
+	lastHold time.Time            // last look for loops to hold or release (limits.go); owned by Run
+	unrec    map[string]int       // loop → iteration whose result was not recorded (unrecorded.go); owned by Run
+	unrecRun map[string]int       // loop → results in a row not recorded, for the backoff; owned by Run
 	stopped  bool
 	tick     TickStats
 }
@@ -86,6 +92,7 @@ type Manager struct {
 type active struct {
 	cancel    context.CancelFunc
 	iteration int
+	agent     string // the agent profile the iteration runs on
 	started   time.Time
 	stopping  bool // shutdown: requeue without cost
 }
@@ -117,7 +124,8 @@ func New(o Options) *Manager {
 		o.Notify = func() {}
 	}
 	return &Manager{o: o, svc: o.Service, log: o.Log, wake: make(chan struct{}, 1),
-		results: make(chan result, 64), kill: make(chan []string, 16), active: map[string]*active{}}
+		results: make(chan result, 64), kill: make(chan []string, 16), active: map[string]*active{},
+		lastRec: map[string]time.Time{}}
 }
 
 // Wake asks the manager to run a scheduling tick now.
@@ -217,14 +225,29 @@ func (m *Manager) tickOnce(ctx context.Context) time.Duration {
 		m.log.Error("scheduler decision", "err", err)
 		return 0
 	}
+	m.limitHolds(d.Limits, now)
+	// The profile each loop runs on: its own, or a fallback while its own
+	// is limited (the decision's rule, on the same state).
+	agents := control.Policy(m.cfg()).Agents
 	start := d.Start
-	if d.RateLimit.Recovering(now) && len(start) > 0 {
-		// Recovery ramp: at most one start per poll interval, however often we wake.
-		if now.Sub(m.lastRec) < m.cfg().PollInterval() {
-			start = nil
-		} else {
-			start = start[:1]
-			m.lastRec = now
+	if anyRecovering(d, now) {
+		// Recovery ramp: at most one start per profile and poll interval,
+		// however often we wake.
+		start = nil
+		recovering := map[string]bool{}
+		for _, id := range d.Start {
+			l, err := m.svc.Get(id)
+			if err != nil {
+				continue
+			}
+			p, _ := agents.Pick(&l, d.Limits, now)
+			if d.Limits[p].Recovering(now) || d.RateLimit.Recovering(now) {
+				if recovering[p] || now.Sub(m.lastRec[p]) < m.cfg().PollInterval() {
+					continue
+				}
+				recovering[p], m.lastRec[p] = true, now
+			}
+			start = append(start, id)
 		}
 	}
 	selected := 0
@@ -232,15 +255,17 @@ func (m *Manager) tickOnce(ctx context.Context) time.Duration {
 	if ctx.Err() != nil {
 		start = nil
 	}
-	for i, ls := range m.leaseAll(start, now) {
+	for i, ls := range m.leaseAll(start, now, &agents, d.Limits) {
 		if ls.err != nil {
 			m.log.Warn("start", "loop", start[i], "err", ls.err)
 			continue
 		}
-		m.launch(ctx, ls, now)
+		m.launch(ctx, ls, ls.profile, now)
 		selected++
-		if i < len(d.Charges) {
-			charges = append(charges, d.Charges[i])
+		for _, c := range d.Charges {
+			if c.ID == ls.l.ID {
+				charges = append(charges, c)
+			}
 		}
 	}
 	if err := m.svc.Charge(charges, now); err != nil {
@@ -351,6 +376,9 @@ type leased struct {
 	waited loop.Loop // the record as it waited (OnDispatch)
 	ready  time.Time // when it became ready (OnDispatch)
 	err    error     // not leased: why
+	// profile is the agent profile the iteration runs on: the loop's own,
+	// or a fallback while its own is limited.
+	profile string
 }
 
 // leaseAll moves the loops ids to running under this manager's lease, all
@@ -358,7 +386,7 @@ type leased struct {
 // commit) instead of one fsynced transaction each. A loop that cannot be
 // leased (no longer pending) is reported in its entry and does not stop
 // the others.
-func (m *Manager) leaseAll(ids []string, now time.Time) []leased {
+func (m *Manager) leaseAll(ids []string, now time.Time, agents *scheduler.Agents, limits map[string]ratelimit.State) []leased {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -378,6 +406,11 @@ func (m *Manager) leaseAll(ids []string, now time.Time) []leased {
 	if err != nil {
 		for i := range out {
 			out[i] = leased{err: err}
+		}
+	}
+	for i := range out {
+		if out[i].err == nil {
+			out[i].profile, _ = agents.Pick(&out[i].l, limits, now)
 		}
 	}
 	return out
@@ -421,7 +454,7 @@ func (m *Manager) lease(tx *store.Tx, id string, now time.Time, ls *leased) erro
 }
 
 // launch runs the iteration of a loop leaseAll leased.
-func (m *Manager) launch(ctx context.Context, ls leased, now time.Time) {
+func (m *Manager) launch(ctx context.Context, ls leased, profile string, now time.Time) {
 	l := ls.l
 	id := l.ID
 	m.o.Notify()
@@ -433,16 +466,16 @@ func (m *Manager) launch(ctx context.Context, ls leased, now time.Time) {
 	// shutdown could report before Run notices the shutdown, and its loop
 	// would be taken for cancelled by a user and left running.
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	a := &active{cancel: cancel, iteration: l.Iteration, started: now}
+	a := &active{cancel: cancel, iteration: l.Iteration, started: now, agent: profile}
 	m.mu.Lock()
 	m.active[id] = a
 	m.mu.Unlock()
 	if m.o.OnStart != nil {
 		m.o.OnStart(id, time.Now())
 	}
-	m.log.Info("loop started", "loop", id, "type", l.Type, "iteration", l.Iteration, "title", l.Title)
+	m.log.Info("loop started", "loop", id, "type", l.Type, "iteration", l.Iteration, "agent", profile, "title", l.Title)
 	go func() {
-		job, err := m.prepare(rctx, l)
+		job, err := m.prepare(rctx, l, profile)
 		var res runner.Result
 		var sv saved
 		if err == nil {
@@ -483,9 +516,9 @@ func (m *Manager) shutdown() error {
 	return nil
 }
 
-// ratePattern compiles the configured rate-limit pattern (validated by config).
-func ratePattern(c *config.Config) *regexp.Regexp {
-	re, err := regexp.Compile(c.Agent.RateLimitPattern)
+// ratePattern compiles a profile's rate-limit pattern (validated by config).
+func ratePattern(pattern string) *regexp.Regexp {
+	re, err := regexp.Compile(pattern)
 	if err != nil {
 		return nil
 	}
@@ -499,4 +532,18 @@ func (m *Manager) rateLimitConfig() ratelimit.Config { return control.RateLimitC
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// anyRecovering reports whether the decision saw a profile (or the whole
+// daemon) in its rate-limit recovery ramp.
+func anyRecovering(d control.Tick, now time.Time) bool {
+	if d.RateLimit.Recovering(now) {
+		return true
+	}
+	for _, st := range d.Limits {
+		if st.Recovering(now) {
+			return true
+		}
+	}
+	return false
 }

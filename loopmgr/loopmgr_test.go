@@ -55,6 +55,13 @@ type harness struct {
 	done chan error
 }
 
+// limit returns the persisted rate-limit state of an agent profile.
+func (h *harness) limit(profile string) ratelimit.State {
+	var m map[string]ratelimit.State
+	h.st.View(func(tx *store.Tx) (err error) { m, err = control.LoadLimits(tx); return err })
+	return m[profile]
+}
+
 // newHarness opens a real store in a temp home. The manager is built but not run.
 func newHarness(t *testing.T, edit func(*config.Config), fn func(context.Context, runner.Job) runner.Result) *harness {
 	t.Helper()
@@ -232,13 +239,8 @@ func TestRateLimitCostsNoIteration(t *testing.T) {
 		})
 	h.start()
 	l := h.create(api.CreateRequest{Type: loop.Ralph, Task: "x"})
-	h.waitFor("rate limit recorded", func() bool {
-		var st ratelimit.State
-		h.st.View(func(tx *store.Tx) error { _, err := tx.Meta(control.RateLimitKey, &st); return err })
-		return st.Hits == 1
-	})
-	var st ratelimit.State
-	h.st.View(func(tx *store.Tx) error { _, err := tx.Meta(control.RateLimitKey, &st); return err })
+	h.waitFor("rate limit recorded", func() bool { return h.limit(config.DefaultProfile).Hits == 1 })
+	st := h.limit(config.DefaultProfile)
 	if d := st.BackoffUntil.Sub(st.LastHit); d < 2*time.Second {
 		t.Errorf("backoff %s, want retry-after 2s to win over initial 1s", d)
 	}

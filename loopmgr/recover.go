@@ -9,20 +9,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/loop"
-	"github.com/loopr-dev/loopr/ratelimit"
 	"github.com/loopr-dev/loopr/store"
 )
-
-// loadRate reads the shared rate-limit state.
-func (m *Manager) loadRate(tx *store.Tx) ratelimit.State {
-	var st ratelimit.State
-	if _, err := tx.Meta(control.RateLimitKey, &st); err != nil {
-		m.log.Warn("read rate-limit state", "err", err)
-	}
-	return st
-}
 
 // RecordPID stores the agent's pid and process start time in the loop's
 // lease, so a daemon restarted after a crash can kill exactly that group.
@@ -48,6 +37,7 @@ func (m *Manager) RecordPID(id string, pid int) {
 // counts as one failed attempt. Orphaned worktrees are swept.
 func (m *Manager) recover(ctx context.Context) error {
 	now := m.now()
+	m.held = true // look once for loops a long limit put in needs_human
 	var stale []loop.Loop
 	err := m.svc.Store.View(func(tx *store.Tx) error {
 		return tx.ByStatus(loop.Running, func(l loop.Loop) bool { stale = append(stale, l); return true })

@@ -70,14 +70,17 @@ func Check(c *config.Config, env Env) []Problem {
 	}
 	for _, t := range c.Types() {
 		ls := c.Loop(t)
-		if len(ls.Agent) > 0 {
+		if a, ok := c.Profile(ls.Agent); ok {
+			// The agent profile the type runs on ("" = agent:).
 			key := "agent.command"
-			if own := ownAgent(c, t); len(own) > 0 {
-				key = typeKey(c, t) + ".agent"
+			if ls.Agent != "" && ls.Agent != config.DefaultProfile {
+				key = "agents." + ls.Agent + ".command"
 			}
-			if p, ok := checkProgram(ls.Agent[0], env); !ok {
-				add(t, Problem{Key: key, What: fmt.Sprintf("agent %q %s", ls.Agent[0], p),
-					Fix: "install it or put it on PATH, or set " + key + " in loopr.yml"})
+			if argv := a.Argv(); len(argv) > 0 {
+				if p, ok := checkProgram(argv[0], env); !ok {
+					add(t, Problem{Key: key, What: fmt.Sprintf("agent %q %s", argv[0], p),
+						Fix: "install it or put it on PATH, or set " + key + " in loopr.yml"})
+				}
 			}
 		}
 		key := typeKey(c, t) + ".validate"
@@ -157,16 +160,6 @@ func (p Problem) TypesText(c *config.Config) string {
 		return "all types"
 	}
 	return strings.Join(p.Types, ",")
-}
-
-func ownAgent(c *config.Config, t string) []string {
-	if s, ok := c.Loops[t]; ok {
-		return s.Agent
-	}
-	if u, ok := c.UserTypes[t]; ok {
-		return u.Agent
-	}
-	return nil
 }
 
 // typeKey is where a type's settings live: loops.<type> or types.<type>.

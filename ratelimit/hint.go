@@ -33,6 +33,22 @@ var (
 	retryInCompoundRe = regexp.MustCompile(`(?i)\b(?:retrying|retry|try again|resets?)\s+(?:in|after)\s+((?:\d+h)?(?:\d+m)?\d+(?:\.\d+)?(?:ms|s|m|h))\b`)
 	// Claude AI usage limit reached|1745438400
 	epochRe = regexp.MustCompile(`(?i)usage limit reached\s*\|\s*(\d{9,13})\b`)
+	// "resetsAt":1778565600 (claude's rate_limit_event) · "resets_at": 1775317531
+	// (codex's usage_limit_reached body): unix epoch seconds (13 digits: ms)
+	epochFieldRe = regexp.MustCompile(`(?i)"resets_?at"\s*:\s*"?(\d{9,13})\b`)
+	// "resets_in_seconds":602705
+	resetsInFieldRe = regexp.MustCompile(`(?i)"resets_in_seconds"\s*:\s*(\d+(?:\.\d+)?)`)
+	// try again in 5 days 22 hours 11 minutes · retrying in ~6 days ·
+	// resets in 2 days, 3 hours and 4 minutes
+	retryInWordsRe = regexp.MustCompile(`(?i)\b(?:retrying|retry|try again|resets?)\s+(?:in|after)\s+~?\s*` +
+		`((?:\d+(?:\.\d+)?\s*(?:weeks?|days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b[\s,]*(?:and\s+)?)+)`)
+	wordPartRe = regexp.MustCompile(`(?i)(\d+(?:\.\d+)?)\s*(weeks?|days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
+	// Try again at 3:42 PM · try again at Jul 5th, 2026 8:19 PM (codex:
+	// `%-I:%M %p` today, else `%b %-d{st|nd|rd|th}, %Y %-I:%M %p`)
+	tryAgainAtRe = regexp.MustCompile(`(?i)\btry again at\s+` +
+		`(?:` + monthRe + `\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4}),?\s+(?:at\s+)?)?` +
+		`(\d{1,2})(?::(\d{2}))?\s*(?:([ap])(?:m\b|\.m\.))?` +
+		`(?:\s*\(([a-z][a-z0-9_+\-]*(?:/[a-z0-9_+\-]+)*)\)|\s+(utc|gmt)\b)?`)
 	// resets 5pm (Europe/Berlin) · resets Apr 23 at 4pm (America/Recife) ·
 	// will reset at 7pm (Asia/Tokyo) · resets at 4:30pm · resets 17:00 (UTC)
 	resetRe = regexp.MustCompile(`(?i)\breset(?:s|ting)?\s+(?:at\s+|on\s+)?` +
@@ -42,6 +58,8 @@ var (
 )
 
 var unitOf = map[string]time.Duration{
+	"week": 7 * 24 * time.Hour, "weeks": 7 * 24 * time.Hour,
+	"day": 24 * time.Hour, "days": 24 * time.Hour, "d": 24 * time.Hour,
 	"millisecond": time.Millisecond, "milliseconds": time.Millisecond, "msec": time.Millisecond, "msecs": time.Millisecond, "ms": time.Millisecond,
 	"second": time.Second, "seconds": time.Second, "sec": time.Second, "secs": time.Second, "s": time.Second,
 	"minute": time.Minute, "minutes": time.Minute, "min": time.Minute, "mins": time.Minute, "m": time.Minute,
@@ -99,16 +117,36 @@ func ParseHint(output string, now time.Time) (until time.Time, ok bool) {
 			}
 		}
 	}
+	if strings.Contains(lower, "retry") || strings.Contains(lower, "try again") || strings.Contains(lower, "reset") {
+		for _, m := range retryInWordsRe.FindAllStringSubmatch(output, -1) {
+			if d, ok := sumParts(m[1]); ok {
+				consider(now.Add(d))
+			}
+		}
+	}
+	if strings.Contains(lower, "try again at") {
+		for _, m := range tryAgainAtRe.FindAllStringSubmatch(output, -1) {
+			if t, ok := tryAgainTime(m, now); ok {
+				consider(t)
+			}
+		}
+	}
+	if strings.Contains(lower, "resets") {
+		for _, m := range epochFieldRe.FindAllStringSubmatch(output, -1) {
+			if t, ok := epoch(m[1]); ok {
+				consider(t)
+			}
+		}
+		for _, m := range resetsInFieldRe.FindAllStringSubmatch(output, -1) {
+			if d, ok := scale(m[1], time.Second); ok {
+				consider(now.Add(d))
+			}
+		}
+	}
 	if strings.Contains(lower, "usage limit reached") {
 		for _, m := range epochRe.FindAllStringSubmatch(output, -1) {
-			n, err := strconv.ParseInt(m[1], 10, 64)
-			if err != nil {
-				continue
-			}
-			if len(m[1]) >= 12 {
-				consider(time.UnixMilli(n))
-			} else {
-				consider(time.Unix(n, 0))
+			if t, ok := epoch(m[1]); ok {
+				consider(t)
 			}
 		}
 	}
@@ -120,6 +158,53 @@ func ParseHint(output string, now time.Time) (until time.Time, ok bool) {
 		}
 	}
 	return until, ok
+}
+
+// epoch reads unix epoch seconds, or milliseconds when 12 digits or more.
+func epoch(digits string) (time.Time, bool) {
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	if len(digits) >= 12 {
+		return time.UnixMilli(n), true
+	}
+	return time.Unix(n, 0), true
+}
+
+// sumParts adds up "5 days 22 hours 11 minutes": each number with its unit.
+func sumParts(s string) (time.Duration, bool) {
+	var total time.Duration
+	parts := wordPartRe.FindAllStringSubmatch(s, -1)
+	for _, p := range parts {
+		d, ok := scale(p[1], unitOf[strings.ToLower(p[2])])
+		if !ok || d > math.MaxInt64-total {
+			return 0, false
+		}
+		total += d
+	}
+	return total, len(parts) > 0
+}
+
+// tryAgainTime turns a tryAgainAtRe match into an instant: with a year, that
+// date; else the next occurrence of the clock time, as resetTime does.
+func tryAgainTime(m []string, now time.Time) (time.Time, bool) {
+	monthName, dayStr, yearStr := m[1], m[2], m[3]
+	rest := []string{m[0], "", "", m[4], m[5], m[6], m[7], m[8]}
+	if monthName == "" {
+		return resetTime(rest, now)
+	}
+	// A full date: resolve the clock time on that day, in that year.
+	year, err := strconv.Atoi(yearStr)
+	if err != nil {
+		return time.Time{}, false
+	}
+	rest[1], rest[2] = monthName, dayStr
+	t, ok := resetTime(rest, time.Date(year, time.January, 1, 0, 0, 0, 0, now.Location()).Add(pastGrace))
+	if !ok || t.Year() != year {
+		return time.Time{}, false
+	}
+	return t, true
 }
 
 // scale parses a decimal number of units into a Duration, refusing values

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +102,30 @@ func TestParseHint(t *testing.T) {
 			time.Date(2026, 4, 20, 15, 0, 0, 0, time.UTC), // Apr 21 00:00 in Tokyo
 			time.Date(2026, 4, 21, 1, 0, 0, 0, tokyo)},
 
+		// The forms of limits.md (issue 11).
+		{"codex try again at clock time", "You've hit your usage limit. ... or try again at 3:42 PM.", now,
+			time.Date(2026, 4, 20, 15, 42, 0, 0, time.UTC)},
+		{"codex try again at, tomorrow", "Try again at 3:42 AM.", now, time.Date(2026, 4, 21, 3, 42, 0, 0, time.UTC)},
+		{"codex try again at full date", "You've hit your usage limit. Try again at Jul 5th, 2026 8:19 PM.", now,
+			time.Date(2026, 7, 5, 20, 19, 0, 0, time.UTC)},
+		{"codex full date, 1st", "Try again at May 1st, 2026 9:05 AM", now, time.Date(2026, 5, 1, 9, 5, 0, 0, time.UTC)},
+		{"codex full date already past", "Try again at Jan 2nd, 2026 8:19 PM", now, time.Date(2026, 1, 2, 20, 19, 0, 0, time.UTC)},
+		{"codex days hours minutes", "■ You've hit your usage limit. … try again in 5 days 22 hours 11 minutes.", now,
+			now.Add(5*24*time.Hour + 22*time.Hour + 11*time.Minute)},
+		{"days with commas and and", "resets in 2 days, 3 hours and 4 minutes", now, now.Add(51*time.Hour + 4*time.Minute)},
+		{"retrying in ~6 days", "[retrying in ~6 days attempt #1]", now, now.Add(6 * 24 * time.Hour)},
+		{"gemini reset after compound", "Your quota will reset after 8h44m7s.", now, now.Add(8*time.Hour + 44*time.Minute + 7*time.Second)},
+		{"gemini retrying after ms", "Your quota will reset after 5s.. Retrying after 6173ms...", now, now.Add(6173 * time.Millisecond)},
+		{"claude resetsAt field", `{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1776700800}}`, now, time.Unix(1776700800, 0)},
+		{"codex resets_at field", `{"error":{"type":"usage_limit_reached","resets_at":1776700800}}`, now, time.Unix(1776700800, 0)},
+		{"codex resets_in_seconds", `{"error":{"type":"usage_limit_reached","resets_in_seconds":600}}`, now, now.Add(10 * time.Minute)},
+		{"claude resets 11:25pm (UTC)", "You've hit your session limit · resets 11:25pm (UTC)", now, time.Date(2026, 4, 20, 23, 25, 0, 0, time.UTC)},
+		{"claude resets Nov 26, 10:26pm (UTC)", "You've hit your weekly limit · resets Nov 26, 10:26pm (UTC)", now, time.Date(2026, 11, 26, 22, 26, 0, 0, time.UTC)},
+		{"claude resets Jul 31, 2am (UTC)", "You've hit your weekly limit · resets Jul 31, 2am (UTC)", now, time.Date(2026, 7, 31, 2, 0, 0, 0, time.UTC)},
+		{"claude resets Sep 15 at 7pm", "You've hit your weekly limit · resets Sep 15 at 7pm", now, time.Date(2026, 9, 15, 19, 0, 0, 0, time.UTC)},
+		{"limits will reset at 9:30 AM", "Limits will reset at 9:30 AM.", now, time.Date(2026, 4, 21, 9, 30, 0, 0, time.UTC)},
+		{"6173ms is not 6173 minutes", "Retrying after 6173ms", now, now.Add(6173 * time.Millisecond)},
+
 		// Several hints: the latest wins.
 		{"latest of several", "Retrying in 5 seconds\nretry-after: 60\nRetrying in 10 seconds", now, now.Add(time.Minute)},
 		{"clock beats seconds", "retry-after: 30; resets 5pm (Europe/Berlin)", now, time.Date(2026, 4, 20, 17, 0, 0, 0, berlin)},
@@ -170,4 +195,70 @@ func FuzzParseHint(f *testing.F) {
 			t.Fatalf("ParseHint(%q, %v) = %v: %v from now, beyond MaxHint", output, now, got, d)
 		}
 	})
+}
+
+// TestDefaultPattern: every limit message of limits.md matches, ordinary
+// prose about rate limiting and transient provider errors do not.
+func TestDefaultPattern(t *testing.T) {
+	t.Parallel()
+	re := regexp.MustCompile(DefaultPattern)
+	limits := []string{
+		"API Error: Request rejected (429) · This request would exceed the rate limit for your organization (fake-org) of 50 requests per minute.",
+		"API Error: Request rejected (429) · Claude AI usage limit reached|1795472573",
+		"API Error: Server is temporarily limiting requests (not your usage limit) · Claude AI usage limit reached|1795473377",
+		"You've hit your session limit · resets 11:25pm (UTC)",
+		"You've hit your weekly limit · resets Nov 26, 10:26pm (UTC)",
+		"You've hit your Opus limit · resets 10:26pm (UTC)",
+		"You've hit your Sonnet limit · resets 12:26am (UTC)",
+		"You've hit your limit · resets 5pm (Europe/Vilnius)",
+		"Claude AI usage limit reached|1755615600",
+		"Claude usage limit reached. Your limit will reset at 5pm (Europe/Warsaw).",
+		"5-hour limit reached ∙ resets 5am",
+		"You’ve hit your limit for Claude messages. Limits will reset at 9:30 AM.",
+		"You've hit your usage limit. Upgrade to Pro (https://openai.com/chatgpt/pricing), visit https://chatgpt.com/codex/settings/usage to purchase more credits or try again at 3:42 PM.",
+		"You've hit your usage limit. Try again at Jul 5th, 2026 8:19 PM.",
+		"You've hit your usage limit. Try again later.",
+		"■ You've hit your usage limit. … try again in 5 days 22 hours 11 minutes.",
+		"stream error: exceeded retry limit, last status: 429 Too Many Requests, request id: 1",
+		"Quota exceeded. Check your plan and billing details.",
+		`{"error":{"type":"usage_limit_reached","message":"The usage limit has been reached","plan_type":"free","resets_at":1775317531,"resets_in_seconds":602705}}`,
+		"You have exhausted your capacity on this model. Your quota will reset after 8h44m7s.",
+		"Attempt 1 failed: You have exhausted your capacity on this model. Your quota will reset after 5s.. Retrying after 6173ms...",
+		"[API Error: You have exhausted your daily quota on this model.]",
+		"Usage limit reached for all Pro models.",
+		"Free usage exceeded, add credits https://opencode.ai/zen",
+		"Too Many Requests",
+		"Rate Limited",
+		"Error: 429 Too Many Requests, retry-after: 2",
+		"Rate limit exceeded. Please wait.",
+		"This request would exceed your account's rate limit. Please try again later. [retrying in ~6 days attempt #1]",
+		`litellm.RateLimitError: AnthropicException - {"type":"error","error":{"type":"rate_limit_error","message":"x"}}`,
+		`API Error: 429 {"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`,
+	}
+	for _, l := range limits {
+		if !re.MatchString(l) {
+			t.Errorf("DefaultPattern misses %q", l)
+		}
+	}
+	notLimits := []string{
+		"Implemented the token-bucket rate limiter (answers HTTP 429 when the bucket is empty).",
+		"Added @upstash/ratelimit to the API routes.",
+		`{"type":"rate_limit_event","rate_limit_info":{"status":"allowed","resetsAt":1778565600,"rateLimitType":"five_hour"}}`,
+		`{"type":"rate_limit_event","rate_limit_info":{"status":"allowed_warning","resetsAt":1778565600,"rateLimitType":"seven_day"}}`,
+		`{"type":"rate_limit_event","rate_limit_info":{"status":"allowed","overageStatus":"rejected","overageDisabledReason":"org_level_disabled_until"}}`,
+		"The handler returns 429 Too Many Requests with a Retry-After header.",
+		"Rate limited requests are logged at debug level.",
+		"Too many requests are now rejected by the limiter.",
+		"API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in a moment.",
+		"API Error: 500 Internal server error. This is a server-side issue, usually temporary — try again in a moment.",
+		"We're currently experiencing high demand, which may cause temporary errors.",
+		"Provider is overloaded",
+		"Switching to the gemini-2.5-flash model for the rest of this session.",
+		"",
+	}
+	for _, l := range notLimits {
+		if re.MatchString(l) {
+			t.Errorf("DefaultPattern matches %q: %q", l, re.FindString(l))
+		}
+	}
 }

@@ -66,6 +66,9 @@ type State struct {
 	RecoveryUntil time.Time `json:"recovery_until,omitzero"` // end of the one-start-per-poll ramp
 	LastHit       time.Time `json:"last_hit,omitzero"`       // when the last rate limit was recorded
 	LastSuccess   time.Time `json:"last_success,omitzero"`   // when the last success was recorded
+	// Since is when the current run of limits began: the first hit after a
+	// success (or ever); zero once a success ends it.
+	Since time.Time `json:"since,omitzero"`
 }
 
 // Hit records a rate limit at now. retryAfter is the wait the provider asked
@@ -77,6 +80,9 @@ type State struct {
 // running, since several loops may report the same limit). RecoveryUntil
 // becomes BackoffUntil + Recovery. It returns delay.
 func (s *State) Hit(now time.Time, retryAfter time.Duration, c Config) time.Duration {
+	if s.Hits == 0 || s.Since.IsZero() {
+		s.Since = now
+	}
 	s.Hits++
 	delay := max(retryAfter, c.Backoff(s.Hits), 0)
 	if until := now.Add(delay); until.After(s.BackoffUntil) {
@@ -101,6 +107,17 @@ func (s *State) HitUntil(now, until time.Time, c Config) time.Duration {
 func (s *State) Success(now time.Time) {
 	s.Hits = 0
 	s.LastSuccess = now
+	s.Since = time.Time{}
+}
+
+// LimitedFor returns how long the current run of limits lasts as far as
+// is known at now: from Since to the end of the backoff (or now, when
+// later). 0 when not blocked.
+func (s State) LimitedFor(now time.Time) time.Duration {
+	if !s.Blocked(now) || s.Since.IsZero() {
+		return 0
+	}
+	return s.BackoffUntil.Sub(s.Since)
 }
 
 // Blocked reports whether no loop may start at now.

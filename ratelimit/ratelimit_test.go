@@ -68,14 +68,14 @@ func TestHit(t *testing.T) {
 			name:      "first hit",
 			wantDelay: 5 * time.Second,
 			want: State{Hits: 1, BackoffUntil: t0.Add(5 * time.Second),
-				RecoveryUntil: t0.Add(35 * time.Second), LastHit: t0},
+				RecoveryUntil: t0.Add(35 * time.Second), LastHit: t0, Since: t0},
 		},
 		{
 			name:       "larger retry-after wins",
 			retryAfter: 37 * time.Second,
 			wantDelay:  37 * time.Second,
 			want: State{Hits: 1, BackoffUntil: t0.Add(37 * time.Second),
-				RecoveryUntil: t0.Add(67 * time.Second), LastHit: t0},
+				RecoveryUntil: t0.Add(67 * time.Second), LastHit: t0, Since: t0},
 		},
 		{
 			name:       "smaller retry-after loses to the exponential delay",
@@ -83,28 +83,28 @@ func TestHit(t *testing.T) {
 			retryAfter: 3 * time.Second,
 			wantDelay:  20 * time.Second,
 			want: State{Hits: 3, BackoffUntil: t0.Add(20 * time.Second),
-				RecoveryUntil: t0.Add(50 * time.Second), LastHit: t0},
+				RecoveryUntil: t0.Add(50 * time.Second), LastHit: t0, Since: t0},
 		},
 		{
 			name:       "retry-after beyond max is honoured",
 			retryAfter: time.Hour,
 			wantDelay:  time.Hour,
 			want: State{Hits: 1, BackoffUntil: t0.Add(time.Hour),
-				RecoveryUntil: t0.Add(time.Hour + 30*time.Second), LastHit: t0},
+				RecoveryUntil: t0.Add(time.Hour + 30*time.Second), LastHit: t0, Since: t0},
 		},
 		{
 			name:      "a running longer backoff is not shortened",
 			state:     State{Hits: 1, BackoffUntil: t0.Add(time.Hour)},
 			wantDelay: 10 * time.Second,
 			want: State{Hits: 2, BackoffUntil: t0.Add(time.Hour),
-				RecoveryUntil: t0.Add(time.Hour + 30*time.Second), LastHit: t0},
+				RecoveryUntil: t0.Add(time.Hour + 30*time.Second), LastHit: t0, Since: t0},
 		},
 		{
 			name:       "negative retry-after counts as none",
 			retryAfter: -time.Minute,
 			wantDelay:  5 * time.Second,
 			want: State{Hits: 1, BackoffUntil: t0.Add(5 * time.Second),
-				RecoveryUntil: t0.Add(35 * time.Second), LastHit: t0},
+				RecoveryUntil: t0.Add(35 * time.Second), LastHit: t0, Since: t0},
 		},
 	}
 	for _, tt := range tests {
@@ -245,5 +245,32 @@ func TestStateJSON(t *testing.T) {
 				t.Errorf("round trip mismatch (-want +got)\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestLimitedFor: Since marks the start of a run of limits; it survives
+// further hits and ends with a success.
+func TestLimitedFor(t *testing.T) {
+	t.Parallel()
+	c := DefaultConfig()
+	var s State
+	s.HitUntil(t0, t0.Add(time.Hour), c)
+	s.Hit(t0.Add(10*time.Minute), 0, c)
+	if !s.Since.Equal(t0) {
+		t.Errorf("Since = %v, want the first hit %v", s.Since, t0)
+	}
+	if got := s.LimitedFor(t0.Add(time.Minute)); got != time.Hour {
+		t.Errorf("LimitedFor = %v, want 1h (from the first hit to the announced reset)", got)
+	}
+	if got := s.LimitedFor(t0.Add(2 * time.Hour)); got != 0 {
+		t.Errorf("LimitedFor after the backoff = %v, want 0", got)
+	}
+	s.Success(t0.Add(2 * time.Hour))
+	if !s.Since.IsZero() {
+		t.Errorf("Since after a success = %v, want zero", s.Since)
+	}
+	s.Hit(t0.Add(3*time.Hour), 0, c)
+	if !s.Since.Equal(t0.Add(3 * time.Hour)) {
+		t.Errorf("Since of a new run = %v", s.Since)
 	}
 }

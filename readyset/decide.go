@@ -10,7 +10,11 @@ import (
 
 // Env is what a decision needs from outside the index.
 type Env struct {
-	RateLimit   ratelimit.State
+	RateLimit ratelimit.State // holds back every loop
+	// Limits is the rate-limit state of each agent profile (see
+	// scheduler.Snapshot.Limits), Spent the trees whose budget is spent.
+	Limits      map[string]ratelimit.State
+	Spent       map[string]string
 	DiskLow     bool
 	DiskLowText string
 	// Fairness is the learned fair-queuing state (read with fairness on).
@@ -174,6 +178,14 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 	if p.Fairness.Enabled || p.Weights.AgeBoostPerMinute < 0 {
 		return false
 	}
+	limited := false
+	for _, st := range env.Limits {
+		if st.Recovering(now) {
+			return false // the ramp admits one loop per profile: Plan's walk
+		}
+		limited = limited || st.Blocked(now)
+	}
+
 	ix.setWeights(p.Weights)
 	if now.Before(ix.t) {
 		ix.rewind(now) // the clock went back
@@ -181,6 +193,9 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 	ix.advance(now)
 	if env.DiskLow || env.RateLimit.Blocked(now) || d.Slots == 0 {
 		return true // every row has a failing gate
+	}
+	if limited && allBlocked(&p.Agents, env.Limits, now) {
+		return true // no profile can take an iteration: every row is rate_limited
 	}
 	recovering := env.RateLimit.Recovering(now)
 
@@ -306,6 +321,10 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 		fix(0)
 	}
 
+	var roots map[string]string // memo of ix.root, for spent trees
+	if len(env.Spent) > 0 {
+		roots = map[string]string{}
+	}
 	skips := 0
 	for len(cs) > 0 && len(d.Start) < d.Slots && !(recovering && len(d.Start) >= 1) {
 		c := cs[0]
@@ -323,7 +342,8 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 				hk = [2]string{g, e.conflictKey}
 			}
 		}
-		if ol.full() || (hk[0] != "" && held[hk]) || !env.artifact(e.triggeredBy) {
+		if ol.full() || (hk[0] != "" && held[hk]) || ix.treeSpent(e, env.Spent, roots) ||
+			(limited && !free(&p.Agents, e, env.Limits, now)) || !env.artifact(e.triggeredBy) {
 			if skips++; skips > MaxSkips {
 				d.Start, d.Visited = nil, 0
 				return false
@@ -349,6 +369,47 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 	return true
 }
 
+// allBlocked reports whether every agent profile a loop can run on is
+// rate limited at now.
+func allBlocked(a *scheduler.Agents, limits map[string]ratelimit.State, now time.Time) bool {
+	if !limits[a.Default].Blocked(now) {
+		return false
+	}
+	for _, p := range a.ByType {
+		if !limits[p].Blocked(now) {
+			return false
+		}
+	}
+	for p := range a.Fallback {
+		if !limits[p].Blocked(now) {
+			return false
+		}
+	}
+	return true
+}
+
+// free reports whether e's profile, or one of its fallbacks, may take an
+// iteration at now (scheduler.Agents.Pick).
+func free(a *scheduler.Agents, e *entry, limits map[string]ratelimit.State, now time.Time) bool {
+	l := loop.Loop{Type: e.typ, Agent: e.agent}
+	_, ok := a.Pick(&l, limits, now)
+	return ok
+}
+
+// treeSpent reports whether e belongs to a tree in spent (a spent budget:
+// Plan gives it the reason budget).
+func (ix *Index) treeSpent(e *entry, spent map[string]string, memo map[string]string) bool {
+	if len(spent) == 0 {
+		return false
+	}
+	root := e.id
+	if e.parent != "" {
+		root = ix.root(e.parent, memo)
+	}
+	_, ok := spent[root]
+	return ok
+}
+
 // Snapshot returns the scheduler's input as the index knows it: every
 // waiting loop with its parent's status, root and artifact, the running
 // loops, and env's rate limit, disk and fairness state. Plan over it is
@@ -365,6 +426,7 @@ func (ix *Index) snapshot(env *Env) scheduler.Snapshot {
 		Running:   map[string]int{},
 		RateLimit: env.RateLimit, DiskLow: env.DiskLow, DiskLowText: env.DiskLowText,
 		Fairness: env.Fairness, Preflight: env.Preflight, NoGit: env.NoGit, NoGitText: env.NoGitText,
+		Limits: env.Limits, Spent: env.Spent,
 	}
 	loops := make([]loop.Loop, 0, ix.nwaiting)
 	present := map[string]bool{}
@@ -425,11 +487,8 @@ func (ix *Index) snapshot(env *Env) scheduler.Snapshot {
 			c.ParentMissing = true
 		}
 		root := ix.root(parent, roots)
+		c.Root = root // the fairness key, unless the loop names its own; the tree of its budget
 		for _, e := range kids {
-			c.Root = ""
-			if e.fairnessKey == "" {
-				c.Root = root
-			}
 			add(e, c)
 		}
 	}

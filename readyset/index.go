@@ -17,8 +17,10 @@
 // groups through two time heaps, so nothing is scanned when time passes
 // (when the clock goes back, the gates are worked out again once, O(n)).
 //
-// Where the fast walk cannot be exact cheaply — fair queuing on, or a walk
-// that skips too many loops held by quotas, conflicts or missing artifacts —
+// Where the fast walk cannot be exact cheaply — fair queuing on, an agent
+// profile rate limited or in its recovery ramp (Plan picks the fallbacks),
+// or a walk that skips too many loops held by quotas, conflicts, spent
+// budgets or missing artifacts —
 // Decide runs scheduler.Plan over a snapshot of the index instead
 // (Snapshot): still no store read, but O(n log n).
 //
@@ -54,6 +56,9 @@ type node struct {
 type entry struct {
 	id, typ, parent, title, triggeredBy string
 	fairnessKey, conflictKey, owner     string
+	agent                               string
+	usage                               loop.Usage
+	budget                              loop.Budget
 	status                              loop.Status
 	depth, iteration                    int
 	created, runnableAt, deadline       time.Time
@@ -73,7 +78,7 @@ type entry struct {
 // ready reports whether e passes every gate that depends on its own record
 // and its parent at the watermark (the artifact is checked by Decide).
 func (e *entry) ready() bool {
-	return e.status == loop.Pending && e.parentOK && !e.delayed && !e.dead
+	return e.status == loop.Pending && e.parentOK && !e.delayed && !e.dead && !e.budget.Spent(e.usage)
 }
 
 // lite returns the loop record the entry stands for, with the fields
@@ -86,6 +91,7 @@ func (e *entry) lite() loop.Loop {
 		CreatedAt: e.created, RunnableAt: e.runnableAt, Deadline: e.deadline,
 		FairnessKey: e.fairnessKey, ConflictKey: e.conflictKey, CostHint: e.costHint, Owner: e.owner,
 		Needs: e.needs,
+		Agent: e.agent, Usage: e.usage, Budget: e.budget,
 	}
 }
 
@@ -199,7 +205,7 @@ func (ix *Index) put(l *loop.Loop) {
 	ix.nodes[l.ID] = n
 	if l.Status == loop.Running {
 		ix.running[l.ID] = loop.Loop{ID: l.ID, Type: l.Type, Status: l.Status, Parent: l.Parent,
-			Owner: l.Owner, ConflictKey: l.ConflictKey, FairnessKey: l.FairnessKey}
+			Owner: l.Owner, ConflictKey: l.ConflictKey, FairnessKey: l.FairnessKey, Agent: l.Agent}
 	} else {
 		delete(ix.running, l.ID)
 	}
@@ -267,6 +273,7 @@ func (ix *Index) addEntry(l *loop.Loop) *entry {
 		depth: l.Depth, iteration: l.Iteration,
 		created: l.CreatedAt, runnableAt: l.RunnableAt, deadline: l.Deadline,
 		costHint: l.CostHint, needs: copyNeeds(l.Needs), gi: -1, di: -1, dli: -1, ci: -1,
+		agent: l.Agent, usage: l.Usage, budget: l.Budget,
 	}
 	ix.nwaiting++
 	if e.parent == "" {

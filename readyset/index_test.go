@@ -99,6 +99,11 @@ func (m *model) create(now time.Time) loop.Loop {
 	if l.Parent != "" && r.IntN(2) == 0 {
 		l.TriggeredBy = parts[r.IntN(len(parts))]
 	}
+	l.Agent = []string{"", "", "codex", "default", "gone"}[r.IntN(5)]
+	if r.IntN(10) == 0 { // a loop whose own budget is spent, or nearly
+		l.Budget = loop.Budget{Tokens: 1000}
+		l.Usage = loop.Usage{OutputTokens: int64(r.IntN(2000))}
+	}
 	switch r.IntN(6) {
 	case 0:
 		l.RunnableAt = now.Add(time.Duration(r.IntN(300)) * time.Second)
@@ -166,7 +171,8 @@ func (m *model) step(now time.Time) {
 func (m *model) reference(env readyset.Env) scheduler.Snapshot {
 	s := scheduler.Snapshot{Running: map[string]int{}, RateLimit: env.RateLimit, DiskLow: env.DiskLow,
 		DiskLowText: env.DiskLowText, Fairness: env.Fairness,
-		Preflight: env.Preflight, NoGit: env.NoGit, NoGitText: env.NoGitText}
+		Preflight: env.Preflight, NoGit: env.NoGit, NoGitText: env.NoGitText,
+		Limits: env.Limits, Spent: env.Spent}
 	for _, id := range m.ids() {
 		l := m.loops[id]
 		switch {
@@ -178,9 +184,7 @@ func (m *model) reference(env readyset.Env) scheduler.Snapshot {
 				} else {
 					c.ParentMissing = true
 				}
-				if l.FairnessKey == "" {
-					c.Root = m.root(l.Parent)
-				}
+				c.Root = m.root(l.Parent)
 			}
 			c.ArtifactMissing = l.TriggeredBy != "" && !env.ArtifactExists(l.TriggeredBy)
 			s.Waiting = append(s.Waiting, c)
@@ -190,6 +194,16 @@ func (m *model) reference(env readyset.Env) scheduler.Snapshot {
 		}
 	}
 	return s
+}
+
+// anyRoot returns the id of some loop without a parent, "" when none.
+func (m *model) anyRoot() string {
+	for _, id := range m.ids() {
+		if m.loops[id].Parent == "" {
+			return id
+		}
+	}
+	return ""
 }
 
 func (m *model) root(id string) string {
@@ -331,6 +345,21 @@ func TestDecideMatchesPlan(t *testing.T) {
 				env.Preflight = map[string]string{loop.Ralph: "validate needs a go.mod"}
 				env.NoGit = map[string]bool{loop.Ralph: true, types[r.IntN(len(types))]: true}
 			}
+			switch r.IntN(30) { // agent profiles limited, recovering; a tree's budget spent
+			case 0:
+				env.Limits = map[string]ratelimit.State{"codex": {Hits: 1, BackoffUntil: now.Add(time.Minute)}}
+			case 1:
+				env.Limits = map[string]ratelimit.State{"default": {Hits: 1, BackoffUntil: now.Add(-time.Second), RecoveryUntil: now.Add(time.Minute)}}
+			case 2:
+				env.Limits = map[string]ratelimit.State{"default": {Hits: 1, BackoffUntil: now.Add(time.Hour)}}
+			case 3:
+				env.Spent = map[string]string{m.anyRoot(): "tree budget spent"}
+			case 4:
+				blocked := ratelimit.State{Hits: 3, BackoffUntil: now.Add(time.Hour)}
+				env.Limits = map[string]ratelimit.State{"default": blocked, "codex": blocked}
+			}
+			p.Agents = scheduler.Agents{Default: "default", ByType: map[string]string{loop.Ralph: "codex"},
+				Fallback: map[string][]string{"default": nil, "codex": {"default"}}}
 			if p.Fairness.Enabled {
 				env.Fairness = scheduler.Fairness{Keys: map[string]scheduler.KeyUsage{"k1": {Used: 30, Seen: now}}}
 			}

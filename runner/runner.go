@@ -1,12 +1,17 @@
 // Package runner runs one iteration of a loop (SPEC §6): it renders the
 // prompt, runs the agent in its own process group with the prompt on stdin,
-// classifies the result (passed, failed, rate limited, cancelled), checks the
-// artifact of plan, spec and phase loops, runs the validate commands, and
-// writes everything to the iteration's directory:
+// classifies the result (passed, failed, rate limited, cancelled) from the
+// agent's structured output first (preset.Parse, Settings.Preset), then the
+// rate-limit exit code, then the text pattern, which counts only for a run
+// that failed (non-zero exit, an error result, no artifact) or, on exit 0,
+// for a usage-limit line at the very end: a run that passes is never a rate
+// limit. It checks the artifact of plan, spec and phase loops, runs the
+// validate commands, and writes everything to the iteration's directory:
 //
 //	<home>/loops/<id>/iterations/<NNN>/
 //	    prompt.md        the rendered prompt (the agent's stdin)
 //	    agent.log        the agent's stdout and stderr, bounded (head and tail)
+//	    usage.json       tokens, cost and agent seconds the run reported (loop.Usage)
 //	    validation.log   the artifact check and every validate command, bounded
 //	    <type>.md        the artifact, written by the agent ($LOOPR_ARTIFACT)
 //	    attempt-<k>/     the files of an earlier run of the same iteration
@@ -27,6 +32,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -45,7 +51,7 @@ import (
 	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/internal/termsafe"
 	"github.com/loopr-dev/loopr/loop"
-	"github.com/loopr-dev/loopr/ratelimit"
+	"github.com/loopr-dev/loopr/preset"
 )
 
 // Defaults for zero Settings fields.
@@ -56,11 +62,13 @@ const (
 	DefaultGrace           = 5 * time.Second
 )
 
-// rateLimitWindow is how much of the end of the agent's output is searched
-// for a rate-limit message and a retry hint. Agent CLIs print the limit
-// message last; looking only at the end keeps a long session that merely
-// mentions "rate limit" in passing from being mistaken for one.
-const rateLimitWindow = 16 << 10
+// maxParseBytes bounds how much of agent.log is read back to parse the
+// agent's output (its structured events and usage); the bounded log keeps
+// its head and tail, so the final events are always there.
+const maxParseBytes = 8 << 20
+
+// logSlack covers the marker the bounded log writes where it cut.
+const logSlack = 4 << 10
 
 // Settings configure how an iteration runs (loopr.yml agent.* and
 // loops.<type>.*, resolved for one loop type).
@@ -237,6 +245,8 @@ type iteration struct {
 	validLog   string
 	artifact   string
 	question   string
+	output     string        // agent.log as read back after the agent exited
+	report     preset.Report // what the output says (preset.Parse)
 }
 
 func (it *iteration) run(ctx context.Context) Result {
@@ -265,7 +275,7 @@ func (it *iteration) run(ctx context.Context) Result {
 		return it.fail(err.Error(), "", "")
 	}
 	it.res.ExitCode = p.exitCode
-	tail := readTail(it.agentLog, rateLimitWindow)
+	it.report = it.parseOutput(p)
 
 	// 3. Classify.
 	switch {
@@ -276,6 +286,9 @@ func (it *iteration) run(ctx context.Context) Result {
 			return it.fail("workdir vanished", "", "")
 		}
 		return it.fail(startReason(j.Settings.Agent, p.startErr), "", "")
+	case p.timedOut && it.report.Limited:
+		// Killed while the CLI was waiting out a limit itself.
+		return it.limited("rate limited: "+it.report.Detail+" (agent timed out)", it.report)
 	}
 	if q, err := it.readQuestion(); err != nil || q != "" {
 		return it.asked(q, err)
@@ -289,20 +302,25 @@ func (it *iteration) run(ctx context.Context) Result {
 	case !dirExists(j.Workdir):
 		return it.fail("workdir vanished", "agent.log", it.agentLog)
 	}
-	if reason, limited := it.rateLimited(p, tail); limited {
-		it.res.Outcome = RateLimited
-		it.res.Reason = reason
-		now := it.r.now()
-		if until, ok := ratelimit.ParseHint(tail, now); ok {
-			it.res.RateLimitUntil = until
-			it.res.RateLimitAfter = max(until.Sub(now), 0)
-		}
-		return it.res
+	if reason, limited := it.rateLimited(p); limited {
+		return it.limited(reason, it.report)
+	}
+	rep := it.report
+	if rep.Transient && (p.exitCode != 0 || rep.IsError) {
+		it.res.Transient = true
+		return it.fail("transient provider error: "+rep.Detail, "agent.log", it.agentLog)
 	}
 	if p.exitCode != 0 {
 		reason := fmt.Sprintf("agent exited %d", p.exitCode)
 		if p.signal != 0 {
 			reason = fmt.Sprintf("agent killed by signal %d (%v)", int(p.signal), p.signal)
+		}
+		return it.fail(reason, "agent.log", it.agentLog)
+	}
+	if rep.IsError {
+		reason := "agent exited 0 but its result reports an error"
+		if rep.Detail != "" {
+			reason += ": " + rep.Detail
 		}
 		return it.fail(reason, "agent.log", it.agentLog)
 	}
@@ -501,18 +519,46 @@ func (it *iteration) groupStarted(pid int) {
 	}
 }
 
-// rateLimited reports whether the agent hit a rate limit: the configured
-// exit status, or the pattern in the end of its output whatever the status.
-func (it *iteration) rateLimited(p procResult, tail string) (string, bool) {
+// parseOutput reads what the agent's output says about its run (preset
+// package: structured events of Settings.Preset, else the text rules),
+// records the usage it reported with the agent's wall time in Result.Usage
+// and in usage.json.
+func (it *iteration) parseOutput(p procResult) preset.Report {
+	it.output = readTail(it.agentLog, int(min(it.s.MaxLogBytes, maxParseBytes))+logSlack)
+	rep := preset.Parse(it.s.Preset, []byte(it.output), p.exitCode, it.r.now(), it.s.RateLimitPattern)
+	u := rep.Usage
+	u.AgentSeconds = max(it.res.AgentEnd.Sub(it.res.AgentStart).Seconds(), 0)
+	it.res.Usage = u
+	if b, err := json.Marshal(u); err == nil {
+		if err := safefile.WriteAtomic(filepath.Join(it.res.Dir, "usage.json"), append(b, '\n'), 0o644); err != nil {
+			it.log.Warn("usage.json", "err", err)
+		}
+	}
+	return rep
+}
+
+// rateLimited reports whether the agent hit a rate limit, exactly: its
+// structured output says so (preset.Parse), or it exited with the
+// configured status, or its text matched the pattern under the rules of
+// preset.Parse (a failed run; on exit 0, a usage-limit line at the end).
+func (it *iteration) rateLimited(p procResult) (string, bool) {
+	if it.report.Limited {
+		return "rate limited: " + it.report.Detail, true
+	}
 	if c := it.s.RateLimitExitCode; c != 0 && p.exitCode == c {
 		return fmt.Sprintf("rate limited: agent exited %d", c), true
 	}
-	if re := it.s.RateLimitPattern; re != nil {
-		if m := re.FindString(tail); m != "" {
-			return fmt.Sprintf("rate limited: agent output matched %q", clip(strings.TrimSpace(m), 60)), true
-		}
-	}
 	return "", false
+}
+
+// limited ends the iteration as rate limited, with the reset rep announced
+// (none when it was already past: the caller's short backoff re-probes).
+func (it *iteration) limited(reason string, rep preset.Report) Result {
+	it.res.Outcome = RateLimited
+	it.res.Reason = clip(reason, 240)
+	it.res.RateLimitUntil = rep.ResetAt
+	it.res.RateLimitAfter = rep.RetryAfter
+	return it.res
 }
 
 // validate checks the artifact of plan, spec and phase loops, then runs each
@@ -533,6 +579,14 @@ func (it *iteration) validate(ctx context.Context, vlog io.Writer) Result {
 			}
 		}
 		if err != nil {
+			// No usable artifact: the run failed, so a limit message in
+			// its text counts (unless the agent's own final event said
+			// it succeeded: structured output wins).
+			if !preset.Final(it.s.Preset, []byte(it.output)) {
+				if rep := preset.ParseText([]byte(it.output), true, it.r.now(), it.s.RateLimitPattern); rep.Limited {
+					return it.limited("rate limited: "+rep.Detail, rep)
+				}
+			}
 			fmt.Fprintf(vlog, "%s: %v\n", it.artifact, err)
 			hint := fmt.Sprintf("The artifact must be a regular file written to $LOOPR_ARTIFACT (%s) and start with `# %s: <title>`, then free text, then `## %s` with one `### %s <n>: <name>` heading per %s, numbered from 1.",
 				it.artifact, f.Heading, f.Section, f.Child, strings.ToLower(f.Child))

@@ -239,23 +239,48 @@ func TestRunFailures(t *testing.T) {
 	}
 }
 
-func TestRunRateLimitMessageWithExitZero(t *testing.T) {
+func TestRunRateLimitMessage(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2025, 4, 23, 12, 0, 0, 0, time.UTC)
-	j := newJob(t, loop.Ralph, agent(t, `echo "Error: 429 rate limit, retry-after: 2"; exit 0`))
-	j.Settings.Validate = []string{"touch validated"}
-	res := (&Runner{Now: func() time.Time { return now }}).Run(context.Background(), j)
-	if res.Outcome != RateLimited {
-		t.Fatalf("Run() = %v %q, want rate_limited", res.Outcome, res.Reason)
+	tests := []struct {
+		name    string
+		script  string
+		typ     string
+		want    Outcome
+		after   time.Duration // RateLimitAfter
+		nowAuto bool
+	}{
+		// A failed run: the pattern counts over its last lines.
+		{"failed run with a limit and a wait", `echo "Error: 429 rate limit, retry-after: 2"; exit 1`, loop.Ralph, RateLimited, 2 * time.Second, false},
+		// Exit 0: only a usage-limit line among the last three counts.
+		{"exit 0, old epoch form last", `echo working; echo "Claude AI usage limit reached|1745424000"; exit 0`, loop.Ralph, RateLimited, 4 * time.Hour, false},
+		{"exit 0, prose about rate limits passes", `echo "Implemented the token-bucket rate limiter (answers HTTP 429 when the bucket is empty)."; exit 0`, loop.Ralph, Passed, 0, false},
+		{"exit 0, 429 with retry-after passes", `echo "Error: 429 rate limit, retry-after: 2"; exit 0`, loop.Ralph, Passed, 0, false},
+		{"exit 0, usage-limit line too far up", `echo "Claude AI usage limit reached|1745424000"; echo a; echo b; echo c; exit 0`, loop.Ralph, Passed, 0, false},
+		// Exit 0 without the artifact is a failed run: the pattern counts.
+		{"exit 0 without the artifact, limit message", `echo "You've hit your session limit · resets 5pm (UTC)"; echo "/upgrade to increase your usage limit."; echo ok`, loop.Plan, RateLimited, 5 * time.Hour, false},
+		// A reset already past is not trusted: no announced wait.
+		{"stale reset", `echo "Claude AI usage limit reached|1745395200"; exit 1`, loop.Ralph, RateLimited, 0, false},
 	}
-	if res.RateLimitAfter != 2*time.Second || !res.RateLimitUntil.Equal(now.Add(2*time.Second)) {
-		t.Errorf("RateLimitAfter, Until = %v, %v; want 2s, %v", res.RateLimitAfter, res.RateLimitUntil, now.Add(2*time.Second))
-	}
-	if exists(filepath.Join(j.Workdir, "validated")) || exists(filepath.Join(res.Dir, "validation.log")) {
-		t.Error("validation ran for a rate-limited iteration")
-	}
-	if res.ExitCode != 0 {
-		t.Errorf("ExitCode = %d, want 0", res.ExitCode)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			j := newJob(t, tt.typ, agent(t, tt.script))
+			j.Settings.Validate = []string{"touch validated"}
+			res := (&Runner{Now: func() time.Time { return now }}).Run(context.Background(), j)
+			if res.Outcome != tt.want {
+				t.Fatalf("Run() = %v %q, want %v", res.Outcome, res.Reason, tt.want)
+			}
+			if res.Outcome != RateLimited {
+				return
+			}
+			if res.RateLimitAfter != tt.after || tt.after > 0 && !res.RateLimitUntil.Equal(now.Add(tt.after)) || tt.after == 0 && !res.RateLimitUntil.IsZero() {
+				t.Errorf("RateLimitAfter, Until = %v, %v; want %v, now+that", res.RateLimitAfter, res.RateLimitUntil, tt.after)
+			}
+			if exists(filepath.Join(j.Workdir, "validated")) {
+				t.Error("validation ran for a rate-limited iteration")
+			}
+		})
 	}
 }
 

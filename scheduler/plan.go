@@ -19,7 +19,8 @@ type Candidate struct {
 	ParentMissing   bool        // Loop.Parent names a record that does not exist
 	ArtifactMissing bool        // the artifact at Loop.TriggeredBy does not exist
 	// Root is the id of the root of the loop's tree: the default fairness
-	// key. Only read with fairness on; "" for a root loop (see FairnessKey).
+	// key, and the key of Snapshot.Spent. Read with fairness on or Spent
+	// set; "" for a root loop (see FairnessKey).
 	Root string
 }
 
@@ -30,10 +31,16 @@ type Snapshot struct {
 	// Active lists the running loops themselves: the holders of conflict
 	// keys and the loops counted against their owner's quota. Only read
 	// when the policy has conflict groups or quotas.
-	Active      []*loop.Loop
-	RateLimit   ratelimit.State // the shared 429 backoff
-	DiskLow     bool            // free space is below the configured minimum
-	DiskLowText string          // e.g. "disk low: 3.2 GB free, minimum 5 GB"; "" → "disk low"
+	Active    []*loop.Loop
+	RateLimit ratelimit.State // a backoff of the whole daemon: holds back every loop (loopr sim)
+	// Limits is the rate-limit state of each agent profile by name
+	// (Policy.Agents); a profile not in it is not limited.
+	Limits map[string]ratelimit.State
+	// Spent holds the trees whose budget is spent, by root id, with the
+	// text of their budget reason.
+	Spent       map[string]string
+	DiskLow     bool   // free space is below the configured minimum
+	DiskLowText string // e.g. "disk low: 3.2 GB free, minimum 5 GB"; "" → "disk low"
 	// Fairness is the learned fair-queuing state; only read with fairness on.
 	Fairness Fairness
 	// Preflight holds, per loop type, why every iteration of that type
@@ -55,9 +62,12 @@ type Row struct {
 	Tier  int        `json:"tier,omitempty"` // the type's tier; 0: none
 	// With fairness on: the loop's fairness key, the key's accumulated
 	// cost when the walk reached this row, and the loop's estimated cost.
-	Key      string   `json:"key,omitempty"`
-	KeyUsed  float64  `json:"key_used,omitempty"`
-	Cost     float64  `json:"cost,omitempty"`
+	Key     string  `json:"key,omitempty"`
+	KeyUsed float64 `json:"key_used,omitempty"`
+	Cost    float64 `json:"cost,omitempty"`
+	// Agent is the profile the loop's next iteration runs on: its own, or
+	// a fallback while its own is limited (Policy.Agents).
+	Agent    string   `json:"agent,omitempty"`
 	Runnable bool     `json:"runnable"`          // starts now
 	Reasons  []Reason `json:"reasons,omitempty"` // every failing gate, in gate order; nil when Runnable
 }
@@ -117,6 +127,7 @@ const (
 	gArtifactMissing
 	gBackoff
 	gDeadlinePassed
+	gBudget
 )
 
 func loopGates(c Candidate, now time.Time) gates {
@@ -147,11 +158,22 @@ func loopGates(c Candidate, now time.Time) gates {
 	if !l.Deadline.IsZero() && !l.Deadline.After(now) {
 		g |= gDeadlinePassed
 	}
+	if budgetSpent(l) {
+		g |= gBudget
+	}
 	return g
 }
 
+// treeOf returns the id of the root of c's tree.
+func treeOf(c *Candidate) string {
+	if c.Loop.Parent == "" {
+		return c.Loop.ID
+	}
+	return c.Root
+}
+
 // appendLoopReasons appends the reasons for g, in gate order.
-func appendLoopReasons(rs []Reason, g gates, c Candidate, now time.Time) []Reason {
+func appendLoopReasons(rs []Reason, g gates, c Candidate, now time.Time, tree string) []Reason {
 	l := c.Loop
 	if g&gPaused != 0 {
 		rs = append(rs, Reason{Paused, pausedText})
@@ -173,6 +195,13 @@ func appendLoopReasons(rs []Reason, g gates, c Candidate, now time.Time) []Reaso
 	}
 	if g&gDeadlinePassed != 0 {
 		rs = append(rs, Reason{DeadlinePassed, deadlineText(l.Deadline, now)})
+	}
+	if g&gBudget != 0 {
+		if budgetSpent(l) {
+			rs = append(rs, Reason{Budget, BudgetText("budget", l.Budget, l.Usage)})
+		} else {
+			rs = append(rs, Reason{Budget, tree})
+		}
 	}
 	return rs
 }
@@ -284,6 +313,7 @@ type walk struct {
 	owners              map[string]*capState
 	ownerRunning        map[string]int
 	held                map[holdKey]holder
+	onProfile           map[string]int // loops admitted on each agent profile (its recovery ramp)
 }
 
 func (w *walk) typeIndex(t string) int32 {
@@ -382,6 +412,11 @@ func Plan(s Snapshot, now time.Time, p Policy) Decision {
 			sec:  l.CreatedAt.Unix(), nsec: int32(l.CreatedAt.Nanosecond()),
 			typ: typ, idx: int32(i), tier: int32(ts.tier), fails: loopGates(c, now), id: l.ID,
 		}
+		if len(s.Spent) > 0 && k.fails&gBudget == 0 {
+			if _, spent := s.Spent[treeOf(&s.Waiting[i])]; spent {
+				k.fails |= gBudget
+			}
+		}
 		if fair {
 			k.fkey = w.keyIndex(FairnessKey(l, c.Root))
 		}
@@ -438,6 +473,9 @@ func (w *walk) setup() {
 	}
 	if w.noGitText = s.NoGitText; w.noGitText == "" {
 		w.noGitText = noGitText
+	}
+	if len(s.Limits) > 0 {
+		w.onProfile = map[string]int{}
 	}
 	if len(p.Tier) > 0 {
 		w.tiers = map[int]*capState{}
@@ -538,6 +576,14 @@ func (w *walk) fairTier(keys []sortKey) {
 	}
 }
 
+// free reports whether agent profile p may take one more iteration in this
+// plan: it is not limited, and not in its recovery ramp with a loop
+// already admitted on it.
+func (w *walk) free(p string) bool {
+	st := w.s.Limits[p]
+	return !st.Blocked(w.now) && !(st.Recovering(w.now) && w.onProfile[p] >= 1)
+}
+
 // visit checks every gate of one row, records the row and admits its loop
 // when no gate fails.
 func (w *walk) visit(k *sortKey) {
@@ -548,7 +594,11 @@ func (w *walk) visit(k *sortKey) {
 	start := len(w.pool)
 
 	if k.fails != 0 {
-		w.pool = appendLoopReasons(w.pool, k.fails, *c, w.now)
+		tree := ""
+		if k.fails&gBudget != 0 {
+			tree = s.Spent[treeOf(c)]
+		}
+		w.pool = appendLoopReasons(w.pool, k.fails, *c, w.now, tree)
 	}
 	if s.DiskLow {
 		w.pool = append(w.pool, Reason{DiskLow, w.diskText})
@@ -560,11 +610,25 @@ func (w *walk) visit(k *sortKey) {
 
 	// Capacity: the rate limit, then the caps, counting running loops and
 	// the ones this walk has admitted so far.
+	limited := true
 	switch {
 	case w.blocked:
 		w.pool = append(w.pool, Reason{RateLimited, w.rateText})
 	case w.recovering && w.selected >= 1:
 		w.pool = append(w.pool, Reason{RateLimited, recoveryText})
+	default:
+		limited = false
+	}
+	profile := w.p.Agents.Of(l)
+	if len(s.Limits) > 0 {
+		var ok bool
+		if profile, ok = w.p.Agents.PickFunc(l, w.free); !ok && !limited {
+			if st := s.Limits[profile]; st.Blocked(w.now) {
+				w.pool = append(w.pool, Reason{RateLimited, profileLimitedText(profile, st.Remaining(w.now))})
+			} else {
+				w.pool = append(w.pool, Reason{RateLimited, profileRecoveryText(profile)})
+			}
+		}
 	}
 	if used := w.running + w.selected; used >= p.MaxLoops {
 		if used != w.globalUsed {
@@ -606,7 +670,7 @@ func (w *walk) visit(k *sortKey) {
 		w.pool = append(w.pool, Reason{NoGit, w.noGitText})
 	}
 
-	w.d.Rows = append(w.d.Rows, Row{Loop: l, Score: w.scores[k.idx], Tier: ts.tier})
+	w.d.Rows = append(w.d.Rows, Row{Loop: l, Score: w.scores[k.idx], Tier: ts.tier, Agent: profile})
 	row := &w.d.Rows[len(w.d.Rows)-1]
 	var fk *fairKey
 	if p.Fairness.Enabled {
@@ -627,6 +691,9 @@ func (w *walk) visit(k *sortKey) {
 	}
 	row.Runnable = true
 	w.selected++
+	if len(s.Limits) > 0 {
+		w.onProfile[profile]++
+	}
 	ts.selected++
 	if ts.tierCap != nil {
 		ts.tierCap.selected++

@@ -18,6 +18,7 @@ import (
 )
 
 var propTypes = []loop.Type{loop.Plan, loop.Spec, loop.Phase, loop.Ralph, "review"}
+var propProfiles = []string{"claude", "codex", "gemini"}
 
 var (
 	propOwners = []string{"", "alice", "bob", "carol"}
@@ -84,6 +85,25 @@ func randomCase(r *rand.Rand) (scheduler.Snapshot, scheduler.Policy) {
 	case 1, 2:
 		s.NoGit = map[string]bool{loop.Ralph: true, propTypes[r.IntN(len(propTypes))]: true}
 	}
+	if r.IntN(2) == 0 { // agent profiles, each limited, recovering or free
+		p.Agents = scheduler.Agents{Default: "claude", ByType: map[string]string{loop.Ralph: "codex"},
+			Fallback: map[string][]string{"claude": {"codex"}, "codex": nil, "gemini": {"claude", "codex"}}}
+		if r.IntN(2) == 0 {
+			p.Agents.Fallback["codex"] = []string{"gemini"}
+		}
+		s.Limits = map[string]ratelimit.State{}
+		for _, prof := range propProfiles {
+			switch r.IntN(3) {
+			case 0:
+				s.Limits[prof] = ratelimit.State{Hits: 1, BackoffUntil: now.Add(time.Duration(1+r.IntN(600)) * time.Second)}
+			case 1:
+				s.Limits[prof] = ratelimit.State{Hits: 1, BackoffUntil: now.Add(-time.Second), RecoveryUntil: now.Add(20 * time.Second)}
+			}
+		}
+	}
+	if r.IntN(3) == 0 {
+		s.Spent = map[string]string{fmt.Sprintf("P%d", r.IntN(4)): "tree budget spent: $2.00 of $2.00"}
+	}
 	if p.Fairness.Enabled {
 		s.Fairness.Keys = map[string]scheduler.KeyUsage{}
 		for i := range r.IntN(6) {
@@ -130,6 +150,11 @@ func randomCase(r *rand.Rand) (scheduler.Snapshot, scheduler.Policy) {
 			l.Deadline = now.Add(-time.Duration(r.IntN(600)) * time.Second)
 		case 1:
 			l.Deadline = now.Add(time.Hour)
+		}
+		l.Agent = []string{"", "", "claude", "codex", "gemini", "gone"}[r.IntN(6)]
+		if r.IntN(8) == 0 {
+			l.Budget = loop.Budget{USD: 1, Tokens: int64(r.IntN(2) * 1000)}
+			l.Usage = loop.Usage{CostUSD: float64(r.IntN(3)) / 2, InputTokens: int64(r.IntN(1500))}
 		}
 		switch r.IntN(4) {
 		case 0:
@@ -220,6 +245,42 @@ func reference(s scheduler.Snapshot, now time.Time, p scheduler.Policy) (order, 
 	}
 	codes = map[string][]scheduler.Code{}
 	visited := map[string]bool{}
+	onProfile := map[string]int{}
+	free := func(x string) bool {
+		st := s.Limits[x]
+		return !st.Blocked(now) && !(st.Recovering(now) && onProfile[x] > 0)
+	}
+	// pick: the loop's profile (its own when known, else its type's, else
+	// the default), else the first free one of its fallbacks, depth first.
+	pick := func(l *loop.Loop) (string, bool) {
+		own := p.Agents.Default
+		if t := p.Agents.ByType[l.Type]; t != "" {
+			own = t
+		}
+		if _, known := p.Agents.Fallback[l.Agent]; known && l.Agent != "" {
+			own = l.Agent
+		}
+		var order []string
+		seen := map[string]bool{}
+		var dfs func(x string)
+		dfs = func(x string) {
+			if seen[x] {
+				return
+			}
+			seen[x] = true
+			order = append(order, x)
+			for _, f := range p.Agents.Fallback[x] {
+				dfs(f)
+			}
+		}
+		dfs(own)
+		for _, x := range order {
+			if free(x) {
+				return x, true
+			}
+		}
+		return own, false
+	}
 	for range ls {
 		var c scheduler.Candidate
 		for _, x := range ls {
@@ -243,9 +304,16 @@ func reference(s scheduler.Snapshot, now time.Time, p scheduler.Policy) (order, 
 		add(c.ArtifactMissing, scheduler.ArtifactMissing)
 		add(l.RunnableAt.After(now), scheduler.Backoff)
 		add(!l.Deadline.IsZero() && !now.Before(l.Deadline), scheduler.DeadlinePassed)
+		tree := c.Root
+		if l.Parent == "" {
+			tree = l.ID
+		}
+		_, treeSpent := s.Spent[tree]
+		add(l.Budget.Spent(l.Usage) || treeSpent, scheduler.Budget)
 		add(s.DiskLow, scheduler.DiskLow)
 		add(s.Preflight[l.Type] != "", scheduler.Preflight)
-		add(s.RateLimit.Blocked(now) || (s.RateLimit.Recovering(now) && len(start) > 0), scheduler.RateLimited)
+		prof, free := pick(l)
+		add(s.RateLimit.Blocked(now) || (s.RateLimit.Recovering(now) && len(start) > 0) || (len(s.Limits) > 0 && !free), scheduler.RateLimited)
 		add(running+len(start) >= p.MaxLoops, scheduler.GlobalCap)
 		add(p.TypeCap[l.Type] > 0 && s.Running[l.Type]+count(func(x *loop.Loop) bool { return x.Status == loop.Pending && x.Type == l.Type }) >= p.TypeCap[l.Type], scheduler.TypeCap)
 		tier := p.Tier[l.Type]
@@ -263,6 +331,7 @@ func reference(s scheduler.Snapshot, now time.Time, p scheduler.Policy) (order, 
 		}
 		add(s.NoGit[l.Type] && shared+count(func(x *loop.Loop) bool { return x.Status == loop.Pending && s.NoGit[x.Type] }) >= 1, scheduler.NoGit)
 		if len(cs) == 0 {
+			onProfile[prof]++
 			start = append(start, l.ID)
 			started = append(started, l) // status pending: told apart from the running Active loops
 			if fp.Enabled {
@@ -339,6 +408,14 @@ func startOne(s scheduler.Snapshot, id string, d scheduler.Decision, now time.Ti
 	// The recovery ramp admits one loop per plan: after one start, none.
 	if s.RateLimit.Recovering(now) {
 		out.RateLimit.BackoffUntil = out.RateLimit.RecoveryUntil
+	}
+	for _, row := range d.Rows { // the same for the profile the loop ran on
+		if row.Loop.ID == id && s.Limits[row.Agent].Recovering(now) {
+			out.Limits = maps.Clone(s.Limits)
+			st := out.Limits[row.Agent]
+			st.BackoffUntil = st.RecoveryUntil
+			out.Limits[row.Agent] = st
+		}
 	}
 	return out
 }
@@ -500,6 +577,8 @@ func checkInvariants(t *testing.T, s scheduler.Snapshot, p scheduler.Policy, d s
 			t.Errorf("started %s with the disk low", id)
 		case s.Preflight[l.Type] != "":
 			t.Errorf("started %s of type %s with a preflight problem", id, l.Type)
+		case l.Budget.Spent(l.Usage):
+			t.Errorf("started %s with its budget spent", id)
 		}
 	}
 

@@ -24,9 +24,10 @@ const (
 	ArtifactMissing  Code = "artifact_missing"  // the parent artifact that spawned it is missing
 	Backoff          Code = "backoff"           // runnable_at is in the future (retry backoff, delayed run)
 	DeadlinePassed   Code = "deadline_passed"   // its deadline is past; the manager expires it
+	Budget           Code = "budget"            // its own budget, or its tree's, is spent
 	DiskLow          Code = "disk_low"          // free disk space is below storage.disk_quota_min_gb
 	Preflight        Code = "preflight"         // every iteration of its type would fail here (agent or validate program missing, ...)
-	RateLimited      Code = "rate_limited"      // the shared 429 backoff, or its one-start-per-poll recovery
+	RateLimited      Code = "rate_limited"      // its agent profile (and every fallback) is rate limited, or in its one-start-per-poll recovery
 	GlobalCap        Code = "global_cap"        // concurrency.max_loops loops already run or start
 	TypeCap          Code = "type_cap"          // the per-type cap of its type is reached
 	TierCap          Code = "tier_cap"          // tier N already runs N loops
@@ -36,7 +37,7 @@ const (
 )
 
 // Codes lists every reason code in gate order.
-var Codes = []Code{Paused, NeedsHuman, Orphaned, ParentIncomplete, ArtifactMissing, Backoff, DeadlinePassed, DiskLow,
+var Codes = []Code{Paused, NeedsHuman, Orphaned, ParentIncomplete, ArtifactMissing, Backoff, DeadlinePassed, Budget, DiskLow,
 	Preflight, RateLimited, GlobalCap, TypeCap, TierCap, Quota, Conflict, NoGit}
 
 // Capacity reports whether c only says "no room now" (rate limit, caps,

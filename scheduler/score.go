@@ -39,6 +39,9 @@ type Policy struct {
 	// Fairness orders loops within a tier by their fairness key's
 	// accumulated cost when Enabled.
 	Fairness FairnessPolicy `json:"fairness"`
+	// Agents maps loops to agent profiles, whose rate limits
+	// (Snapshot.Limits) hold back only the loops that run on them.
+	Agents Agents `json:"agents,omitzero"`
 }
 
 // DefaultPolicy returns seed 004's policy: base plan 40, spec 60, phase 80,

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -33,6 +34,10 @@ func (m *Model) applySnapshot(sm api.StreamMsg) {
 		m.setStatus(*sm.Status)
 	}
 	m.synced = true
+	m.costs = map[string]float64{}
+	for _, l := range m.loops {
+		m.addCost(l, l.Usage.CostUSD)
+	}
 	m.rebuildChildren()
 	m.defaultFolds()
 	m.dirty = true
@@ -46,7 +51,8 @@ func (m *Model) setStatus(st api.Status) {
 	m.status = st
 	m.haveStatus = true
 	if !had || old.DiskLow != st.DiskLow || !sameRateLimit(old.RateLimit, st.RateLimit) ||
-		old.NoGit != st.NoGit || !reflect.DeepEqual(old.Problems, st.Problems) {
+		old.NoGit != st.NoGit || !reflect.DeepEqual(old.Problems, st.Problems) ||
+		!maps.EqualFunc(old.Limits, st.Limits, sameRateLimit) || !maps.Equal(old.Spent, st.Spent) {
 		m.sched.stale = true
 	}
 	m.usePolicy()
@@ -68,6 +74,9 @@ func (m *Model) applyEvent(sm api.StreamMsg) {
 		}
 		l := displayable(*sm.Loop)
 		m.loops[l.ID] = &l
+		if delta := l.Usage.CostUSD - costOf(old); delta != 0 {
+			m.addCost(&l, delta)
+		}
 		if schedChange(old, &l) {
 			m.sched.stale = true
 		}
@@ -386,4 +395,29 @@ func (f filter) match(l *loop.Loop) bool {
 		}
 	}
 	return true
+}
+
+// costOf is what a record says its loop spent, 0 for none.
+func costOf(l *loop.Loop) float64 {
+	if l == nil {
+		return 0
+	}
+	return l.Usage.CostUSD
+}
+
+// addCost adds delta dollars to l's rolled-up cost and its ancestors'.
+func (m *Model) addCost(l *loop.Loop, delta float64) {
+	if delta == 0 {
+		return
+	}
+	if m.costs == nil {
+		m.costs = map[string]float64{}
+	}
+	for i := 0; l != nil && i < 1000; i++ {
+		m.costs[l.ID] += delta
+		if l.Parent == "" {
+			return
+		}
+		l = m.loops[l.Parent]
+	}
 }

@@ -167,6 +167,7 @@ type Model struct {
 	scratch     []scheduler.Candidate // reused by computeSchedule
 	structDirty bool
 	dirty       bool
+	costs       map[string]float64 // dollars spent by each loop and its descendants
 
 	// View state.
 	rows         []row

@@ -55,6 +55,8 @@ type reason struct {
 	Code string           // a scheduler.Code, codeNext, or "" when the plan does not hold the loop
 	r    scheduler.Reason // the scheduler's first reason: its text carries the numbers of the caps
 	l    *loop.Loop       // the record that was planned
+	// agent is the profile the loop would run on (its own, or a fallback).
+	agent string
 }
 
 // reasonOf returns the reason of waiting loop id in the current plan.
@@ -67,7 +69,7 @@ func (m *Model) reasonOf(id string) reason {
 	if row.Runnable || len(row.Reasons) == 0 {
 		return reason{Code: codeNext, l: row.Loop}
 	}
-	return reason{Code: string(row.Reasons[0].Code), r: row.Reasons[0], l: row.Loop}
+	return reason{Code: string(row.Reasons[0].Code), r: row.Reasons[0], l: row.Loop, agent: row.Agent}
 }
 
 // workspaceGates are the preflight and no_git inputs of the daemon's plan,
@@ -130,10 +132,18 @@ func (m *Model) reasonText(r reason) string {
 	case scheduler.NoGit:
 		return "no git: one at a time in the workspace"
 	case scheduler.RateLimited:
+		if st, ok := m.status.Limits[r.agent]; ok { // per agent profile
+			if st.Blocked(now) {
+				return r.agent + " rate limited " + countdown(st.BackoffUntil.Sub(now))
+			}
+			return r.agent + " 429 recovery: one start per poll"
+		}
 		if m.sched.blocked {
 			return "rate limited " + countdown(m.status.RateLimit.BackoffUntil.Sub(now))
 		}
 		return "429 recovery: one start per poll"
+	case scheduler.Budget:
+		return r.r.Text
 	case scheduler.Conflict:
 		group := m.plan.ConflictGroup[r.l.Type]
 		if h := m.loops[m.sched.holders[holdKey{group, r.l.ConflictKey}]]; h != nil {
@@ -260,12 +270,17 @@ func (m *Model) computeSchedule() {
 	snap := scheduler.Snapshot{Waiting: m.scratch[:0], Running: map[string]int{}}
 	total := 0
 	if m.haveStatus {
-		snap.RateLimit = m.status.RateLimit
+		if m.status.Limits != nil { // a state per agent profile
+			snap.Limits = m.status.Limits
+		} else {
+			snap.RateLimit = m.status.RateLimit
+		}
+		snap.Spent = m.status.Spent
 		snap.DiskLow = m.status.DiskLow
 		snap.Preflight, snap.NoGit, snap.NoGitText = workspaceGates(m.status)
 	}
 	var roots map[string]string
-	if fair {
+	if fair || len(snap.Spent) > 0 {
 		roots = make(map[string]string, len(m.loops)/4+1)
 	}
 	next := time.Time{}
@@ -288,7 +303,7 @@ func (m *Model) computeSchedule() {
 				if pl := m.loops[l.Parent]; pl != nil {
 					c.ParentStatus = pl.Status
 				}
-				if fair {
+				if roots != nil {
 					c.Root = m.rootOf(l.Parent, roots)
 				}
 			}
@@ -313,6 +328,10 @@ func (m *Model) computeSchedule() {
 	}
 	soon(snap.RateLimit.BackoffUntil)
 	soon(snap.RateLimit.RecoveryUntil)
+	for _, st := range snap.Limits {
+		soon(st.BackoffUntil)
+		soon(st.RecoveryUntil)
+	}
 
 	d := scheduler.Plan(snap, now, p)
 	clear(snap.Waiting) // drop the record pointers until the next plan

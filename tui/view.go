@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/ratelimit"
 	"github.com/loopr-dev/loopr/scheduler"
 )
 
@@ -160,8 +161,26 @@ func (m *Model) headerLine(w int) string {
 	if len(types) > 0 {
 		segs = append(segs, segment{text: strings.Join(types, " "), drop: 2, alt: strings.Join(busy, " ")})
 	}
+	if m.haveStatus && m.status.Limits != nil {
+		// Each limited agent profile, and when its loops resume.
+		for _, p := range m.status.Profiles {
+			rl := m.status.Limits[p.Agent]
+			switch {
+			case rl.Blocked(m.now):
+				segs = append(segs, segment{text: st.Warn.Render("429 " + p.Agent + " " + countdown(rl.Remaining(m.now)))})
+			case rl.Recovering(m.now):
+				segs = append(segs, segment{text: st.Info.Render("429 " + p.Agent + " ramp " + countdown(rl.RecoveryUntil.Sub(m.now))), drop: 1})
+			}
+		}
+	}
+	if m.haveStatus && m.status.SpentToday.CostUSD > 0 {
+		segs = append(segs, segment{text: fmt.Sprintf("$%.2f today", m.status.SpentToday.CostUSD), drop: 3})
+	}
 	if m.haveStatus {
 		rl := m.status.RateLimit
+		if m.status.Limits != nil {
+			rl = ratelimit.State{} // shown per profile above
+		}
 		switch {
 		case rl.Blocked(m.now):
 			backoff := st.Warn.Render("429 backoff " + countdown(rl.Remaining(m.now)))
@@ -291,8 +310,8 @@ func (m *Model) bannerOrRule(w int) string {
 
 // treeCols are the widths of the tree's columns; 0 hides a column.
 type treeCols struct {
-	loop, status, prio, iter, age, why int
-	short                              bool // short status words
+	loop, status, prio, iter, cost, age, why int
+	short                                    bool // short status words
 }
 
 const (
@@ -304,11 +323,14 @@ const (
 // treeColumns shares width w out. Narrow terminals first shorten the status
 // words, then drop AGE, ITER, PRIO and STATUS (from the right, NEXT / WHY
 // last: it says what the user most wants to know).
-func treeColumns(w int) treeCols {
+func treeColumns(w int, cost bool) treeCols {
 	c := treeCols{status: 17, prio: 4, iter: 7, age: 5, why: minWhyW}
+	if cost {
+		c.cost = 7
+	}
 	used := func() int {
 		n := gutterW
-		for _, x := range []int{c.status, c.prio, c.iter, c.age, c.why} {
+		for _, x := range []int{c.status, c.prio, c.iter, c.cost, c.age, c.why} {
 			if x > 0 {
 				n += len(gap) + x
 			}
@@ -318,7 +340,7 @@ func treeColumns(w int) treeCols {
 	if w-used() < minLoopW+12 {
 		c.status, c.short = 11, true
 	}
-	for _, col := range []*int{&c.age, &c.iter, &c.prio, &c.status} {
+	for _, col := range []*int{&c.cost, &c.age, &c.iter, &c.prio, &c.status} {
 		if w-used() >= minLoopW {
 			break
 		}
@@ -411,7 +433,7 @@ func (m *Model) columnTitles(w int) string {
 		}
 		b.WriteString(fit("TITLE", c.title) + gap + fit("RUNNABLE / WHY", c.why))
 	} else {
-		c := treeColumns(w)
+		c := treeColumns(w, m.hasCost())
 		b.WriteString(fit("  LOOP", c.loop))
 		if c.status > 0 {
 			b.WriteString(gap + fit("STATUS", c.status))
@@ -421,6 +443,9 @@ func (m *Model) columnTitles(w int) string {
 		}
 		if c.iter > 0 {
 			b.WriteString(gap + fit("ITER", c.iter))
+		}
+		if c.cost > 0 {
+			b.WriteString(gap + fitRight("COST", c.cost))
 		}
 		if c.age > 0 {
 			b.WriteString(gap + fit("AGE", c.age))
@@ -457,7 +482,7 @@ func (m *Model) bodyLines(w, h int) []string {
 	if m.flat {
 		fc = m.flatColumns(w)
 	} else {
-		tc = treeColumns(w)
+		tc = treeColumns(w, m.hasCost())
 	}
 	typeW := m.typeWidth()
 	for i := off; i < len(m.rows) && len(lines) < h; i++ {
@@ -585,6 +610,27 @@ func (m *Model) prioText(l *loop.Loop) string {
 	return ""
 }
 
+// costCell reads "$1.23" (rolled up: the loop and its descendants), "" for nothing.
+func costCell(usd float64) string {
+	switch {
+	case usd <= 0:
+		return ""
+	case usd >= 1000:
+		return fmt.Sprintf("$%.0f", usd)
+	}
+	return fmt.Sprintf("$%.2f", usd)
+}
+
+// hasCost reports whether some loop spent money: the COST column shows.
+func (m *Model) hasCost() bool {
+	for _, c := range m.costs {
+		if c > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func iterText(l *loop.Loop) string {
 	return strconv.Itoa(l.Iteration) + "/" + strconv.Itoa(l.MaxIterations)
 }
@@ -617,6 +663,9 @@ func (m *Model) treeRow(r row, l *loop.Loop, c treeCols, typeW, w int, selected 
 	}
 	if c.iter > 0 {
 		cells = append(cells, rowCell{gap + fit(iterText(l), c.iter), cellPlain})
+	}
+	if c.cost > 0 {
+		cells = append(cells, rowCell{gap + fitRight(costCell(m.costs[l.ID]), c.cost), cellPlain})
 	}
 	if c.age > 0 {
 		cells = append(cells, rowCell{gap + fit(age(m.now.Sub(l.CreatedAt)), c.age), cellPlain})

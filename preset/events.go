@@ -1,0 +1,336 @@
+package preset
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// jsonLines calls fn with each line of out that holds a JSON object (agent
+// CLIs print one event per line; anything else on a line, such as a
+// warning, is skipped).
+func jsonLines(out []byte, fn func(line []byte)) {
+	for len(out) > 0 {
+		var line []byte
+		if i := bytes.IndexByte(out, '\n'); i >= 0 {
+			line, out = out[:i], out[i+1:]
+		} else {
+			line, out = out, nil
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) > 1 && line[0] == '{' && line[len(line)-1] == '}' {
+			fn(line)
+		}
+	}
+}
+
+// status reads an HTTP status carried as a number or a string; 0 if neither.
+type status int
+
+func (s *status) UnmarshalJSON(b []byte) error {
+	var n json.Number
+	if json.Unmarshal(b, &n) == nil {
+		if v, err := strconv.Atoi(n.String()); err == nil {
+			*s = status(v)
+		}
+		return nil
+	}
+	var str string
+	if json.Unmarshal(b, &str) == nil {
+		if v, err := strconv.Atoi(strings.TrimSpace(str)); err == nil {
+			*s = status(v)
+		}
+	}
+	return nil
+}
+
+// byStatus classifies an HTTP status the provider answered with.
+func byStatus(r *Report, code status, msg string) bool {
+	switch {
+	case code == 429:
+		r.Limited = true
+	case code == 529 || code >= 500 && code <= 599:
+		r.Transient = true
+	default:
+		return false
+	}
+	if msg == "" {
+		msg = fmt.Sprintf("HTTP %d", code)
+	}
+	r.Detail = oneLine(msg)
+	return true
+}
+
+// Claude Code: claude -p --output-format stream-json --verbose (one event a
+// line, the last "result") or --output-format json (the result alone).
+type claudeEvent struct {
+	Type          string `json:"type"`
+	RateLimitInfo *struct {
+		Status        string `json:"status"`
+		ResetsAt      int64  `json:"resetsAt"`
+		RateLimitType string `json:"rateLimitType"`
+	} `json:"rate_limit_info"`
+	ErrorStatus    status   `json:"error_status"` // system/api_retry
+	IsError        bool     `json:"is_error"`
+	APIErrorStatus status   `json:"api_error_status"`
+	Result         string   `json:"result"`
+	Subtype        string   `json:"subtype"`
+	TotalCostUSD   *float64 `json:"total_cost_usd"`
+	Usage          *struct {
+		InputTokens         int64 `json:"input_tokens"`
+		OutputTokens        int64 `json:"output_tokens"`
+		CacheReadTokens     int64 `json:"cache_read_input_tokens"`
+		CacheCreationTokens int64 `json:"cache_creation_input_tokens"`
+	} `json:"usage"`
+}
+
+func parseClaude(out []byte, r *Report) structured {
+	var s structured
+	var rejected time.Time
+	var rejectedSeen bool
+	var rejectedDetail string
+	var retrying status
+	jsonLines(out, func(line []byte) {
+		var e claudeEvent
+		if json.Unmarshal(line, &e) != nil {
+			return
+		}
+		switch e.Type {
+		case "rate_limit_event":
+			// Every stream-json run carries one (status allowed or
+			// allowed_warning); only rejected blocks.
+			if e.RateLimitInfo != nil && e.RateLimitInfo.Status == "rejected" {
+				rejectedSeen = true
+				if e.RateLimitInfo.ResetsAt > 0 {
+					rejected = time.Unix(e.RateLimitInfo.ResetsAt, 0)
+				}
+				rejectedDetail = "rate_limit_event rejected"
+				if t := e.RateLimitInfo.RateLimitType; t != "" {
+					rejectedDetail += " (" + t + ")"
+				}
+			}
+		case "system":
+			// With retries left, the CLI reports each one it waits for
+			// (subtype api_retry, error_status 429/529/5xx).
+			if e.Subtype == "api_retry" && e.ErrorStatus != 0 {
+				retrying = e.ErrorStatus
+			}
+		case "result":
+			s.done = true
+			r.IsError = e.IsError
+			s.message = e.Result
+			if e.Usage != nil {
+				r.Usage.InputTokens = max(e.Usage.InputTokens, 0)
+				r.Usage.OutputTokens = max(e.Usage.OutputTokens, 0)
+				r.Usage.CacheReadTokens = max(e.Usage.CacheReadTokens, 0)
+				r.Usage.CacheCreationTokens = max(e.Usage.CacheCreationTokens, 0)
+			}
+			if e.TotalCostUSD != nil && *e.TotalCostUSD >= 0 {
+				r.Usage.CostUSD = *e.TotalCostUSD
+			}
+			if e.IsError {
+				byStatus(r, e.APIErrorStatus, e.Result)
+			}
+		}
+	})
+	// A rejected event without a failed result (the CLI was killed, or
+	// printed the event and carried on with an overage) still says the
+	// provider refused when the run did not succeed.
+	if !s.done && retrying != 0 && !rejectedSeen {
+		// Killed (loopr's timeout) while the CLI waited out a 429 or 529.
+		byStatus(r, retrying, fmt.Sprintf("killed while the CLI retried HTTP %d", retrying))
+	}
+	if rejectedSeen && (!s.done || r.IsError) {
+		r.Transient = false
+		r.Limited = true
+		r.ResetAt = rejected
+		if r.Detail == "" {
+			r.Detail = rejectedDetail
+		}
+	}
+	return s
+}
+
+// Codex: codex exec --json (thread.started, turn.started, item.*,
+// turn.completed with usage, turn.failed with error.message, error).
+type codexEvent struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+	Error   *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+	Usage *struct {
+		InputTokens       int64 `json:"input_tokens"`
+		CachedInputTokens int64 `json:"cached_input_tokens"`
+		CacheWriteTokens  int64 `json:"cache_write_input_tokens"`
+		OutputTokens      int64 `json:"output_tokens"`
+	} `json:"usage"`
+}
+
+func parseCodex(out []byte, r *Report) structured {
+	var s structured
+	jsonLines(out, func(line []byte) {
+		var e codexEvent
+		if json.Unmarshal(line, &e) != nil {
+			return
+		}
+		switch e.Type {
+		case "turn.completed":
+			s.done = true
+			if u := e.Usage; u != nil {
+				cached := min(max(u.CachedInputTokens, 0), max(u.InputTokens, 0))
+				// input_tokens counts the cached ones too.
+				r.Usage.InputTokens += max(u.InputTokens, 0) - cached
+				r.Usage.CacheReadTokens += cached
+				r.Usage.CacheCreationTokens += max(u.CacheWriteTokens, 0)
+				r.Usage.OutputTokens += max(u.OutputTokens, 0)
+			}
+		case "turn.failed":
+			s.done = true
+			r.IsError = true
+			if e.Error != nil {
+				s.message = e.Error.Message
+			}
+		case "error":
+			if s.message == "" || !s.done {
+				s.message = e.Message
+			}
+		}
+	})
+	return s
+}
+
+// Gemini CLI: --output-format json (one object: response, stats, error) or
+// stream-json (init, message, tool_use, tool_result, error, result).
+type geminiEvent struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Message string `json:"message"`
+	Error   *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+		Code    status `json:"code"`
+	} `json:"error"`
+	Response *string `json:"response"`
+	Stats    *struct {
+		InputTokens  int64 `json:"input_tokens"`
+		OutputTokens int64 `json:"output_tokens"`
+		Cached       int64 `json:"cached"`
+		Models       map[string]struct {
+			Tokens struct {
+				Prompt     int64 `json:"prompt"`
+				Candidates int64 `json:"candidates"`
+				Cached     int64 `json:"cached"`
+				Thoughts   int64 `json:"thoughts"`
+			} `json:"tokens"`
+		} `json:"models"`
+	} `json:"stats"`
+}
+
+func parseGemini(out []byte, r *Report) structured {
+	var s structured
+	jsonLines(out, func(line []byte) {
+		var e geminiEvent
+		if json.Unmarshal(line, &e) != nil {
+			return
+		}
+		final := e.Type == "result" || e.Type == "" && (e.Response != nil || e.Stats != nil || e.Error != nil)
+		if e.Type == "error" && e.Message != "" {
+			s.message = e.Message
+		}
+		if !final {
+			return
+		}
+		s.done = true
+		if e.Error != nil || e.Status == "error" {
+			r.IsError = true
+			if e.Error != nil {
+				s.message = e.Error.Message
+				byStatus(r, e.Error.Code, e.Error.Message)
+			}
+		}
+		if st := e.Stats; st != nil {
+			var u = r.Usage
+			u.InputTokens, u.OutputTokens, u.CacheReadTokens = 0, 0, 0
+			if len(st.Models) > 0 {
+				for _, m := range st.Models {
+					cached := min(max(m.Tokens.Cached, 0), max(m.Tokens.Prompt, 0))
+					u.InputTokens += max(m.Tokens.Prompt, 0) - cached
+					u.CacheReadTokens += cached
+					u.OutputTokens += max(m.Tokens.Candidates, 0) + max(m.Tokens.Thoughts, 0)
+				}
+			} else {
+				cached := min(max(st.Cached, 0), max(st.InputTokens, 0))
+				u.InputTokens = max(st.InputTokens, 0) - cached
+				u.CacheReadTokens = cached
+				u.OutputTokens = max(st.OutputTokens, 0)
+			}
+			r.Usage = u
+		}
+	})
+	return s
+}
+
+// opencode: opencode run --format json (step_start, text, tool_use,
+// step_finish with tokens and cost, error).
+type openCodeEvent struct {
+	Type string `json:"type"`
+	Part *struct {
+		Cost   float64 `json:"cost"`
+		Tokens *struct {
+			Input     int64 `json:"input"`
+			Output    int64 `json:"output"`
+			Reasoning int64 `json:"reasoning"`
+			Cache     struct {
+				Read  int64 `json:"read"`
+				Write int64 `json:"write"`
+			} `json:"cache"`
+		} `json:"tokens"`
+	} `json:"part"`
+	Error *struct {
+		Name string `json:"name"`
+		Data struct {
+			Message    string `json:"message"`
+			StatusCode status `json:"statusCode"`
+		} `json:"data"`
+	} `json:"error"`
+}
+
+func parseOpenCode(out []byte, r *Report) structured {
+	var s structured
+	jsonLines(out, func(line []byte) {
+		var e openCodeEvent
+		if json.Unmarshal(line, &e) != nil {
+			return
+		}
+		switch e.Type {
+		case "step_finish":
+			if e.Part == nil {
+				return
+			}
+			if t := e.Part.Tokens; t != nil {
+				r.Usage.InputTokens += max(t.Input, 0)
+				r.Usage.OutputTokens += max(t.Output, 0) + max(t.Reasoning, 0)
+				r.Usage.CacheReadTokens += max(t.Cache.Read, 0)
+				r.Usage.CacheCreationTokens += max(t.Cache.Write, 0)
+			}
+			if e.Part.Cost > 0 {
+				r.Usage.CostUSD += e.Part.Cost
+			}
+		case "error":
+			r.IsError = true
+			if e.Error != nil {
+				msg := e.Error.Data.Message
+				if msg == "" {
+					msg = e.Error.Name
+				}
+				s.message = msg
+				byStatus(r, e.Error.Data.StatusCode, msg)
+			}
+		}
+	})
+	return s
+}

@@ -1,0 +1,173 @@
+// Package preset knows the agent CLIs loopr drives: for each one the argv
+// loopr runs by default, the environment it adds (so the CLI reports a
+// provider limit in seconds instead of retrying it for minutes: loopr does
+// the waiting), and the parser of the output format that argv asks for.
+//
+// Parse turns an agent's whole output into a Report: whether the provider
+// refused (a usage or rate limit) and until when, whether the failure was a
+// transient provider error, whether the agent's own result says it failed,
+// and the tokens and dollars it reported. Structured events come first; the
+// text pattern is only a fallback, and counts only for a run that failed or
+// for a usage-limit line at the very end of a run that exited 0, so a run
+// that passes while talking about rate limiters is never a limit.
+//
+// The package is pure: no I/O, no clock (Parse takes now).
+package preset
+
+import (
+	"regexp"
+	"time"
+
+	"github.com/loopr-dev/loopr/loop"
+)
+
+// The presets.
+const (
+	Claude   = "claude"
+	Codex    = "codex"
+	Gemini   = "gemini"
+	OpenCode = "opencode"
+	Command  = "command"
+)
+
+// Names lists every preset, the default first.
+var Names = []string{Claude, Codex, Gemini, OpenCode, Command}
+
+// Preset is what loopr knows about one agent CLI.
+type Preset struct {
+	Name    string
+	Command []string // default argv; the prompt arrives on stdin
+	Env     []string // extra KEY=value the preset sets
+}
+
+// Get returns the named preset.
+func Get(name string) (Preset, bool) {
+	for _, p := range presets {
+		if p.Name == name {
+			p.Command = append([]string(nil), p.Command...)
+			p.Env = append([]string(nil), p.Env...)
+			return p, true
+		}
+	}
+	return Preset{}, false
+}
+
+var presets = []Preset{
+	{
+		Name:    Claude,
+		Command: []string{"claude", "-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"},
+		// No retries inside the CLI: it would wait out a 429 or 529
+		// silently for ~3 minutes (10 retries, honouring retry-after).
+		// loopr waits instead, and knows why. No self-update mid-run.
+		Env: []string{"CLAUDE_CODE_MAX_RETRIES=0", "DISABLE_AUTOUPDATER=1"},
+	},
+	{
+		Name: Codex,
+		// The prompt on stdin (-); writes confined to the worktree by
+		// Codex's sandbox, plus the iteration directory, where the
+		// artifact goes ($LOOPR_ARTIFACT): hence the shell, to name it.
+		Command: []string{"sh", "-c", `exec codex exec --json --sandbox workspace-write --add-dir "$(dirname "$LOOPR_ARTIFACT")" -`},
+	},
+	{Name: Gemini, Command: []string{"gemini", "--output-format", "stream-json", "--yolo"}},
+	{Name: OpenCode, Command: []string{"opencode", "run", "--format", "json"}},
+	{Name: Command},
+}
+
+// Report is what an agent's output says about its run.
+type Report struct {
+	Limited    bool          // the provider refused: usage/rate limit
+	ResetAt    time.Time     // when the limit ends, when said (zero otherwise)
+	RetryAfter time.Duration // a wait announced relative to now, when said
+	Transient  bool          // transient provider error: 5xx, 529/overloaded, connection reset
+	IsError    bool          // the agent's own result says the run failed
+	Usage      loop.Usage    // tokens and cost from the structured output (cost from total_cost_usd when given)
+	Detail     string        // one line: the limit or error message (escaped, clipped)
+}
+
+// Parse reads an agent's whole output (agent.log) of a run that exited with
+// exitCode. now anchors relative reset times. Structured events first; the
+// text pattern only as the package doc says: over the last lines of a run
+// that failed, or, on exit 0, a usage-limit line among the last three lines.
+// A nil pattern turns the text fallback off (structured events still count).
+func Parse(name string, out []byte, exitCode int, now time.Time, pattern *regexp.Regexp) Report {
+	var r Report
+	var s structured
+	switch name {
+	case Claude:
+		s = parseClaude(out, &r)
+	case Codex:
+		s = parseCodex(out, &r)
+	case Gemini:
+		s = parseGemini(out, &r)
+	case OpenCode:
+		s = parseOpenCode(out, &r)
+	}
+	failed := exitCode != 0 || r.IsError
+	switch {
+	case r.Limited:
+		// The structured limit may carry the reset in its message text.
+		if r.ResetAt.IsZero() {
+			r.ResetAt = hint(s.message, now)
+		}
+	case r.Transient:
+	case s.done && !failed:
+		// The agent's own final event says the run succeeded: whatever
+		// its output says about limits is prose.
+		return r
+	case s.done || s.message != "":
+		// The agent's structured error message, then the text around it.
+		classifyText(&r, s.message, true, now, pattern)
+		if !r.Limited && !r.Transient && !s.done {
+			classifyText(&r, string(out), failed, now, pattern)
+		}
+	default:
+		classifyText(&r, string(out), failed, now, pattern)
+	}
+	if r.IsError && r.Detail == "" {
+		r.Detail = oneLine(s.message)
+	}
+	settle(&r, now)
+	return r
+}
+
+// settle turns the announced reset into RetryAfter. A reset already past
+// when read is stale (or moved later since): it is not trusted, and the
+// caller re-probes after its short backoff instead.
+func settle(r *Report, now time.Time) {
+	if !r.Limited || r.ResetAt.IsZero() {
+		return
+	}
+	if !r.ResetAt.After(now) {
+		r.Detail = clip(r.Detail+" (announced reset "+r.ResetAt.UTC().Format(time.RFC3339)+" already past: re-probe)", detailMax)
+		r.ResetAt = time.Time{}
+		return
+	}
+	r.RetryAfter = r.ResetAt.Sub(now)
+}
+
+// ParseText is the text fallback of Parse alone, for a run the caller knows
+// failed although its output did not say so (exit 0 without the artifact it
+// had to write): pattern over the last lines of out, transient errors too.
+func ParseText(out []byte, failed bool, now time.Time, pattern *regexp.Regexp) Report {
+	var r Report
+	classifyText(&r, string(out), failed, now, pattern)
+	settle(&r, now)
+	return r
+}
+
+// Final reports whether out holds the named preset's final structured event
+// (claude's result, codex's turn.completed or turn.failed, gemini's result):
+// the agent said itself how the run ended, so its text is not searched for
+// a limit when it said success.
+func Final(name string, out []byte) bool {
+	var r Report
+	switch name {
+	case Claude:
+		return parseClaude(out, &r).done
+	case Codex:
+		return parseCodex(out, &r).done
+	case Gemini:
+		return parseGemini(out, &r).done
+	}
+	return false
+}
