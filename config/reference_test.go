@@ -28,7 +28,8 @@ func TestReference(t *testing.T) {
 	}
 	for key, want := range map[string]string{
 		"concurrency.max_loops":    "50",
-		"agent.command":            `["claude", "-p", "--dangerously-skip-permissions"]`,
+		"agent.preset":             "claude",
+		"agent.command":            "[]",
 		"agent.rate_limit_pattern": `'` + config.DefaultRateLimitPattern + `'`,
 		"loops.ralph.validate":     `["go test ./..."]`,
 		"loops.ralph.prompt":       `""`,

@@ -177,8 +177,10 @@ func TestUsageSumsOnTheRecord(t *testing.T) {
 
 func TestBudgetStopsTheTreeAndRaisingResumes(t *testing.T) {
 	t.Parallel()
+	// Each failure reads differently: three alike would be no progress.
+	words := []string{"alpha", "beta", "gamma", "delta", "epsilon"}
 	h := newHarness(t, nil, func(_ context.Context, j runner.Job) runner.Result {
-		return runner.Result{Outcome: runner.Failed, Reason: "not yet", Usage: loop.Usage{CostUSD: 0.6}}
+		return runner.Result{Outcome: runner.Failed, Reason: "not yet: " + words[j.Loop.Iteration%len(words)], Usage: loop.Usage{CostUSD: 0.6}}
 	})
 	h.start()
 	l := h.create(api.CreateRequest{Type: loop.Ralph, Task: "x", Budget: loop.Budget{USD: 1}, MaxIterations: 10})

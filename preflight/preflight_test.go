@@ -54,9 +54,9 @@ func TestCheck(t *testing.T) {
 			want: []problem{{"all types", "agent.command", `agent "claude" is not on PATH`}},
 		},
 		{
-			name: "a type's own agent", yaml: "loops:\n  ralph:\n    agent: [\"codex\", \"exec\"]\n",
+			name: "a type's own agent profile", yaml: "agents:\n  cx: {preset: command, command: [\"codex\", \"exec\"]}\nloops:\n  ralph:\n    agent: cx\n",
 			files: []string{"go.mod"}, path: []string{"claude", "go"},
-			want: []problem{{"ralph", "loops.ralph.agent", `agent "codex" is not on PATH`}},
+			want: []problem{{"ralph", "agents.cx.command", `agent "codex" is not on PATH`}},
 		},
 		{
 			name: "go test without a go.mod (a Python repository)", files: []string{"pyproject.toml"},
