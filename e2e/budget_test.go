@@ -223,7 +223,7 @@ func TestBudgetStopsTheTreeAndRaisingResumes(t *testing.T) {
 		t.Fatalf("%d runs, iteration %d: want 3 runs and no fourth start", n, l.Iteration)
 	}
 	why := ok(t, r.dir, "why", plan.ID)
-	if !strings.Contains(why, "needs_human (budget)") {
+	if !strings.Contains(why, "needs you (budget)") {
 		t.Errorf("loopr why does not say budget:\n%s", why)
 	}
 

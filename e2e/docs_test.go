@@ -197,7 +197,7 @@ func TestDocsConfiguration(t *testing.T) {
 				}
 			case ft.Kind() == reflect.Map:
 				keys = append(keys, key)
-				walk(ft.Elem(), key+".<"+map[string]string{"quotas": "owner", "types": "name"}[name]+">")
+				walk(ft.Elem(), key+".<"+map[string]string{"quotas": "owner", "types": "name", "agents": "name"}[name]+">")
 			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
 				keys = append(keys, key)
 				walk(ft.Elem(), key+"[]")

@@ -49,8 +49,15 @@ func (m *Manager) failResult(id string, iteration int, res runner.Result, now ti
 		}
 		fb := boundFeedback(fmt.Sprintf("Iteration %d failed: %s\n%s", cur.Iteration, res.Reason, res.Feedback), cur.Feedback)
 		last := cur.Iteration >= cur.MaxIterations // the budget is spent anyway: parked as failed
+		// A spent budget says more than a stall or a repeat: the failure is
+		// recorded and the budget check that follows puts the loop in
+		// needs_human (budget), one question for the person, not two.
+		spent, err := m.svc.BudgetSpentFor(tx, cur)
+		if err != nil {
+			return err
+		}
 		switch {
-		case last:
+		case last, spent:
 		case res.Stalled && cur.Stalls >= stallsToNeeds:
 			return m.toNeeds(tx, cur, loop.NeedsStalled,
 				fmt.Sprintf("%d iterations in a row stalled; last: %s", cur.Stalls, res.Reason), fb, now)
