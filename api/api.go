@@ -180,6 +180,9 @@ type Status struct {
 	DiskFull    bool                `json:"disk_full"` // below control.DiskFloorBytes free: no loop starts, new loops refused
 	Accepting   bool                `json:"accepting"`
 	Warning     string              `json:"warning,omitzero"`
+	// Containment is how the daemon keeps every process an iteration
+	// starts within reach: "cgroup", "subreaper+scan" or "pgroup+scan".
+	Containment string `json:"containment,omitzero"`
 	// Policy is the scheduling policy in force (it follows hot reloads), so
 	// a dashboard scores loops exactly as the daemon does.
 	Policy *scheduler.Policy `json:"policy,omitempty"`

@@ -64,6 +64,9 @@ func (e *env) statusCmd() *cobra.Command {
 					disk += " — below storage.disk_quota_min_gb: no new loops start"
 				}
 				fmt.Fprintf(w, "disk\t%s\n", disk)
+				if st.Containment != "" {
+					fmt.Fprintf(w, "containment\t%s\n", st.Containment)
+				}
 				if st.Warning != "" {
 					fmt.Fprintf(w, "note\t%s\n", st.Warning)
 				}

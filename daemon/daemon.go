@@ -40,6 +40,7 @@ import (
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
+	"github.com/loopr-dev/loopr/internal/contain"
 	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/loopmgr"
@@ -148,8 +149,23 @@ func Run(ctx context.Context, o Options) error {
 	d.metrics = newMetrics(d)
 	d.webhooks = newWebhooks(d, o.WebhookBackoff)
 
+	// Containment of the agents' processes (package contain): chosen once,
+	// said once, and what a crashed daemon left is ended before anything
+	// starts.
+	jail, err := contain.Setup(paths.Home, os.Getenv(contain.EnvMode), log)
+	if err != nil {
+		return err
+	}
+	d.jail = jail
+	log.Info("process containment", "mode", jail.Mode(), "how", jail.Why())
+	if n := jail.Recover(); n > 0 {
+		log.Warn("killed processes a previous daemon left running", "count", n)
+	}
+	defer jail.Close()
+
 	var mgr *loopmgr.Manager
 	run := &runner.Runner{
+		Jail:         jail,
 		Now:          time.Now,
 		Log:          log,
 		OnAgentStart: func(id string, pid int) { mgr.RecordPID(id, pid) },
@@ -218,6 +234,7 @@ func Run(ctx context.Context, o Options) error {
 	followers.Go(func() { d.metrics.follow(auxCtx, startSeq) })
 	followers.Go(func() { d.webhooks.run(auxCtx, startSeq) })
 	aux.Go(func() { d.cleaner(auxCtx) })
+	aux.Go(func() { _ = jail.Run(auxCtx) }) // reaps strays reparented to the daemon
 	aux.Go(func() { d.watchConfig(auxCtx, hup) })
 
 	srvDone := make(chan error, 1)
@@ -278,6 +295,7 @@ type daemon struct {
 	mgr     *loopmgr.Manager
 	hub     *hub
 	git     *gitflow.Repo // nil: no git flow
+	jail    *contain.Jail // how agents' processes are contained
 
 	cfg      atomic.Pointer[config.Config]
 	metrics  *metrics
