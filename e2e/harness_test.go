@@ -125,6 +125,13 @@ type daemonProc struct {
 // after 5s).
 func startDaemon(t *testing.T, r repo) *daemonProc {
 	t.Helper()
+	return startDaemonEnv(t, r)
+}
+
+// startDaemonEnv is startDaemon with extra environment entries for the
+// daemon (and so its agents).
+func startDaemonEnv(t *testing.T, r repo, env ...string) *daemonProc {
+	t.Helper()
 	n := 1
 	for ; ; n++ {
 		if _, err := os.Stat(filepath.Join(r.logs, fmt.Sprintf("daemon-%d.log", n))); err != nil {
@@ -141,6 +148,7 @@ func startDaemon(t *testing.T, r repo) *daemonProc {
 	cmd.Dir = r.dir
 	// Agents inherit E2E_DAEMON: their logs say which daemon ran them.
 	cmd.Env = append(os.Environ(), "LOOPR_HOME=", "NO_COLOR=1", fmt.Sprintf("E2E_DAEMON=%d", n))
+	cmd.Env = append(cmd.Env, env...)
 	// A file, not a pipe: Wait must not wait for agents a killed daemon
 	// leaves behind.
 	cmd.Stdout, cmd.Stderr = logf, logf
