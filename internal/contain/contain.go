@@ -70,7 +70,9 @@ type Jail struct {
 	// mu orders starts against the reaper: a start holds it for reading
 	// from clone until its pid is in leaders, the reaper holds it for
 	// writing, so it never reaps a child os/exec still has to wait for.
-	mu      sync.RWMutex
+	mu sync.RWMutex
+	// state guards leaders and root.
+	state   sync.Mutex
 	leaders map[int]bool
 	seq     atomic.Uint64
 	pgid    int // the daemon's own process group: its git commands live there
@@ -169,7 +171,9 @@ func (j *Jail) Start(mk func() *exec.Cmd, name string) (*exec.Cmd, *Cell, error)
 		err = cmd.Start()
 	}
 	if err == nil {
+		j.state.Lock()
 		j.leaders[cmd.Process.Pid] = true
+		j.state.Unlock()
 	}
 	j.mu.RUnlock()
 	if err != nil {
@@ -180,15 +184,15 @@ func (j *Jail) Start(mk func() *exec.Cmd, name string) (*exec.Cmd, *Cell, error)
 }
 
 func (j *Jail) cgroupDir() string {
-	j.mu.RLock()
-	defer j.mu.RUnlock()
+	j.state.Lock()
+	defer j.state.Unlock()
 	return j.root
 }
 
 // degrade drops cgroups for the rest of the daemon's life after a failure.
 func (j *Jail) degrade(err error) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
+	j.state.Lock()
+	defer j.state.Unlock()
 	if j.root == "" {
 		return
 	}
@@ -203,16 +207,9 @@ func (j *Jail) Exited(pid int) {
 	if j == nil {
 		return
 	}
-	j.mu.Lock()
+	j.state.Lock()
 	delete(j.leaders, pid)
-	j.mu.Unlock()
-}
-
-// idle reports whether no process started through the jail is running.
-func (j *Jail) idle() bool {
-	j.mu.RLock()
-	defer j.mu.RUnlock()
-	return len(j.leaders) == 0
+	j.state.Unlock()
 }
 
 // Cell is the cgroup of one started process. A nil *Cell is a process

@@ -176,7 +176,7 @@ func (j *Jail) strays(loop, worktree string) []int {
 	for pid, p := range procs {
 		children[p.ppid] = append(children[p.ppid], pid)
 	}
-	j.mu.RLock()
+	j.state.Lock()
 	var roots []int
 	for _, pid := range children[j.self] {
 		if !j.leaders[pid] && procs[pid].pgid != j.pgid {
@@ -184,7 +184,7 @@ func (j *Jail) strays(loop, worktree string) []int {
 		}
 	}
 	idle := len(j.leaders) == 0
-	j.mu.RUnlock()
+	j.state.Unlock()
 
 	var out []int
 	// owner is the loop a process belongs to: its own LOOPR_LOOP_ID, else
@@ -243,11 +243,17 @@ func (j *Jail) Run(ctx context.Context) error {
 
 // reap waits for every zombie child that is a stray.
 func (j *Jail) reap() int {
-	j.mu.Lock()
+	j.mu.Lock() // no start is between clone and registration
 	defer j.mu.Unlock()
 	n := 0
 	for pid, p := range snapshot() {
-		if p.ppid != j.self || p.state != 'Z' || j.leaders[pid] || p.pgid == j.pgid {
+		if p.ppid != j.self || p.state != 'Z' || p.pgid == j.pgid {
+			continue
+		}
+		j.state.Lock()
+		ours := j.leaders[pid]
+		j.state.Unlock()
+		if ours {
 			continue
 		}
 		var ws syscall.WaitStatus
