@@ -67,6 +67,7 @@ func cgroupRoot(home string) (string, error) {
 	if _, err := os.Stat(filepath.Join(root, "cgroup.procs")); err != nil {
 		return "", fmt.Errorf("%s is not a cgroup: %w", root, err)
 	}
+	// Probe: a cell can be made here.
 	probe := filepath.Join(root, fmt.Sprintf("probe.%d", os.Getpid()))
 	if err := os.Mkdir(probe, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", err
@@ -74,6 +75,7 @@ func cgroupRoot(home string) (string, error) {
 	if err := os.Remove(probe); err != nil {
 		return "", err
 	}
+	_ = os.Remove(root) // made again with the first cell; fails while cells of a crashed daemon are left
 	return root, nil
 }
 

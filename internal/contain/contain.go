@@ -265,12 +265,25 @@ func (c *Cell) remove() {
 	}
 	closeFD(c.fd)
 	removeCgroup(c.dir)
+	// The home's cgroup exists only while a cell does: a daemon killed
+	// while idle leaves nothing behind. Another cell makes this fail.
+	_ = os.Remove(filepath.Dir(c.dir))
 }
 
-// newCell makes the cgroup for one process.
+// newCell makes the cgroup for one process, and the home's cgroup above
+// it when a removal of the last cell took it.
 func newCell(root, name string) (*Cell, error) {
 	dir := filepath.Join(root, name)
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	var err error
+	for range 3 {
+		if err = os.Mkdir(root, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, err
+		}
+		if err = os.Mkdir(dir, 0o755); !errors.Is(err, os.ErrNotExist) {
+			break // made, or failed for a reason other than a root removed meanwhile
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	fd, err := openDir(dir)
