@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -94,6 +95,9 @@ func ticksStill(t *testing.T, marks string, ids map[string]string) {
 // double fork, env -i) are gone, and nothing they started writes on.
 func TestEscapedProcessesEnd(t *testing.T) {
 	t.Parallel()
+	if _, err := exec.LookPath("perl"); err != nil {
+		t.Fatal("perl is needed: escapeagent.sh double forks with it (fork, setpgrp, fork)")
+	}
 	for _, mode := range []string{"cgroup", "subreaper"} {
 		for _, event := range []string{"end", "cancel", "stop", "crash"} {
 			t.Run(mode+"/"+event, func(t *testing.T) {
