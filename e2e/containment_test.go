@@ -25,7 +25,7 @@ var escapes = []string{"setsid", "doublefork", "envi"}
 
 // escapeConfig runs testdata/escapeagent.sh MARKS MODE for ralph loops in
 // worktrees.
-func escapeConfig(t *testing.T, marks, mode string) string {
+func escapeConfig(t *testing.T, marks, mode string, timeoutSecs, maxIterations int) string {
 	t.Helper()
 	argv, _ := json.Marshal([]string{"sh", abs(t, "testdata/escapeagent.sh"), marks, mode})
 	return fmt.Sprintf(`scheduler:
@@ -36,14 +36,14 @@ retry:
   backoff_max_secs: 1
 agent:
   command: %s
-  timeout_secs: 60
+  timeout_secs: %[2]d
 loops:
-  ralph: {max_iterations: 2, validate: []}
+  ralph: {max_iterations: %[3]d, validate: []}
 git:
   worktrees: true
 storage:
   disk_quota_min_gb: 0
-`, argv)
+`, argv, timeoutSecs, maxIterations)
 }
 
 // procLive reports whether pid is a live (not zombie) process.
@@ -91,7 +91,8 @@ func ticksStill(t *testing.T, marks string, ids map[string]string) {
 }
 
 // TestEscapedProcessesEnd: for each containment mode the machine allows
-// and each way an iteration can end, the escapees of three agents (setsid,
+// and each way an iteration can end (the agent exits, cancel, timeout,
+// SIGTERM, SIGKILL of the daemon and a restart), the escapees of three agents (setsid,
 // double fork, env -i) are gone, and nothing they started writes on.
 func TestEscapedProcessesEnd(t *testing.T) {
 	t.Parallel()
@@ -99,7 +100,7 @@ func TestEscapedProcessesEnd(t *testing.T) {
 		t.Fatal("perl is needed: escapeagent.sh double forks with it (fork, setpgrp, fork)")
 	}
 	for _, mode := range []string{"cgroup", "subreaper"} {
-		for _, event := range []string{"end", "cancel", "stop", "crash"} {
+		for _, event := range []string{"end", "cancel", "timeout", "stop", "crash"} {
 			t.Run(mode+"/"+event, func(t *testing.T) {
 				t.Parallel()
 				testEscapes(t, mode, event)
@@ -114,7 +115,11 @@ func testEscapes(t *testing.T, mode, event string) {
 	if event == "end" {
 		agentMode = "exit"
 	}
-	r := newRepo(t, escapeConfig(t, marks, agentMode))
+	timeout, maxIter := 60, 2
+	if event == "timeout" {
+		timeout, maxIter = 2, 1
+	}
+	r := newRepo(t, escapeConfig(t, marks, agentMode, timeout, maxIter))
 	env := "LOOPR_CONTAINMENT=" + mode
 	d := startDaemonEnv(t, r, env)
 	got := status(t, r).Containment
@@ -208,6 +213,20 @@ func testEscapes(t *testing.T, mode, event string) {
 		}
 		gone("loopr cancel", 10*time.Second, all)
 		t.Logf("%s: three cancels and their escapees gone in %s", mode, time.Since(start).Round(time.Millisecond))
+	case "timeout":
+		// timeout_secs 2, max_iterations 1: each agent is stopped at 2 s and
+		// its loop fails.
+		waitFor(t, 30*time.Second, "every loop to time out", func() bool {
+			for _, id := range ids {
+				if l := show(t, r, id); !l.Status.Terminal() {
+					return false
+				} else if l.Status != loop.Failed || !strings.Contains(l.Reason, "timed out") {
+					t.Fatalf("loop %s is %s (%q), want failed: timed out", id, l.Status, l.Reason)
+				}
+			}
+			return true
+		})
+		gone("the loops timed out", 0, all)
 	case "stop":
 		start := time.Now()
 		if code := d.stop(); code != 0 {
