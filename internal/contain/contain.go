@@ -67,16 +67,31 @@ type Jail struct {
 	root      string       // this home's cgroup directory; "" without cgroups
 	why       atomic.Value // string: what the mode is made of
 
-	// mu orders starts against the reaper: a start holds it for reading
-	// from clone until its pid is in leaders, the reaper holds it for
-	// writing, so it never reaps a child os/exec still has to wait for.
-	mu sync.RWMutex
-	// state guards leaders and root.
-	state   sync.Mutex
-	leaders map[int]bool
-	seq     atomic.Uint64
-	pgid    int // the daemon's own process group: its git commands live there
-	self    int
+	// state guards root.
+	state sync.Mutex
+	seq   atomic.Uint64
+	pgid  int // the daemon's own process group: its git commands live there
+	self  int
+}
+
+// started is every process started through any jail of this process and
+// not yet waited for. Being a subreaper is a property of the process, so
+// is the set of children its reapers must leave alone (tests run several
+// daemons in one process). mu orders starts against the reapers: a start
+// holds it for reading from clone until its pid is in pids, a reaper holds
+// it for writing, so none reaps a child os/exec still has to wait for.
+var started = struct {
+	mu    sync.RWMutex
+	state sync.Mutex // guards pids
+	pids  map[int]bool
+}{pids: map[int]bool{}}
+
+// isStarted reports whether pid was started through a jail and not yet
+// waited for.
+func isStarted(pid int) bool {
+	started.state.Lock()
+	defer started.state.Unlock()
+	return started.pids[pid]
 }
 
 // Setup chooses the containment for the daemon of home: the strongest the
@@ -94,7 +109,7 @@ func Setup(home string, want string, log *slog.Logger) (*Jail, error) {
 	if abs, err := filepath.Abs(home); err == nil {
 		home = abs
 	}
-	j := &Jail{home: home, log: log, leaders: map[int]bool{}, self: os.Getpid(), pgid: getpgrp()}
+	j := &Jail{home: home, log: log, self: os.Getpid(), pgid: getpgrp()}
 	mode, why := ModeScan, "process group and environment scan"
 	if want != "scan" {
 		if err := setSubreaper(); err != nil {
@@ -157,25 +172,25 @@ func (j *Jail) Start(mk func() *exec.Cmd, name string) (*exec.Cmd, *Cell, error)
 			intoCgroup(cmd, c.fd)
 		}
 	}
-	j.mu.RLock()
+	started.mu.RLock()
 	err := cmd.Start()
 	if err != nil && cell != nil && cmd.Process == nil {
 		// Cloning into the cgroup can fail where creating it did not (a
 		// delegation the kernel refuses): start plainly, say so once.
-		j.mu.RUnlock()
+		started.mu.RUnlock()
 		cell.remove()
 		cell = nil
 		j.degrade(fmt.Errorf("start in cgroup: %w", err))
 		cmd = mk()
-		j.mu.RLock()
+		started.mu.RLock()
 		err = cmd.Start()
 	}
 	if err == nil {
-		j.state.Lock()
-		j.leaders[cmd.Process.Pid] = true
-		j.state.Unlock()
+		started.state.Lock()
+		started.pids[cmd.Process.Pid] = true
+		started.state.Unlock()
 	}
-	j.mu.RUnlock()
+	started.mu.RUnlock()
 	if err != nil {
 		cell.remove()
 		return cmd, nil, err
@@ -207,9 +222,9 @@ func (j *Jail) Exited(pid int) {
 	if j == nil {
 		return
 	}
-	j.state.Lock()
-	delete(j.leaders, pid)
-	j.state.Unlock()
+	started.state.Lock()
+	delete(started.pids, pid)
+	started.state.Unlock()
 }
 
 // Cell is the cgroup of one started process. A nil *Cell is a process

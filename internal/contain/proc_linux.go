@@ -176,15 +176,15 @@ func (j *Jail) strays(loop, worktree string) []int {
 	for pid, p := range procs {
 		children[p.ppid] = append(children[p.ppid], pid)
 	}
-	j.state.Lock()
+	started.state.Lock()
 	var roots []int
 	for _, pid := range children[j.self] {
-		if !j.leaders[pid] && procs[pid].pgid != j.pgid {
+		if !started.pids[pid] && procs[pid].pgid != j.pgid {
 			roots = append(roots, pid)
 		}
 	}
-	idle := len(j.leaders) == 0
-	j.state.Unlock()
+	idle := len(started.pids) == 0
+	started.state.Unlock()
 
 	var out []int
 	// owner is the loop a process belongs to: its own LOOPR_LOOP_ID, else
@@ -194,6 +194,8 @@ func (j *Jail) strays(loop, worktree string) []int {
 		owner := parentOwner
 		if home, id := loopEnv(pid); id != "" && home == j.home {
 			owner = id
+		} else if id != "" {
+			owner = "\x00another home" // never this jail's
 		} else if owner == "?" && cwdWithin(pid, worktree) {
 			owner = loop
 		}
@@ -243,17 +245,14 @@ func (j *Jail) Run(ctx context.Context) error {
 
 // reap waits for every zombie child that is a stray.
 func (j *Jail) reap() int {
-	j.mu.Lock() // no start is between clone and registration
-	defer j.mu.Unlock()
+	started.mu.Lock() // no start is between clone and registration
+	defer started.mu.Unlock()
 	n := 0
 	for pid, p := range snapshot() {
 		if p.ppid != j.self || p.state != 'Z' || p.pgid == j.pgid {
 			continue
 		}
-		j.state.Lock()
-		ours := j.leaders[pid]
-		j.state.Unlock()
-		if ours {
+		if isStarted(pid) {
 			continue
 		}
 		var ws syscall.WaitStatus
