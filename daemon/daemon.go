@@ -106,8 +106,11 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("socket path %s is too long (%d bytes, max %d): use a shorter --home", sock, len(sock), maxSocketPath)
 	}
 	// A daemon that answers on the socket is the clearest message; the
-	// store lock below is what actually guarantees one daemon per home.
-	if pid, ok := probe(sock); ok {
+	// store lock below is what actually guarantees one daemon per home. A
+	// socket that takes connections but answers nothing is no daemon: a
+	// child a crashed daemon was starting holds its listener until it
+	// execs (milliseconds, under load more), and a restart must not trip.
+	if pid, ok := probe(sock); ok && pid > 0 {
 		return alreadyRunning(pid)
 	}
 
@@ -359,10 +362,7 @@ func (d *daemon) journal(kind loop.EventKind, msg string) {
 
 // alreadyRunning is the error for a home whose daemon answers.
 func alreadyRunning(pid int) error {
-	if pid > 0 {
-		return fmt.Errorf("daemon already running (pid %d)", pid)
-	}
-	return errors.New("daemon already running (its socket answers)")
+	return fmt.Errorf("daemon already running (pid %d)", pid)
 }
 
 // listen binds the socket, removing a stale one only when nothing answers
@@ -370,7 +370,9 @@ func alreadyRunning(pid int) error {
 func listen(sock string) (net.Listener, error) {
 	ln, err := net.Listen("unix", sock)
 	if err != nil && errors.Is(err, syscall.EADDRINUSE) {
-		if pid, ok := probe(sock); ok {
+		// The caller holds the store's lock: only a daemon that answers
+		// with its pid is worth a refusal; anything else is stale.
+		if pid, ok := probe(sock); ok && pid > 0 {
 			return nil, alreadyRunning(pid)
 		}
 		if rerr := os.Remove(sock); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {

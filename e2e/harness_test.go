@@ -163,7 +163,7 @@ func startDaemonEnv(t *testing.T, r repo, env ...string) *daemonProc {
 	t.Cleanup(func() { d.stop() })
 	waitFor(t, 15*time.Second, "the daemon to answer", func() bool {
 		if d.exited() {
-			t.Fatalf("daemon exited with %v before it answered:\n%s", cmd.ProcessState, d.output())
+			t.Fatalf("daemon exited with %v before it answered:\n%s%s", cmd.ProcessState, d.output(), socketHolders(filepath.Join(r.home, "loopr.sock")))
 		}
 		// Until the socket answers, the CLI may find the store locked.
 		res := run(t, r.dir, "", "status", "--json")
@@ -171,6 +171,22 @@ func startDaemonEnv(t *testing.T, r repo, env ...string) *daemonProc {
 		return res.code == 0 && json.Unmarshal([]byte(res.stdout), &st) == nil && st.Daemon && st.PID == cmd.Process.Pid
 	})
 	return d
+}
+
+// socketHolders names the processes that hold a socket bound to path, for
+// a daemon that found its socket still answering.
+func socketHolders(path string) string {
+	out, _ := exec.Command("ss", "-xlpn").Output()
+	var lines []string
+	for l := range strings.SplitSeq(string(out), "\n") {
+		if strings.Contains(l, path) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "listening on " + path + ":\n" + strings.Join(lines, "\n")
 }
 
 func (d *daemonProc) exited() bool {
