@@ -96,7 +96,8 @@ func isStarted(pid int) bool {
 
 // Setup chooses the containment for the daemon of home: the strongest the
 // machine allows, narrowed by want ("", "auto", "cgroup", "subreaper",
-// "scan"). It never fails: what it cannot have, it says in Why.
+// "scan"). It fails only for an unknown want: what the machine does not
+// allow, it does without and says so in Why.
 func Setup(home string, want string, log *slog.Logger) (*Jail, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
