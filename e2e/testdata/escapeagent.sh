@@ -5,8 +5,8 @@
 #   setsid      a `setsid` grandchild: a session and process group of its own
 #   doublefork  a double fork (perl: fork, setpgrp, fork): orphaned in a
 #               process group of its own, same session
-#   envi        `env -i` then `setsid`: detached, and no LOOPR_* variable left
-#               in its environment to find it by
+#   envi        `env -i` then `setsid` in a subshell that exits: orphaned,
+#               detached, and no LOOPR_* variable left in its environment
 #
 # The escapee writes its pid to MARKS/<id>.<iteration>.pid, then appends a
 # line to MARKS/<id>.ticks and to escape.txt in its working directory (the
@@ -37,7 +37,7 @@ ticks=$marks/$id.ticks
 case $title in
 setsid) setsid sh -c "$body" "$pf" "$ticks" </dev/null >/dev/null 2>&1 & ;;
 doublefork) perl -e 'exit 0 if fork; setpgrp(0, 0); exit 0 if fork; exec @ARGV' sh -c "$body" "$pf" "$ticks" </dev/null >/dev/null 2>&1 ;;
-envi) env -i PATH="$PATH" setsid sh -c "$body" "$pf" "$ticks" </dev/null >/dev/null 2>&1 & ;;
+envi) (env -i PATH="$PATH" setsid sh -c "$body" "$pf" "$ticks" </dev/null >/dev/null 2>&1 &) ;;
 *) echo "unknown escape $title" >&2; exit 2 ;;
 esac
 # The escapee is on its own once its pid file is there.

@@ -20,10 +20,12 @@
 //     (the loop's worktree); one nobody can claim is killed once no agent
 //     runs. The daemon reaps them, without racing os/exec: it waits only
 //     for pids it did not start.
+//     Without cgroups the daemon also records its strays in the home, so
+//     the next daemon can end them after a crash.
 //   - scan: every process whose environment carries this home's LOOPR_HOME
-//     and the loop's LOOPR_LOOP_ID is killed when the loop's process ends
-//     and, for every loop, when a daemon starts. This is all there is on
-//     macOS and the BSDs, with the process group.
+//     and the loop's LOOPR_LOOP_ID, and everything below it, is killed when
+//     the loop's process ends and, for every loop, when a daemon starts.
+//     Off Linux there is no /proc to scan: the process group is all.
 package contain
 
 import (
@@ -68,10 +70,11 @@ type Jail struct {
 	why       atomic.Value // string: what the mode is made of
 
 	// state guards root.
-	state sync.Mutex
-	seq   atomic.Uint64
-	pgid  int // the daemon's own process group: its git commands live there
-	self  int
+	state    sync.Mutex
+	recorded string // the strays last written to the home (Run's goroutine)
+	seq      atomic.Uint64
+	pgid     int // the daemon's own process group: its git commands live there
+	self     int
 }
 
 // started is every process started through any jail of this process and
@@ -324,8 +327,9 @@ func safeName(s string) string {
 // Recover runs at daemon start, before any agent: it kills and removes
 // every cgroup a previous daemon of this home left (this daemon's and the
 // one recorded in the home, wherever that daemon ran), records this
-// daemon's, and kills every process whose environment carries this home
-// and any loop id. It returns how many processes it killed.
+// daemon's, kills the strays a previous daemon recorded (without cgroups),
+// and kills every process whose environment carries this home and any loop
+// id, with everything below it. It returns how many processes it killed.
 func (j *Jail) Recover() int {
 	if j == nil {
 		return 0
@@ -343,6 +347,7 @@ func (j *Jail) Recover() int {
 			j.log.Warn("record the daemon's cgroup", "err", err)
 		}
 	}
+	n += j.killRecordedStrays()
 	n += KillMatching(Match{Home: j.home})
 	return n
 }

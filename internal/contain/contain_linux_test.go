@@ -259,3 +259,65 @@ func TestSetupRefusesAnUnknownMode(t *testing.T) {
 		t.Errorf("Setup(jail) error = %v, want one naming LOOPR_CONTAINMENT", err)
 	}
 }
+
+// TestRecoverKillsRecordedStrays: without cgroups, a detached orphan that
+// cleared its environment is named only by the strays record the daemon
+// keeps in its home; the next daemon kills it from there.
+func TestRecoverKillsRecordedStrays(t *testing.T) {
+	home := filepath.Join(t.TempDir(), ".loopr")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	j, err := Setup(home, "subreaper", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Mode() != ModeSubreaper {
+		t.Skipf("no subreaper here: %s", j.Why())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { j.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	pf := filepath.Join(t.TempDir(), "pid")
+	cmd, _, err := j.Start(func() *exec.Cmd {
+		c := exec.Command("sh", "-c", fmt.Sprintf(`(env -i setsid sh -c 'echo $$ >%s; exec sleep 60' </dev/null >/dev/null 2>&1 &)
+while [ ! -s %[1]s ]; do sleep 0.01; done`, pf))
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		return c
+	}, "L1.1.agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	j.Exited(cmd.Process.Pid)
+	pid := readPID(t, pf)
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	record := filepath.Join(home, strayFile)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, _ := os.ReadFile(record)
+		if strings.HasPrefix(string(b), strconv.Itoa(pid)+" ") || strings.Contains(string(b), "\n"+strconv.Itoa(pid)+" ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stray %d never recorded; record %q", pid, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	next, err := Setup(home, "subreaper", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := next.Recover(); n < 1 {
+		t.Errorf("Recover() = %d, want the recorded stray", n)
+	}
+	if live(pid) {
+		t.Errorf("recorded stray %d outlived Recover", pid)
+	}
+	if _, err := os.Stat(record); err == nil {
+		t.Errorf("the record %s is still there", record)
+	}
+}

@@ -40,6 +40,8 @@ func KillMatching(Match) int { return 0 }
 // KillStrays does nothing without the subreaper.
 func (j *Jail) KillStrays(loop, worktree string) int { return 0 }
 
+func (j *Jail) killRecordedStrays() int { return 0 }
+
 // Run waits for ctx: there is nothing to reap.
 func (j *Jail) Run(ctx context.Context) error {
 	<-ctx.Done()

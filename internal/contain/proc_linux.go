@@ -5,9 +5,12 @@ package contain
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +21,7 @@ import (
 type proc struct {
 	pid, ppid, pgid int
 	state           byte
+	start           uint64 // clock ticks after boot: with pid, names the process
 }
 
 // snapshot reads every process's stat line.
@@ -59,7 +63,11 @@ func readStat(pid int) (proc, bool) {
 	if err1 != nil || err2 != nil {
 		return proc{}, false
 	}
-	return proc{pid: pid, ppid: ppid, pgid: pgid, state: f[0][0]}, true
+	p := proc{pid: pid, ppid: ppid, pgid: pgid, state: f[0][0]}
+	if len(f) > 19 { // field 22, starttime
+		p.start, _ = strconv.ParseUint(f[19], 10, 64)
+	}
+	return p, true
 }
 
 func (p proc) dead() bool { return p.state == 'Z' || p.state == 'X' }
@@ -101,23 +109,43 @@ type Match struct {
 	Loop string
 }
 
-// KillMatching kills every live process m names, with its process group
-// (never the caller's), and waits up to KillWait until none is left. It
-// returns how many processes it found. Without /proc it finds nothing.
+// KillMatching kills every live process m names and everything below it
+// (a child that cleared its environment is still its parent's), with the
+// process groups they lead (never the caller's), and waits up to KillWait
+// until none is left. It returns how many processes it found. Without
+// /proc it finds nothing.
 func KillMatching(m Match) int {
 	if abs, err := filepath.Abs(m.Home); err == nil {
 		m.Home = abs
 	}
 	self, selfGroup := os.Getpid(), syscall.Getpgrp()
 	find := func() []proc {
+		procs := snapshot()
+		children := map[int][]int{}
+		for pid, p := range procs {
+			children[p.ppid] = append(children[p.ppid], pid)
+		}
+		seen := map[int]bool{self: true}
 		var out []proc
-		for pid, p := range snapshot() {
-			if pid == self || p.dead() {
+		var add func(pid int)
+		add = func(pid int) {
+			if seen[pid] {
+				return
+			}
+			seen[pid] = true
+			if p := procs[pid]; !p.dead() {
+				out = append(out, p)
+			}
+			for _, c := range children[pid] {
+				add(c)
+			}
+		}
+		for pid, p := range procs {
+			if seen[pid] || p.dead() {
 				continue
 			}
-			home, loop := loopEnv(pid)
-			if home == m.Home && loop != "" && (m.Loop == "" || loop == m.Loop) {
-				out = append(out, p)
+			if home, loop := loopEnv(pid); home == m.Home && loop != "" && (m.Loop == "" || loop == m.Loop) {
+				add(pid)
 			}
 		}
 		return out
@@ -128,8 +156,14 @@ func KillMatching(m Match) int {
 	}
 	deadline := time.Now().Add(KillWait)
 	for left := found; len(left) > 0 && time.Now().Before(deadline); left = find() {
+		ours := make(map[int]bool, len(left))
 		for _, p := range left {
-			if p.pgid > 1 && p.pgid != selfGroup {
+			ours[p.pid] = true
+		}
+		for _, p := range left {
+			// A group is killed only when its leader is one of these: a
+			// process may have joined a group that is not the loop's.
+			if p.pgid > 1 && p.pgid != selfGroup && ours[p.pgid] {
 				_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
 			}
 			_ = syscall.Kill(p.pid, syscall.SIGKILL)
@@ -235,6 +269,7 @@ func (j *Jail) Run(ctx context.Context) error {
 		case <-tick.C:
 		}
 		j.reap()
+		j.recordStrays()
 		// SIGCHLDs come in bursts (every git command); one scan covers many.
 		select {
 		case <-ctx.Done():
@@ -261,4 +296,94 @@ func (j *Jail) reap() int {
 		}
 	}
 	return n
+}
+
+// strayFile is where the daemon keeps the strays it has (pid and start
+// time, a line each) when no cgroup holds them: after a crash, nothing else
+// names a detached process that cleared its environment.
+const strayFile = "strays"
+
+// recordStrays writes the daemon's current strays to the home when they
+// changed: children it did not start, outside its process group.
+func (j *Jail) recordStrays() {
+	if j.Mode() == ModeCgroup {
+		return
+	}
+	var lines []string
+	for pid, p := range snapshot() {
+		if p.ppid == j.self && !p.dead() && p.pgid != j.pgid && !isStarted(pid) {
+			lines = append(lines, fmt.Sprintf("%d %d", pid, p.start))
+		}
+	}
+	sort.Strings(lines)
+	rec := strings.Join(lines, "\n")
+	if rec == j.recorded {
+		return
+	}
+	path := filepath.Join(j.home, strayFile)
+	var err error
+	if rec == "" {
+		err = os.Remove(path)
+		if errors.Is(err, os.ErrNotExist) {
+			err = nil
+		}
+	} else {
+		err = writeRecord(path, rec)
+	}
+	if err != nil {
+		j.log.Warn("record stray processes", "err", err)
+		return
+	}
+	j.recorded = rec
+}
+
+// killRecordedStrays kills the strays a previous daemon of this home
+// recorded, if they still run (same pid, same start time), with
+// everything below them. It returns how many processes it killed.
+func (j *Jail) killRecordedStrays() int {
+	path := filepath.Join(j.home, strayFile)
+	b, err := readSmall(path)
+	if err != nil {
+		return 0
+	}
+	defer os.Remove(path)
+	procs := snapshot()
+	children := map[int][]int{}
+	for pid, p := range procs {
+		children[p.ppid] = append(children[p.ppid], pid)
+	}
+	var victims []int
+	var add func(pid int)
+	add = func(pid int) {
+		if pid == j.self || procs[pid].dead() {
+			return
+		}
+		victims = append(victims, pid)
+		for _, c := range children[pid] {
+			add(c)
+		}
+	}
+	for l := range strings.SplitSeq(string(b), "\n") {
+		var pid int
+		var start uint64
+		if _, err := fmt.Sscanf(l, "%d %d", &pid, &start); err != nil || pid <= 1 {
+			continue
+		}
+		if p, ok := procs[pid]; ok && p.start == start {
+			add(pid)
+		}
+	}
+	for _, pid := range victims {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(KillWait)
+	for _, pid := range victims {
+		for time.Now().Before(deadline) {
+			if p, ok := readStat(pid); !ok || p.dead() {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return len(victims)
 }
