@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -128,6 +129,9 @@ func testEscapes(t *testing.T, mode, event string) {
 	}
 	if got != want {
 		t.Logf("cgroup v2 is not writable here: running with %s", got)
+	}
+	if out := ok(t, r.dir, "status"); !regexp.MustCompile(`(?m)^containment +` + regexp.QuoteMeta(got) + `$`).MatchString(out) {
+		t.Errorf("loopr status does not show the containment %q:\n%s", got, out)
 	}
 	if !strings.Contains(d.output(), "process containment") {
 		t.Errorf("the daemon did not log its containment at start:\n%s", tail(d.output(), 20))
