@@ -48,6 +48,32 @@ func readPID(t *testing.T, path string) int {
 	return pid
 }
 
+// newJail sets up a jail for a fresh home with want, and skips the test
+// with the reason when the machine does not allow mode.
+func newJail(t *testing.T, want, mode string) (*Jail, string) {
+	t.Helper()
+	home := filepath.Join(t.TempDir(), ".loopr")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	j, err := Setup(home, want, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Mode() != mode {
+		t.Skipf("%s is not available here: %s", mode, j.Why())
+	}
+	return j, home
+}
+
+// runReaper runs j's reaper until the test ends.
+func runReaper(t *testing.T, j *Jail) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { j.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
 func live(pid int) bool {
 	p, ok := readStat(pid)
 	return ok && !p.dead()
@@ -110,14 +136,7 @@ func TestJailEndsWhatLeavesTheGroup(t *testing.T) {
 // TestKillStraysLeavesOtherLoops: a stray of another loop, while that
 // loop's agent still runs, is not this loop's to kill.
 func TestKillStraysLeavesOtherLoops(t *testing.T) {
-	home := filepath.Join(t.TempDir(), ".loopr")
-	j, err := Setup(home, "subreaper", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if j.Mode() != ModeSubreaper {
-		t.Skipf("no subreaper here: %s", j.Why())
-	}
+	j, home := newJail(t, "subreaper", ModeSubreaper)
 	// Another loop's agent, still running: the jail is not idle.
 	busy, _, err := j.Start(func() *exec.Cmd { return exec.Command("sleep", "60") }, "L2.1.agent")
 	if err != nil {
@@ -144,17 +163,7 @@ func TestKillStraysLeavesOtherLoops(t *testing.T) {
 // TestRecoverKillsLeftoverCgroups: what a crashed daemon left in its cells
 // is killed, and the cells removed, by the next daemon of the same home.
 func TestRecoverKillsLeftoverCgroups(t *testing.T) {
-	home := filepath.Join(t.TempDir(), ".loopr")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	j, err := Setup(home, "cgroup", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if j.Mode() != ModeCgroup {
-		t.Skipf("cgroup v2 is not writable here: %s", j.Why())
-	}
+	j, home := newJail(t, "cgroup", ModeCgroup)
 	defer j.Close()
 	j.Recover() // records the cgroup
 	// Cleared environment: only the cgroup can find it.
@@ -191,18 +200,8 @@ func TestRecoverKillsLeftoverCgroups(t *testing.T) {
 // commands are) are all waited for by os/exec without an error, while
 // orphaned strays are reaped.
 func TestReaperNeverTakesAnExecChild(t *testing.T) {
-	home := filepath.Join(t.TempDir(), ".loopr")
-	j, err := Setup(home, "subreaper", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if j.Mode() == ModeScan {
-		t.Skipf("no subreaper here: %s", j.Why())
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { j.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	j, _ := newJail(t, "subreaper", ModeSubreaper)
+	runReaper(t, j)
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 400)
@@ -264,21 +263,8 @@ func TestSetupRefusesAnUnknownMode(t *testing.T) {
 // cleared its environment is named only by the strays record the daemon
 // keeps in its home; the next daemon kills it from there.
 func TestRecoverKillsRecordedStrays(t *testing.T) {
-	home := filepath.Join(t.TempDir(), ".loopr")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	j, err := Setup(home, "subreaper", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if j.Mode() != ModeSubreaper {
-		t.Skipf("no subreaper here: %s", j.Why())
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { j.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	j, home := newJail(t, "subreaper", ModeSubreaper)
+	runReaper(t, j)
 
 	pf := filepath.Join(t.TempDir(), "pid")
 	cmd, _, err := j.Start(func() *exec.Cmd {
