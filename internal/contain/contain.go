@@ -180,14 +180,16 @@ func (j *Jail) Start(mk func() *exec.Cmd, name string) (*exec.Cmd, *Cell, error)
 	err := cmd.Start()
 	if err != nil && cell != nil && cmd.Process == nil {
 		// Cloning into the cgroup can fail where creating it did not (a
-		// delegation the kernel refuses): start plainly, say so once.
-		started.mu.RUnlock()
+		// delegation the kernel refuses). Start plainly: if that works,
+		// the cgroup was the trouble, and cgroups are off from now on; if
+		// not (a missing binary), the cgroup had nothing to do with it.
 		cell.remove()
 		cell = nil
-		j.degrade(fmt.Errorf("start in cgroup: %w", err))
+		cgErr := err
 		cmd = mk()
-		started.mu.RLock()
-		err = cmd.Start()
+		if err = cmd.Start(); err == nil {
+			j.degrade(fmt.Errorf("start in cgroup: %w", cgErr))
+		}
 	}
 	if err == nil {
 		started.state.Lock()

@@ -307,3 +307,24 @@ while [ ! -s %[1]s ]; do sleep 0.01; done`, pf))
 		t.Errorf("the record %s is still there", record)
 	}
 }
+
+// TestStartFailureKeepsCgroups: an agent that cannot start (a missing
+// binary) is its own failure, not the cgroup's: the jail keeps cgroups.
+func TestStartFailureKeepsCgroups(t *testing.T) {
+	j, _ := newJail(t, "cgroup", ModeCgroup)
+	defer j.Close()
+	_, cell, err := j.Start(func() *exec.Cmd { return exec.Command("/nonexistent/loopr-agent") }, "L1.1.agent")
+	if err == nil || cell != nil {
+		t.Fatalf("Start(missing binary) = cell %v, err %v; want an error and no cell", cell, err)
+	}
+	if j.Mode() != ModeCgroup {
+		t.Errorf("mode %s after a missing binary (%s), want cgroup kept", j.Mode(), j.Why())
+	}
+	cmd, cell, err := j.Start(func() *exec.Cmd { return exec.Command("true") }, "L1.2.agent")
+	if err != nil || cell == nil {
+		t.Fatalf("Start(true) = cell %v, err %v; want it in a cell", cell, err)
+	}
+	cmd.Wait()
+	j.Exited(cmd.Process.Pid)
+	cell.End()
+}
