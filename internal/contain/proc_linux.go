@@ -189,11 +189,15 @@ func (j *Jail) KillStrays(loop, worktree string) int {
 	killed := map[int]bool{}
 	deadline := time.Now().Add(KillWait)
 	for {
+		// No start may be between clone and registration meanwhile: its
+		// child would look like a stray no loop can claim.
+		started.mu.Lock()
 		victims := j.strays(loop, worktree)
 		for _, pid := range victims {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			killed[pid] = true
 		}
+		started.mu.Unlock()
 		if len(victims) == 0 || !time.Now().Before(deadline) {
 			break
 		}
@@ -310,11 +314,13 @@ func (j *Jail) recordStrays() {
 		return
 	}
 	var lines []string
+	started.mu.Lock() // as in KillStrays: no half-started child is a stray
 	for pid, p := range snapshot() {
 		if p.ppid == j.self && !p.dead() && p.pgid != j.pgid && !isStarted(pid) {
 			lines = append(lines, fmt.Sprintf("%d %d", pid, p.start))
 		}
 	}
+	started.mu.Unlock()
 	sort.Strings(lines)
 	rec := strings.Join(lines, "\n")
 	if rec == j.recorded {
