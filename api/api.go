@@ -246,6 +246,9 @@ type Status struct {
 	// (ralph) run one at a time (reason no_git); "" when each loop gets a
 	// git worktree.
 	NoGit string `json:"no_git,omitzero"`
+	// Containment is how the daemon keeps every process an iteration
+	// starts within reach: "cgroup", "subreaper+scan" or "pgroup+scan".
+	Containment string `json:"containment,omitzero"`
 	// Policy is the scheduling policy in force (it follows hot reloads), so
 	// a dashboard scores loops exactly as the daemon does.
 	Policy *scheduler.Policy `json:"policy,omitempty"`

@@ -82,6 +82,9 @@ func (e *env) statusCmd() *cobra.Command {
 				if st.NoGit != "" {
 					fmt.Fprintf(w, "no git\t%s\n", st.NoGit)
 				}
+				if st.Containment != "" {
+					fmt.Fprintf(w, "containment\t%s\n", st.Containment)
+				}
 				if st.Warning != "" {
 					fmt.Fprintf(w, "note\t%s\n", st.Warning)
 				}

@@ -40,6 +40,7 @@ import (
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
+	"github.com/loopr-dev/loopr/internal/contain"
 	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/loopmgr"
@@ -105,8 +106,11 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("socket path %s is too long (%d bytes, max %d): use a shorter --home", sock, len(sock), maxSocketPath)
 	}
 	// A daemon that answers on the socket is the clearest message; the
-	// store lock below is what actually guarantees one daemon per home.
-	if pid, ok := probe(sock); ok {
+	// store lock below is what actually guarantees one daemon per home. A
+	// socket that takes connections but answers nothing is no daemon: a
+	// child a crashed daemon was starting holds its listener until it
+	// execs (milliseconds, under load more), and a restart must not trip.
+	if pid, ok := probe(sock); ok && pid > 0 {
 		return alreadyRunning(pid)
 	}
 
@@ -150,8 +154,23 @@ func Run(ctx context.Context, o Options) error {
 	d.webhooks = newWebhooks(d, o.WebhookBackoff)
 	d.notifier = newNotifier(d)
 
+	// Containment of the agents' processes (package contain): chosen once,
+	// said once, and what a crashed daemon left is ended before anything
+	// starts.
+	jail, err := contain.Setup(paths.Home, os.Getenv(contain.EnvMode), log)
+	if err != nil {
+		return err
+	}
+	d.jail = jail
+	log.Info("process containment", "mode", jail.Mode(), "how", jail.Why())
+	if n := jail.Recover(); n > 0 {
+		log.Warn("killed processes a previous daemon left running", "count", n)
+	}
+	defer jail.Close()
+
 	var mgr *loopmgr.Manager
 	run := &runner.Runner{
+		Jail:         jail,
 		Now:          time.Now,
 		Log:          log,
 		OnAgentStart: func(id string, pid int) { mgr.RecordPID(id, pid) },
@@ -233,6 +252,7 @@ func Run(ctx context.Context, o Options) error {
 	followers.Go(func() { d.webhooks.run(auxCtx, startSeq) })
 	followers.Go(func() { d.notifier.run(auxCtx, startSeq) })
 	aux.Go(func() { d.cleaner(auxCtx) })
+	aux.Go(func() { _ = jail.Run(auxCtx) }) // reaps strays reparented to the daemon
 	aux.Go(func() { d.watchConfig(auxCtx, hup) })
 
 	srvDone := make(chan error, 1)
@@ -293,6 +313,7 @@ type daemon struct {
 	mgr     *loopmgr.Manager
 	hub     *hub
 	git     *gitflow.Repo // nil: no git flow
+	jail    *contain.Jail // how agents' processes are contained
 
 	cfg      atomic.Pointer[config.Config]
 	metrics  *metrics
@@ -357,10 +378,7 @@ func (d *daemon) journal(kind loop.EventKind, msg string) {
 
 // alreadyRunning is the error for a home whose daemon answers.
 func alreadyRunning(pid int) error {
-	if pid > 0 {
-		return fmt.Errorf("daemon already running (pid %d)", pid)
-	}
-	return errors.New("daemon already running (its socket answers)")
+	return fmt.Errorf("daemon already running (pid %d)", pid)
 }
 
 // listen binds the socket, removing a stale one only when nothing answers
@@ -368,7 +386,9 @@ func alreadyRunning(pid int) error {
 func listen(sock string) (net.Listener, error) {
 	ln, err := net.Listen("unix", sock)
 	if err != nil && errors.Is(err, syscall.EADDRINUSE) {
-		if pid, ok := probe(sock); ok {
+		// The caller holds the store's lock: only a daemon that answers
+		// with its pid is worth a refusal; anything else is stale.
+		if pid, ok := probe(sock); ok && pid > 0 {
 			return nil, alreadyRunning(pid)
 		}
 		if rerr := os.Remove(sock); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {

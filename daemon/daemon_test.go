@@ -337,6 +337,28 @@ func TestStaleSocketReplaced(t *testing.T) {
 	}
 }
 
+// TestSocketThatOnlyAcceptsIsReplaced: a crashed daemon's child caught
+// between fork and exec holds the daemon's listener for a moment; the
+// socket accepts connections and answers nothing. A daemon started then
+// must not take it for a running daemon.
+func TestSocketThatOnlyAcceptsIsReplaced(t *testing.T) {
+	t.Parallel()
+	paths := newPaths(t)
+	if err := os.MkdirAll(paths.Home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", paths.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	defer ln.Close() // open, never accepting: connects succeed, nothing answers
+	d := startDaemon(t, paths, testConfig())
+	if _, err := d.c.Status(context.Background()); err != nil {
+		t.Errorf("Status() over the replaced socket = %v", err)
+	}
+}
+
 func TestShutdown(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -403,6 +403,7 @@ func (d *daemon) status() (api.Status, error) {
 	st.StartedAt = d.started
 	st.UptimeSecs = max(0, int64(now.Sub(d.started)/time.Second))
 	st.Accepting = d.isAccepting()
+	st.Containment = d.jail.Mode()
 	pol := control.Policy(d.svc.Config())
 	st.Policy = &pol
 	if d.warning != "" {

@@ -125,6 +125,13 @@ type daemonProc struct {
 // after 5s).
 func startDaemon(t *testing.T, r repo) *daemonProc {
 	t.Helper()
+	return startDaemonEnv(t, r)
+}
+
+// startDaemonEnv is startDaemon with extra environment entries for the
+// daemon (and so its agents).
+func startDaemonEnv(t *testing.T, r repo, env ...string) *daemonProc {
+	t.Helper()
 	n := 1
 	for ; ; n++ {
 		if _, err := os.Stat(filepath.Join(r.logs, fmt.Sprintf("daemon-%d.log", n))); err != nil {
@@ -141,6 +148,7 @@ func startDaemon(t *testing.T, r repo) *daemonProc {
 	cmd.Dir = r.dir
 	// Agents inherit E2E_DAEMON: their logs say which daemon ran them.
 	cmd.Env = append(os.Environ(), "LOOPR_HOME=", "NO_COLOR=1", fmt.Sprintf("E2E_DAEMON=%d", n))
+	cmd.Env = append(cmd.Env, env...)
 	// A file, not a pipe: Wait must not wait for agents a killed daemon
 	// leaves behind.
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -155,7 +163,7 @@ func startDaemon(t *testing.T, r repo) *daemonProc {
 	t.Cleanup(func() { d.stop() })
 	waitFor(t, 15*time.Second, "the daemon to answer", func() bool {
 		if d.exited() {
-			t.Fatalf("daemon exited with %v before it answered:\n%s", cmd.ProcessState, d.output())
+			t.Fatalf("daemon exited with %v before it answered:\n%s%s", cmd.ProcessState, d.output(), socketHolders(filepath.Join(r.home, "loopr.sock")))
 		}
 		// Until the socket answers, the CLI may find the store locked.
 		res := run(t, r.dir, "", "status", "--json")
@@ -163,6 +171,22 @@ func startDaemon(t *testing.T, r repo) *daemonProc {
 		return res.code == 0 && json.Unmarshal([]byte(res.stdout), &st) == nil && st.Daemon && st.PID == cmd.Process.Pid
 	})
 	return d
+}
+
+// socketHolders names the processes that hold a socket bound to path, for
+// a daemon that found its socket still answering.
+func socketHolders(path string) string {
+	out, _ := exec.Command("ss", "-xlpn").Output()
+	var lines []string
+	for l := range strings.SplitSeq(string(out), "\n") {
+		if strings.Contains(l, path) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "listening on " + path + ":\n" + strings.Join(lines, "\n")
 }
 
 func (d *daemonProc) exited() bool {

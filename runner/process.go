@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/loopr-dev/loopr/internal/contain"
 )
 
 // pollInterval is how often a stopping process group is checked for members
@@ -35,6 +37,15 @@ type procSpec struct {
 	// changed no file under dir (but under none of stallSkip) for that long.
 	stall     time.Duration
 	stallSkip []string
+
+	// What contains it beyond its process group (nil: the group alone),
+	// and what names its processes: the loop, its home, and the worktree
+	// its strays may be found in ("" for the user's workspace).
+	jail     *contain.Jail
+	name     string // part of its cgroup's name
+	loop     string
+	home     string
+	worktree string
 }
 
 // procResult is how a child process ended.
@@ -47,11 +58,13 @@ type procResult struct {
 	cancelled bool
 }
 
-// runProcess runs s in its own process group and returns when the whole
-// group is gone. On timeout or cancellation the group gets SIGTERM, then
+// runProcess runs s in its own process group (and, where the jail has
+// them, its own cgroup) and returns when everything it started is gone. On
+// timeout or cancellation the group and the cgroup get SIGTERM, then
 // SIGKILL after the grace period. Processes the leader leaves behind when it
 // exits on its own are stopped the same way: an iteration owns everything it
-// started.
+// started. Then what left both (setsid, a double fork, a cleared
+// environment) is found and killed: see package contain.
 //
 // It deliberately does not use exec.CommandContext: that kills only the
 // leader, and exec's own pipe copying makes Wait block for as long as any
@@ -70,15 +83,18 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 	}
 	defer pr.Close()
 
-	cmd := exec.Command(s.argv[0], s.argv[1:]...)
-	cmd.Dir = s.dir
-	cmd.Env = s.env
-	if s.stdin != nil {
-		cmd.Stdin = s.stdin
+	mk := func() *exec.Cmd {
+		cmd := exec.Command(s.argv[0], s.argv[1:]...)
+		cmd.Dir = s.dir
+		cmd.Env = s.env
+		if s.stdin != nil {
+			cmd.Stdin = s.stdin
+		}
+		cmd.Stdout, cmd.Stderr = pw, pw
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		return cmd
 	}
-	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
+	cmd, cell, err := s.jail.Start(mk, s.name)
 	pw.Close() // the child holds its own copy; EOF comes when the group is gone
 	if err != nil {
 		res.startErr = err
@@ -102,7 +118,11 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 		_, _ = io.Copy(s.out, pr)
 	}()
 	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	go func() {
+		err := cmd.Wait()
+		s.jail.Exited(pgid)
+		waited <- err
+	}()
 	if s.started != nil {
 		s.started(pgid)
 	}
@@ -126,20 +146,30 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 	}
 
 	if exited {
-		stopGroup(pgid, s.grace, false)
+		stopGroup(pgid, cell, s.grace, false)
 	} else {
 		deadline := time.Now().Add(s.grace)
 		signalGroup(pgid, syscall.SIGTERM)
+		cell.Signal(syscall.SIGTERM)
 		g := time.NewTimer(s.grace)
 		select {
 		case <-waited:
 		case <-g.C:
 			signalGroup(pgid, syscall.SIGKILL)
+			cell.Kill()
 			<-waited
 		}
 		g.Stop()
-		stopGroup(pgid, time.Until(deadline), true)
+		stopGroup(pgid, cell, time.Until(deadline), true)
 	}
+	// Whatever left the group and the cgroup: strays reparented to the
+	// daemon and, without cgroups, whatever carries the loop's id. Before
+	// the drain: such a process may hold the output pipe.
+	cell.End()
+	if s.loop != "" && s.jail.Mode() != contain.ModeCgroup {
+		contain.KillMatching(contain.Match{Home: s.home, Loop: s.loop})
+	}
+	s.jail.KillStrays(s.loop, s.worktree)
 
 	select {
 	case <-copied:
@@ -161,29 +191,31 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 // delivered asynchronously; waiting means the caller sees the group gone.
 const killWait = time.Second
 
-// stopGroup ends what is left of process group pgid after its leader was
-// reaped: SIGTERM (unless already sent), up to grace for the members to go,
-// then SIGKILL, and a short wait until the kill took effect.
-func stopGroup(pgid int, grace time.Duration, termSent bool) {
-	if !groupAlive(pgid) {
+// stopGroup ends what is left of process group pgid and of cell after the
+// leader was reaped: SIGTERM (unless already sent), up to grace for the
+// members to go, then SIGKILL, and a short wait until the kill took effect.
+func stopGroup(pgid int, cell *contain.Cell, grace time.Duration, termSent bool) {
+	if !groupAlive(pgid) && cell.Empty() {
 		return
 	}
 	if !termSent {
 		signalGroup(pgid, syscall.SIGTERM)
+		cell.Signal(syscall.SIGTERM)
 	}
-	if waitGone(pgid, grace) {
+	if waitGone(pgid, cell, grace) {
 		return
 	}
 	signalGroup(pgid, syscall.SIGKILL)
-	waitGone(pgid, killWait)
+	cell.Kill()
+	waitGone(pgid, cell, killWait)
 }
 
-// waitGone polls until group pgid has no live members or d has passed, and
-// reports whether it is gone.
-func waitGone(pgid int, d time.Duration) bool {
+// waitGone polls until group pgid and cell have no live members or d has
+// passed, and reports whether they are gone.
+func waitGone(pgid int, cell *contain.Cell, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {
-		if !groupAlive(pgid) {
+		if !groupAlive(pgid) && cell.Empty() {
 			return true
 		}
 		if !time.Now().Before(deadline) {

@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/artifact"
+	"github.com/loopr-dev/loopr/internal/contain"
 	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/internal/termsafe"
 	"github.com/loopr-dev/loopr/loop"
@@ -187,6 +188,10 @@ type Runner struct {
 	// Run sends to it before starting the agent and receives once the
 	// agent's process group is gone; validation does not hold a slot.
 	AgentSlots chan struct{}
+	// Jail contains the processes an iteration starts beyond their process
+	// group (cgroups, the subreaper; package contain). nil: the group and
+	// nothing more.
+	Jail *contain.Jail
 }
 
 // IterationDir returns <home>/loops/<id>/iterations/<NNN>.
@@ -495,6 +500,8 @@ func (it *iteration) runAgent(ctx context.Context, stdin *os.File) (procResult, 
 			it.log.Info("agent started", "pid", pid, "agent", it.s.Agent[0])
 			it.groupStarted(pid)
 		},
+		jail: it.r.Jail, name: fmt.Sprintf("%s.%d.agent", it.j.Loop.ID, it.j.Loop.Iteration),
+		loop: it.j.Loop.ID, home: it.j.Home, worktree: it.worktree(),
 	})
 	it.res.AgentEnd = it.r.now()
 	return p, nil
@@ -509,6 +516,18 @@ func (it *iteration) stallSkip() []string {
 		return nil
 	}
 	return []string{it.j.Home}
+}
+
+// worktree is the loop's own working directory when it is one loopr made
+// below the home, where a process found is the loop's; "" when the loop
+// runs in the user's workspace, where anyone's processes may be.
+func (it *iteration) worktree() string {
+	home, err1 := filepath.EvalSymlinks(it.j.Home)
+	wd, err2 := filepath.EvalSymlinks(it.j.Workdir)
+	if err1 != nil || err2 != nil || !strings.HasPrefix(wd, home+string(filepath.Separator)) {
+		return ""
+	}
+	return wd // as /proc/<pid>/cwd shows it: links resolved
 }
 
 // groupStarted passes the pid of a process group this iteration started
@@ -607,6 +626,8 @@ func (it *iteration) validate(ctx context.Context, vlog io.Writer) Result {
 			timeout: it.s.ValidateTimeout,
 			grace:   it.s.Grace,
 			started: it.groupStarted,
+			jail:    it.r.Jail, name: fmt.Sprintf("%s.%d.validate", it.j.Loop.ID, it.j.Loop.Iteration),
+			loop: it.j.Loop.ID, home: it.j.Home, worktree: it.worktree(),
 		})
 		took := time.Since(start).Round(time.Millisecond)
 		name := "validate `" + clip(c, 80) + "`"
