@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -61,100 +60,32 @@ func printScheduler(e *env, v api.SchedulerView) error {
 		fmt.Fprintln(e.stdout, "no pending loops")
 		return nil
 	}
+	// tabwriter, one Write per row: 100k rows cell by cell through fmt
+	// cost a good part of the command.
 	out := bufio.NewWriterSize(e.stdout, 64<<10)
-	if !alignable(v.Rows) {
-		w := table(out)
-		fmt.Fprintln(w, "ID\tTYPE\tPRIORITY\tAGE\tDEPTH\tITER\tRUNNABLE")
-		for _, r := range v.Rows {
-			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%d\t%d\t%s\n", r.ID, r.Type, r.Priority,
-				age(time.Duration(r.AgeSeconds)*time.Second), r.Depth, r.Iteration, runnableText(r.Runnable, r.ReasonText))
-		}
-		if err := w.Flush(); err != nil {
+	w := table(out)
+	line := []byte("ID\tTYPE\tPRIORITY\tAGE\tDEPTH\tITER\tRUNNABLE\n")
+	for i := range v.Rows {
+		if _, err := w.Write(line); err != nil {
 			return err
 		}
-		return out.Flush()
-	}
-	// The table tabwriter would print (columns as wide as their widest
-	// cell plus two spaces, the last column as it is), written directly:
-	// 100k rows through tabwriter and fmt cost a good part of the command.
-	ages := make([]string, len(v.Rows))
-	head := [...]string{"ID", "TYPE", "PRIORITY", "AGE", "DEPTH", "ITER"}
-	var width [6]int
-	for i, h := range head {
-		width[i] = len(h)
-	}
-	var num [20]byte
-	digits := func(n int) int { return len(strconv.AppendInt(num[:0], int64(n), 10)) }
-	for i := range v.Rows {
 		r := &v.Rows[i]
-		ages[i] = age(time.Duration(r.AgeSeconds) * time.Second)
-		for c, w := range [6]int{utf8.RuneCountInString(r.ID), utf8.RuneCountInString(r.Type), digits(r.Priority),
-			utf8.RuneCountInString(ages[i]), digits(r.Depth), digits(r.Iteration)} {
-			width[c] = max(width[c], w)
-		}
+		line = append(line[:0], r.ID...)
+		line = append(append(line, '\t'), r.Type...)
+		line = strconv.AppendInt(append(line, '\t'), int64(r.Priority), 10)
+		line = append(append(line, '\t'), age(time.Duration(r.AgeSeconds)*time.Second)...)
+		line = strconv.AppendInt(append(line, '\t'), int64(r.Depth), 10)
+		line = strconv.AppendInt(append(line, '\t'), int64(r.Iteration), 10)
+		line = append(append(line, '\t'), runnableText(r.Runnable, r.ReasonText)...)
+		line = append(line, '\n')
 	}
-	pad := func(text string, c int) {
-		out.WriteString(text)
-		for range width[c] + 2 - utf8.RuneCountInString(text) {
-			out.WriteByte(' ')
-		}
+	if _, err := w.Write(line); err != nil {
+		return err
 	}
-	padInt := func(n, c int) {
-		b := strconv.AppendInt(num[:0], int64(n), 10)
-		out.Write(b)
-		for range width[c] + 2 - len(b) {
-			out.WriteByte(' ')
-		}
-	}
-	for c, h := range head {
-		pad(h, c)
-	}
-	out.WriteString("RUNNABLE\n")
-	for i := range v.Rows {
-		r := &v.Rows[i]
-		pad(r.ID, 0)
-		pad(r.Type, 1)
-		padInt(r.Priority, 2)
-		pad(ages[i], 3)
-		padInt(r.Depth, 4)
-		padInt(r.Iteration, 5)
-		switch {
-		case r.Runnable:
-			out.WriteString("yes")
-		case len(r.ReasonText) == 0:
-			out.WriteString("no")
-		default:
-			out.WriteString("no (")
-			for j, t := range r.ReasonText {
-				if j > 0 {
-					out.WriteString(", ")
-				}
-				out.WriteString(t)
-			}
-			out.WriteString(")")
-		}
-		out.WriteByte('\n')
+	if err := w.Flush(); err != nil {
+		return err
 	}
 	return out.Flush()
-}
-
-// alignable reports whether the rows hold none of the characters that
-// tabwriter treats as cell or line breaks, so that printScheduler can
-// align them itself and print exactly what tabwriter would.
-func alignable(rows []api.SchedRow) bool {
-	bad := func(s string) bool { return strings.ContainsAny(s, "\t\n\v\f") }
-	for i := range rows {
-		r := &rows[i]
-		if bad(r.ID) || bad(r.Type) {
-			return false
-		}
-		for _, t := range r.ReasonText {
-			if bad(t) {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // runnableText is "yes", or "no (reason, reason…)".

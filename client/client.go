@@ -328,7 +328,7 @@ func (c *Client) Why(ctx context.Context, id string, now time.Time) (api.Why, er
 
 // Scheduler returns the debug plan at now (zero: the daemon's now).
 func (c *Client) Scheduler(ctx context.Context, now time.Time) (api.SchedulerView, error) {
-	return c.scheduler(ctx, "/v1/scheduler"+nowQuery(now)) // schedjson.go
+	return c.scheduler(ctx, "/v1/scheduler"+nowQuery(now)) // stream.go
 }
 
 // Status returns the daemon's status.

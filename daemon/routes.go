@@ -446,8 +446,7 @@ func (d *daemon) listLoops(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	_, err := io.WriteString(w, "\n")
-	return err
+	return nil // the array ends with its newline
 }
 
 func (d *daemon) createLoop(w http.ResponseWriter, r *http.Request) error {
@@ -622,8 +621,7 @@ func (d *daemon) scheduler(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	d.afterBigAnswer(rows) // memory.go
-	_, err = io.WriteString(w, "\n")
-	return err
+	return nil // the view ends with its newline
 }
 
 // countingWriter counts the bytes that reached w.
