@@ -22,7 +22,7 @@ import (
 func randomView(r *rand.Rand, n int) api.SchedulerView {
 	texts := []string{"", "a", "<b> & \"c\"", "日本\n\t", "\u2028", "😀", "x/y", "\\", "quota alice 2/2"}
 	v := api.SchedulerView{Now: time.Unix(r.Int64N(1<<31), r.Int64N(1e9)).In(time.FixedZone("", 3600*(r.IntN(5)-2))),
-		Waiting: n, Eligible: r.IntN(n + 1), Running: r.IntN(50), Slots: r.IntN(50), Rows: []api.SchedRow{}}
+		Waiting: []int{n, 0, -3, 2*n + 5}[r.IntN(4)], Eligible: r.IntN(n + 1), Running: r.IntN(50), Slots: r.IntN(50), Rows: []api.SchedRow{}}
 	for i := range n {
 		row := api.SchedRow{ID: fmt.Sprintf("01KAZ%021d", i), Type: loop.Ralph, Status: loop.Statuses[r.IntN(len(loop.Statuses))],
 			Title: texts[r.IntN(len(texts))], Priority: r.IntN(400) - 100, Base: r.IntN(100), Runnable: r.IntN(2) == 0,
@@ -60,8 +60,12 @@ func planServer(t *testing.T, doc []byte) string {
 func TestSchedulerDecodes(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{0, 1, 7, 2000} {
-		doc, err := json.Marshal(randomView(r, n))
+	for _, n := range []int{-1, 0, 1, 7, 2000} {
+		v := randomView(r, max(n, 0))
+		if n < 0 {
+			v.Rows = nil // "rows": null
+		}
+		doc, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +81,7 @@ func TestSchedulerDecodes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%d rows: Scheduler() = %v", n, err)
 		}
-		if diff := cmp.Diff(want, got); diff != "" || len(got.Rows) != n {
+		if diff := cmp.Diff(want, got); diff != "" || len(got.Rows) != max(n, 0) {
 			t.Errorf("%d rows: Scheduler() mismatch (-json.Unmarshal +got):\n%s", n, diff)
 		}
 

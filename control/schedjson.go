@@ -40,9 +40,10 @@ func writeView(w io.Writer, d scheduler.Decision, now time.Time) (int, error) {
 		if err := enc.WriteToken(jsontext.BeginArray); err != nil {
 			return err
 		}
+		var row api.SchedRow // one row's wire form at a time
 		for i := range d.Rows {
-			row := Row(d.Rows[i], now)
-			if err := json.MarshalEncode(enc, &row); err != nil {
+			fillRow(&row, &d.Rows[i], now)
+			if err := json.MarshalEncode(enc, &row, json.WithMarshalers(nil)); err != nil {
 				return err
 			}
 		}

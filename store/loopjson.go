@@ -30,10 +30,12 @@ func newJSONEncoder(w io.Writer) *jsontext.Encoder {
 }
 
 // encodeRecord encodes the record stored under id into enc; l is scratch
-// space, overwritten.
+// space, overwritten. Its strings are views of id and b, not copies (the
+// record is encoded and forgotten): 120k records allocate next to nothing
+// and make the collector mark the daemon's heap no more often.
 func encodeRecord(enc *jsontext.Encoder, l *loop.Loop, id, b []byte) error {
 	*l = loop.Loop{}
-	if err := decodeLoopInto(id, b, l, false); err != nil {
+	if err := decodeRecord(id, b, l, false, true); err != nil {
 		return err
 	}
 	if err := json.MarshalEncode(enc, l, jsonv1.DefaultOptionsV1()); err != nil {
