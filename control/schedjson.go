@@ -14,8 +14,8 @@ import (
 )
 
 // WriteScheduler writes the debug plan at now (`loopr debug scheduler`) to
-// w as JSON and a newline — the bytes of json.Marshal(Scheduler(now)) —
-// one row at a time, without building the api.SchedRow of every waiting
+// w as JSON and a newline — the bytes of json.Marshal(Scheduler(now)), but
+// for invalid UTF-8 (see store.WriteJSON) — one row at a time, without building the api.SchedRow of every waiting
 // loop first. It returns how many rows it wrote.
 //
 // The view and each row are encoded from api.SchedulerView's and

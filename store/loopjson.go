@@ -20,8 +20,10 @@ import (
 // (jsonv1.DefaultOptionsV1: HTML-safe escapes, omitempty as encoding/json
 // reads it), so a field added to loop.Loop appears with no change here.
 // `loopr list --json` through the daemon and `loopr export` stream 100k
-// records this way, one record in memory at a time. loopjson_test.go holds
-// the bytes to json.Marshal's.
+// records this way, one record in memory at a time. The bytes are
+// json.Marshal's (TestLoopJSONMatchesMarshal), but for a string that is not
+// valid UTF-8: its replacement character is written as itself, not as the
+// escape \ufffd, as encoding/json does when built on v2.
 
 // newJSONEncoder returns the encoder of the records' JSON on w. It ends
 // each top-level value with a newline.
@@ -31,8 +33,8 @@ func newJSONEncoder(w io.Writer) *jsontext.Encoder {
 
 // encodeRecord encodes the record stored under id into enc; l is scratch
 // space, overwritten. Its strings are views of id and b, not copies (the
-// record is encoded and forgotten): 120k records allocate next to nothing
-// and make the collector mark the daemon's heap no more often.
+// record is encoded and forgotten): 120k records leave little garbage, and
+// the collector marks the daemon's heap no more often for them.
 func encodeRecord(enc *jsontext.Encoder, l *loop.Loop, id, b []byte) error {
 	*l = loop.Loop{}
 	if err := decodeRecord(id, b, l, false, true); err != nil {
