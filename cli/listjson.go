@@ -57,7 +57,9 @@ var errStopped = errors.New("output stopped")
 // SetIndent("", "  ") writes it.
 func indentArray(w io.Writer, r io.Reader) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	dec := jsontext.NewDecoder(r, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	// The decoder reads 4 KiB at a time: from a buffer, not from the pipe
+	// (a hand-over between goroutines each).
+	dec := jsontext.NewDecoder(bufio.NewReaderSize(r, 256<<10), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	enc := jsontext.NewEncoder(bw, jsontext.WithIndent("  "), jsontext.PreserveRawStrings(true),
 		jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	tok, err := dec.ReadToken()
