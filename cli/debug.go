@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"fmt"
+	"io"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -24,8 +26,8 @@ func (e *env) debugCmd() *cobra.Command {
 		Short: "Every pending loop in scheduling order, with its priority and why it does or does not run",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// One command that reads every waiting loop and keeps all of
-			// it until it prints: collecting as it grows is wasted work.
+			// One command that reads every waiting loop and keeps its
+			// table until it prints: collecting as it grows is wasted work.
 			defer debug.SetGCPercent(debug.SetGCPercent(400))
 			now := e.now().UTC()
 			if nowFlag != "" {
@@ -35,6 +37,12 @@ func (e *env) debugCmd() *cobra.Command {
 				}
 			}
 			return e.withReader(func(b Backend) error {
+				if rs, ok := b.(schedStreamer); ok && !jsonOut {
+					return printScheduler(e, func(row func(*api.SchedRow) error) error {
+						_, err := rs.SchedulerRows(cmd.Context(), now, func(_ *api.SchedulerView, r *api.SchedRow) error { return row(r) })
+						return err
+					})
+				}
 				v, err := b.Scheduler(cmd.Context(), now)
 				if err != nil {
 					return err
@@ -45,7 +53,7 @@ func (e *env) debugCmd() *cobra.Command {
 					}
 					return writeJSON(e.stdout, v.Rows)
 				}
-				return printScheduler(e, v)
+				return printScheduler(e, rowsOf(v))
 			})
 		},
 	}
@@ -55,21 +63,28 @@ func (e *env) debugCmd() *cobra.Command {
 	return c
 }
 
-func printScheduler(e *env, v api.SchedulerView) error {
-	if len(v.Rows) == 0 {
-		fmt.Fprintln(e.stdout, "no pending loops")
-		return nil
-	}
-	// tabwriter, one Write per row: 100k rows cell by cell through fmt
-	// cost a good part of the command.
+// schedStreamer is a Backend that hands over the plan's rows as they
+// arrive (the daemon's client): the table is built while the rest is on
+// its way, and 100k rows are never held.
+type schedStreamer interface {
+	SchedulerRows(ctx context.Context, now time.Time, row func(*api.SchedulerView, *api.SchedRow) error) (api.SchedulerView, error)
+}
+
+// printScheduler prints the table of the rows each yields, aligned by
+// text/tabwriter, one Write per row (100k rows cell by cell through fmt
+// cost a good part of the command). Nothing is printed when each fails.
+func printScheduler(e *env, each func(row func(*api.SchedRow) error) error) error {
 	out := bufio.NewWriterSize(e.stdout, 64<<10)
 	w := table(out)
-	line := []byte("ID\tTYPE\tPRIORITY\tAGE\tDEPTH\tITER\tRUNNABLE\n")
-	for i := range v.Rows {
-		if _, err := w.Write(line); err != nil {
-			return err
+	var line []byte
+	n := 0
+	err := each(func(r *api.SchedRow) error {
+		if n == 0 {
+			if _, err := io.WriteString(w, "ID\tTYPE\tPRIORITY\tAGE\tDEPTH\tITER\tRUNNABLE\n"); err != nil {
+				return err
+			}
 		}
-		r := &v.Rows[i]
+		n++
 		line = append(line[:0], r.ID...)
 		line = append(append(line, '\t'), r.Type...)
 		line = strconv.AppendInt(append(line, '\t'), int64(r.Priority), 10)
@@ -77,15 +92,32 @@ func printScheduler(e *env, v api.SchedulerView) error {
 		line = strconv.AppendInt(append(line, '\t'), int64(r.Depth), 10)
 		line = strconv.AppendInt(append(line, '\t'), int64(r.Iteration), 10)
 		line = append(append(line, '\t'), runnableText(r.Runnable, r.ReasonText)...)
-		line = append(line, '\n')
-	}
-	if _, err := w.Write(line); err != nil {
+		_, err := w.Write(append(line, '\n'))
 		return err
+	})
+	switch {
+	case err != nil:
+		return err
+	case n == 0:
+		fmt.Fprintln(e.stdout, "no pending loops")
+		return nil
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
 	return out.Flush()
+}
+
+// rowsOf yields the rows of v to printScheduler.
+func rowsOf(v api.SchedulerView) func(row func(*api.SchedRow) error) error {
+	return func(row func(*api.SchedRow) error) error {
+		for i := range v.Rows {
+			if err := row(&v.Rows[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // runnableText is "yes", or "no (reason, reason…)".

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/loopr-dev/loopr/api"
@@ -23,14 +24,25 @@ func TestSchedulerTable(t *testing.T) {
 		"phase9                      review-long  -5        59s   12     117   no (global cap 50/50, artifact missing (/a/é/日本.md))\n" +
 		"ééé                         plan         7         2d7h  0      2     no\n"
 	var got bytes.Buffer
-	if err := printScheduler(&env{stdout: &got}, v); err != nil {
+	if err := printScheduler(&env{stdout: &got}, rowsOf(v)); err != nil {
 		t.Fatal(err)
 	}
 	if got.String() != want {
 		t.Errorf("table mismatch\ngot:\n%s\nwant:\n%s", got.String(), want)
 	}
 	got.Reset()
-	if err := printScheduler(&env{stdout: &got}, api.SchedulerView{}); err != nil || got.String() != "no pending loops\n" {
+	if err := printScheduler(&env{stdout: &got}, rowsOf(api.SchedulerView{})); err != nil || got.String() != "no pending loops\n" {
 		t.Errorf("empty plan = %q, %v; want %q", got.String(), err, "no pending loops\n")
+	}
+	got.Reset()
+	cut := errors.New("plan cut off")
+	err := printScheduler(&env{stdout: &got}, func(row func(*api.SchedRow) error) error {
+		if err := rowsOf(v)(row); err != nil {
+			return err
+		}
+		return cut
+	})
+	if !errors.Is(err, cut) || got.Len() != 0 {
+		t.Errorf("a plan that fails after its rows = %q, %v; want nothing printed and %v", got.String(), err, cut)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -38,14 +39,19 @@ func (c *Client) ListJSON(ctx context.Context, req api.ListRequest, w io.Writer)
 	return nil
 }
 
-// scheduler fetches the debug plan at path and decodes it as it arrives
-// with github.com/go-json-experiment/json (encoding/json/v2), about 1.7×
-// as fast as encoding/json (field names matched exactly: the daemon wrote
-// them from the same struct tags). The rows are
-// decoded one by one into a slice sized from the view's "waiting" count,
-// which the daemon writes before them (no slice grown and copied
-// row by row: a quarter of the memory).
-func (c *Client) scheduler(ctx context.Context, path string) (api.SchedulerView, error) {
+// SchedulerRows fetches the debug plan at now (zero: the daemon's now) and
+// calls row with each row as it arrives, in order: v holds the view's
+// other fields (Rows empty), r is reused from row to row (copy what you
+// keep). `loopr debug scheduler` builds its table this way while the rest
+// of the plan is still on its way, without holding 100k rows. It returns
+// the view without its rows (Rows empty, or nil when the plan's rows were
+// null); an error from row stops it and is returned as it is.
+//
+// The plan is decoded by github.com/go-json-experiment/json
+// (encoding/json/v2), about 1.7× as fast as encoding/json, field names
+// matched exactly (the daemon wrote them from the same struct tags).
+func (c *Client) SchedulerRows(ctx context.Context, now time.Time, row func(v *api.SchedulerView, r *api.SchedRow) error) (api.SchedulerView, error) {
+	path := "/v1/scheduler" + nowQuery(now)
 	if _, ok := ctx.Deadline(); !ok && c.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
@@ -60,6 +66,7 @@ func (c *Client) scheduler(ctx context.Context, path string) (api.SchedulerView,
 		return api.SchedulerView{}, readAPIError(resp)
 	}
 	var v api.SchedulerView
+	var stopped error // row's error, returned as it is
 	rows := json.UnmarshalFromFunc(func(dec *jsontext.Decoder, rows *[]api.SchedRow) error {
 		if dec.PeekKind() != '[' {
 			return errors.ErrUnsupported // null or not an array: the default decoding
@@ -67,21 +74,30 @@ func (c *Client) scheduler(ctx context.Context, path string) (api.SchedulerView,
 		if _, err := dec.ReadToken(); err != nil {
 			return err
 		}
-		*rows = make([]api.SchedRow, 0, max(0, min(v.Waiting, 1<<20))) // a hint: more rows may come
+		*rows = []api.SchedRow{} // an array, not null: the view's Rows are empty, not nil
+		var r api.SchedRow
 		for dec.PeekKind() != ']' {
-			*rows = append(*rows, api.SchedRow{})
-			if err := json.UnmarshalDecode(dec, &(*rows)[len(*rows)-1], json.WithUnmarshalers(nil)); err != nil {
+			r = api.SchedRow{}
+			if err := json.UnmarshalDecode(dec, &r, json.WithUnmarshalers(nil)); err != nil {
 				return err
+			}
+			if stopped = row(&v, &r); stopped != nil {
+				return stopped
 			}
 		}
 		_, err := dec.ReadToken()
 		return err
 	})
 	// The daemon's encoder writes neither duplicate names nor invalid
-	// UTF-8: not checking again saves a tenth of the decoding.
-	body := bufio.NewReaderSize(resp.Body, 256<<10) // the decoder reads 4 KiB at a time: not a syscall each
-	if err := json.UnmarshalRead(body, &v, json.WithUnmarshalers(rows),
-		jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)); err != nil {
+	// UTF-8: not checking again saves a tenth of the decoding. The decoder
+	// reads 4 KiB at a time: from a buffer, not a syscall each.
+	body := bufio.NewReaderSize(resp.Body, 256<<10)
+	err = json.UnmarshalRead(body, &v, json.WithUnmarshalers(rows),
+		jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	switch {
+	case stopped != nil:
+		return api.SchedulerView{}, stopped
+	case err != nil:
 		return api.SchedulerView{}, fmt.Errorf("decode %s response: %w", resp.Request.URL.Path, err)
 	}
 	return v, nil

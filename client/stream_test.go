@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -83,6 +84,25 @@ func TestSchedulerDecodes(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, got); diff != "" || len(got.Rows) != max(n, 0) {
 			t.Errorf("%d rows: Scheduler() mismatch (-json.Unmarshal +got):\n%s", n, diff)
+		}
+
+		i := 0
+		stop := errors.New("enough")
+		_, err = c.SchedulerRows(context.Background(), time.Time{}, func(v *api.SchedulerView, r *api.SchedRow) error {
+			if v.Waiting != want.Waiting || i >= len(want.Rows) || !cmp.Equal(*r, want.Rows[i]) {
+				return fmt.Errorf("row %d: %+v (waiting %d); want %+v (waiting %d)", i, *r, v.Waiting, want.Rows[min(i, len(want.Rows)-1)], want.Waiting)
+			}
+			if i++; i == 3 {
+				return stop
+			}
+			return nil
+		})
+		wantErr, wantRows := error(nil), max(n, 0)
+		if n >= 3 {
+			wantErr, wantRows = stop, 3
+		}
+		if err != wantErr || i != wantRows {
+			t.Errorf("%d rows: SchedulerRows(stop at row 3) = %v after %d rows; want %v after %d (the rows in order, the callback's error as it is)", n, err, i, wantErr, wantRows)
 		}
 
 		c, err = dial(planServer(t, doc[:len(doc)*2/3]))
