@@ -2,12 +2,13 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"fmt"
+	"io"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -25,8 +26,8 @@ func (e *env) debugCmd() *cobra.Command {
 		Short: "Every pending loop in scheduling order, with its priority and why it does or does not run",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// One command that reads every waiting loop and keeps all of
-			// it until it prints: collecting as it grows is wasted work.
+			// One command that reads every waiting loop and keeps its
+			// table until it prints: collecting as it grows is wasted work.
 			defer debug.SetGCPercent(debug.SetGCPercent(400))
 			now := e.now().UTC()
 			if nowFlag != "" {
@@ -36,6 +37,12 @@ func (e *env) debugCmd() *cobra.Command {
 				}
 			}
 			return e.withReader(func(b Backend) error {
+				if rs, ok := b.(schedStreamer); ok && !jsonOut {
+					return printScheduler(e, func(row func(*api.SchedRow) error) error {
+						_, err := rs.SchedulerRows(cmd.Context(), now, func(_ *api.SchedulerView, r *api.SchedRow) error { return row(r) })
+						return err
+					})
+				}
 				v, err := b.Scheduler(cmd.Context(), now)
 				if err != nil {
 					return err
@@ -46,7 +53,7 @@ func (e *env) debugCmd() *cobra.Command {
 					}
 					return writeJSON(e.stdout, v.Rows)
 				}
-				return printScheduler(e, v)
+				return printScheduler(e, rowsOf(v))
 			})
 		},
 	}
@@ -56,105 +63,61 @@ func (e *env) debugCmd() *cobra.Command {
 	return c
 }
 
-func printScheduler(e *env, v api.SchedulerView) error {
-	if len(v.Rows) == 0 {
+// schedStreamer is a Backend that hands over the plan's rows as they
+// arrive (the daemon's client): the table is built while the rest is on
+// its way, and 100k rows are never held.
+type schedStreamer interface {
+	SchedulerRows(ctx context.Context, now time.Time, row func(*api.SchedulerView, *api.SchedRow) error) (api.SchedulerView, error)
+}
+
+// printScheduler prints the table of the rows each yields, aligned by
+// text/tabwriter, one Write per row (100k rows cell by cell through fmt
+// cost a good part of the command). Nothing is printed when each fails.
+func printScheduler(e *env, each func(row func(*api.SchedRow) error) error) error {
+	out := bufio.NewWriterSize(e.stdout, 64<<10)
+	w := table(out)
+	var line []byte
+	n := 0
+	err := each(func(r *api.SchedRow) error {
+		if n == 0 {
+			if _, err := io.WriteString(w, "ID\tTYPE\tPRIORITY\tAGE\tDEPTH\tITER\tRUNNABLE\n"); err != nil {
+				return err
+			}
+		}
+		n++
+		line = append(line[:0], r.ID...)
+		line = append(append(line, '\t'), r.Type...)
+		line = strconv.AppendInt(append(line, '\t'), int64(r.Priority), 10)
+		line = append(append(line, '\t'), age(time.Duration(r.AgeSeconds)*time.Second)...)
+		line = strconv.AppendInt(append(line, '\t'), int64(r.Depth), 10)
+		line = strconv.AppendInt(append(line, '\t'), int64(r.Iteration), 10)
+		line = append(append(line, '\t'), runnableText(r.Runnable, r.ReasonText)...)
+		_, err := w.Write(append(line, '\n'))
+		return err
+	})
+	switch {
+	case err != nil:
+		return err
+	case n == 0:
 		fmt.Fprintln(e.stdout, "no pending loops")
 		return nil
 	}
-	out := bufio.NewWriterSize(e.stdout, 64<<10)
-	if !alignable(v.Rows) {
-		w := table(out)
-		fmt.Fprintln(w, "ID\tTYPE\tPRIORITY\tAGE\tDEPTH\tITER\tRUNNABLE")
-		for _, r := range v.Rows {
-			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%d\t%d\t%s\n", r.ID, r.Type, r.Priority,
-				age(time.Duration(r.AgeSeconds)*time.Second), r.Depth, r.Iteration, runnableText(r.Runnable, r.ReasonText))
-		}
-		if err := w.Flush(); err != nil {
-			return err
-		}
-		return out.Flush()
-	}
-	// The table tabwriter would print (columns as wide as their widest
-	// cell plus two spaces, the last column as it is), written directly:
-	// 100k rows through tabwriter and fmt cost a good part of the command.
-	ages := make([]string, len(v.Rows))
-	head := [...]string{"ID", "TYPE", "PRIORITY", "AGE", "DEPTH", "ITER"}
-	var width [6]int
-	for i, h := range head {
-		width[i] = len(h)
-	}
-	var num [20]byte
-	digits := func(n int) int { return len(strconv.AppendInt(num[:0], int64(n), 10)) }
-	for i := range v.Rows {
-		r := &v.Rows[i]
-		ages[i] = age(time.Duration(r.AgeSeconds) * time.Second)
-		for c, w := range [6]int{utf8.RuneCountInString(r.ID), utf8.RuneCountInString(r.Type), digits(r.Priority),
-			utf8.RuneCountInString(ages[i]), digits(r.Depth), digits(r.Iteration)} {
-			width[c] = max(width[c], w)
-		}
-	}
-	pad := func(text string, c int) {
-		out.WriteString(text)
-		for range width[c] + 2 - utf8.RuneCountInString(text) {
-			out.WriteByte(' ')
-		}
-	}
-	padInt := func(n, c int) {
-		b := strconv.AppendInt(num[:0], int64(n), 10)
-		out.Write(b)
-		for range width[c] + 2 - len(b) {
-			out.WriteByte(' ')
-		}
-	}
-	for c, h := range head {
-		pad(h, c)
-	}
-	out.WriteString("RUNNABLE\n")
-	for i := range v.Rows {
-		r := &v.Rows[i]
-		pad(r.ID, 0)
-		pad(r.Type, 1)
-		padInt(r.Priority, 2)
-		pad(ages[i], 3)
-		padInt(r.Depth, 4)
-		padInt(r.Iteration, 5)
-		switch {
-		case r.Runnable:
-			out.WriteString("yes")
-		case len(r.ReasonText) == 0:
-			out.WriteString("no")
-		default:
-			out.WriteString("no (")
-			for j, t := range r.ReasonText {
-				if j > 0 {
-					out.WriteString(", ")
-				}
-				out.WriteString(t)
-			}
-			out.WriteString(")")
-		}
-		out.WriteByte('\n')
+	if err := w.Flush(); err != nil {
+		return err
 	}
 	return out.Flush()
 }
 
-// alignable reports whether the rows hold none of the characters that
-// tabwriter treats as cell or line breaks, so that printScheduler can
-// align them itself and print exactly what tabwriter would.
-func alignable(rows []api.SchedRow) bool {
-	bad := func(s string) bool { return strings.ContainsAny(s, "\t\n\v\f") }
-	for i := range rows {
-		r := &rows[i]
-		if bad(r.ID) || bad(r.Type) {
-			return false
-		}
-		for _, t := range r.ReasonText {
-			if bad(t) {
-				return false
+// rowsOf yields the rows of v to printScheduler.
+func rowsOf(v api.SchedulerView) func(row func(*api.SchedRow) error) error {
+	return func(row func(*api.SchedRow) error) error {
+		for i := range v.Rows {
+			if err := row(&v.Rows[i]); err != nil {
+				return err
 			}
 		}
+		return nil
 	}
-	return true
 }
 
 // runnableText is "yes", or "no (reason, reason…)".

@@ -343,9 +343,25 @@ func (c *Client) Why(ctx context.Context, id string, now time.Time) (api.Why, er
 	return w, err
 }
 
-// Scheduler returns the debug plan at now (zero: the daemon's now).
+// Scheduler returns the debug plan at now (zero: the daemon's now), its
+// rows decoded as they arrive into a slice sized from the view's waiting
+// count (SchedulerRows, stream.go).
 func (c *Client) Scheduler(ctx context.Context, now time.Time) (api.SchedulerView, error) {
-	return c.scheduler(ctx, "/v1/scheduler"+nowQuery(now)) // schedjson.go
+	var rows []api.SchedRow
+	v, err := c.SchedulerRows(ctx, now, func(v *api.SchedulerView, r *api.SchedRow) error {
+		if rows == nil {
+			rows = make([]api.SchedRow, 0, max(1, min(v.Waiting, 1<<20))) // a hint: more rows may come
+		}
+		rows = append(rows, *r)
+		return nil
+	})
+	if err != nil {
+		return api.SchedulerView{}, err
+	}
+	if rows != nil {
+		v.Rows = rows
+	}
+	return v, nil
 }
 
 // Status returns the daemon's status.

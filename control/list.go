@@ -9,8 +9,8 @@ import (
 )
 
 // WriteList writes the loops req selects to w as one JSON array in id
-// order — the bytes of json.Marshal(List(req)) — straight from the stored
-// records, none decoded into a loop.Loop (store.WriteJSON). Bad input is
+// order and a newline — the bytes of json.Marshal(List(req)) — streamed
+// from the stored records one at a time (store.WriteJSON). Bad input is
 // refused before anything is written.
 func (s *Service) WriteList(w io.Writer, req api.ListRequest) (int, error) {
 	for _, st := range req.Status {

@@ -185,20 +185,30 @@ func (s *Service) Plan(now time.Time) (Snapshot, scheduler.Decision, error) {
 
 // Row converts a scheduler row to its wire form.
 func Row(r scheduler.Row, now time.Time) api.SchedRow {
-	out := api.SchedRow{
+	var out api.SchedRow
+	fillRow(&out, &r, now)
+	return out
+}
+
+// fillRow sets *out to r's wire form, reusing out's slices.
+func fillRow(out *api.SchedRow, r *scheduler.Row, now time.Time) {
+	reasons, texts := out.Reasons[:0], out.ReasonText[:0]
+	if reasons == nil {
+		reasons, texts = make([]string, 0, len(r.Reasons)), make([]string, 0, len(r.Reasons))
+	}
+	for _, rs := range r.Reasons {
+		reasons = append(reasons, string(rs.Code))
+		texts = append(texts, rs.Text)
+	}
+	*out = api.SchedRow{
 		ID: r.Loop.ID, Type: r.Loop.Type, Status: r.Loop.Status, Title: r.Loop.Title,
 		Priority: r.Score.Priority, Base: r.Score.Base, AgeBoost: r.Score.AgeBoost,
 		Depth: r.Score.Depth, DepthBoost: r.Score.DepthBoost, Iteration: r.Score.Iteration,
 		RetryPenalty: r.Score.RetryPenalty, Runnable: r.Runnable,
-		Reasons: []string{}, ReasonText: []string{},
+		Reasons: reasons, ReasonText: texts,
 		AgeSeconds: max(0, int64(now.Sub(r.Loop.CreatedAt)/time.Second)),
 		Tier:       r.Tier, FairnessKey: r.Key, KeyUsed: r.KeyUsed, Cost: r.Cost, Agent: r.Agent,
 	}
-	for _, rs := range r.Reasons {
-		out.Reasons = append(out.Reasons, string(rs.Code))
-		out.ReasonText = append(out.ReasonText, rs.Text)
-	}
-	return out
 }
 
 // Scheduler returns the debug plan at now (`loopr debug scheduler`).

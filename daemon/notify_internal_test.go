@@ -45,7 +45,10 @@ func TestNotifyCommandBounded(t *testing.T) {
 	}
 	pgid, _ := strconv.Atoi(f[5])
 	deadline := time.Now().Add(3 * time.Second)
-	for syscall.Kill(-pgid, 0) == nil {
+	// A member killed but not yet reaped is a zombie: it counts as gone
+	// (another test's daemon in this process may be the child subreaper
+	// that inherited it, and it reaps only while it runs).
+	for groupAlive(pgid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("process group %d of the notify command still alive", pgid)
 		}
@@ -54,4 +57,28 @@ func TestNotifyCommandBounded(t *testing.T) {
 	if !strings.Contains(logBuf.String(), "notify: command failed") {
 		t.Errorf("the killed command was not logged:\n%s", logBuf.String())
 	}
+}
+
+// groupAlive reports whether a process of group pgid runs (zombies aside).
+func groupAlive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp …; comm may hold spaces: split after ')'.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
+			return true
+		}
+	}
+	return false
 }

@@ -168,3 +168,49 @@ func rawFsyncRate(b *testing.B, dir string, n int) float64 {
 	}
 	return rate
 }
+
+// BenchmarkWriteJSON: `loopr list --json`'s work in the daemon — 20,000
+// records (ralphs with ~330-byte tasks, as in internal/daemonbench) from
+// the store to JSON, decoded from their binary encoding and encoded from
+// loop.Loop's tags by github.com/go-json-experiment/json — per record.
+func BenchmarkWriteJSON(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), "loopr.db"), Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Date(2026, 1, 25, 12, 0, 0, 0, time.UTC)
+	const n = 20_000
+	err = s.Update(func(tx *Tx) error {
+		for i := range n {
+			l := loop.Loop{ID: fmt.Sprintf("01JRA%021d", i), Type: loop.Ralph, Status: loop.Pending,
+				Parent: "01JPH000000000000000000000", Depth: 3, Title: fmt.Sprintf("work item %06d", i),
+				Task:      fmt.Sprintf("%0330d", i),
+				Iteration: 1, MaxIterations: 10, CreatedAt: now, UpdatedAt: now, Artifact: "specs/phase-0001.md"}
+			if err := tx.Put(l); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out countingDiscard
+	for b.Loop() {
+		out = 0
+		if got, err := s.WriteJSON(&out, Filter{}); err != nil || got != n {
+			b.Fatalf("WriteJSON() = %d, %v; want %d", got, err, n)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/loop")
+	b.ReportMetric(float64(out)/n, "bytes/loop")
+}
+
+// countingDiscard counts what is written to it.
+type countingDiscard int
+
+func (c *countingDiscard) Write(p []byte) (int, error) {
+	*c += countingDiscard(len(p))
+	return len(p), nil
+}

@@ -34,18 +34,14 @@ func (e *LineError) Unwrap() error { return e.Err }
 // the file waits for it, so give Export a fast w (a file, a buffer).
 func (s *Store) Export(w io.Writer) (int, error) {
 	bw := bufio.NewWriter(w)
+	enc := newJSONEncoder(bw) // a newline after each record (loopjson.go)
 	n := 0
 	var werr error
 	err := s.View(func(tx *Tx) error {
-		var b []byte
+		var l loop.Loop
 		c := tx.bucket(bucketLoops).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			var err error
-			if b, err = appendLoopJSON(b[:0], k, v); err != nil { // json.Marshal's bytes (loopjson.go)
-				werr = fmt.Errorf("export %w", err)
-				return nil
-			}
-			if _, err := bw.Write(append(b, '\n')); err != nil {
+			if err := encodeRecord(enc, &l, k, v); err != nil {
 				werr = fmt.Errorf("export: %w", err)
 				return nil
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unsafe"
 
 	"github.com/loopr-dev/loopr/loop"
 )
@@ -138,10 +139,13 @@ func appendLoop(b []byte, l *loop.Loop) []byte {
 	return w.b
 }
 
-// recReader reads the fields of a record; the first error sticks.
+// recReader reads the fields of a record; the first error sticks. With
+// borrow set, its strings are views of the record's bytes, not copies:
+// valid only while those bytes are (the read transaction).
 type recReader struct {
-	b   []byte
-	err error
+	b      []byte
+	err    error
+	borrow bool
 }
 
 func (r *recReader) fail() {
@@ -193,10 +197,14 @@ func (r *recReader) raw() []byte {
 }
 
 func (r *recReader) str() string {
-	if s := r.raw(); len(s) > 0 {
-		return string(s)
+	s := r.raw()
+	switch {
+	case len(s) == 0:
+		return ""
+	case r.borrow:
+		return unsafe.String(&s[0], len(s))
 	}
-	return ""
+	return string(s)
 }
 
 // skip passes over a string without copying it.
@@ -315,6 +323,12 @@ func (r *recReader) body(l *loop.Loop) {
 
 // decodeLoopInto decodes a whole record, binary or (schema 1) JSON.
 func decodeLoopInto(id, b []byte, l *loop.Loop, headOnly bool) error {
+	return decodeRecord(id, b, l, headOnly, false)
+}
+
+// decodeRecord is decodeLoopInto; with borrow set, the strings of a binary
+// record are views of b and id (see recReader).
+func decodeRecord(id, b []byte, l *loop.Loop, headOnly, borrow bool) error {
 	if len(b) > 0 && !isBinary(b) {
 		if err := json.Unmarshal(b, l); err != nil {
 			return damaged(fmt.Errorf("loop %s: decode: %w", id, err))
@@ -328,7 +342,7 @@ func decodeLoopInto(id, b []byte, l *loop.Loop, headOnly bool) error {
 	if len(b) == 0 {
 		return damaged(fmt.Errorf("loop %s: decode: empty record", id))
 	}
-	r := recReader{b: b[1:]}
+	r := recReader{b: b[1:], borrow: borrow}
 	r.head(l)
 	if b[0] == tagBinaryExt {
 		r.ext(l)
@@ -339,7 +353,11 @@ func decodeLoopInto(id, b []byte, l *loop.Loop, headOnly bool) error {
 	if r.err != nil {
 		return damaged(fmt.Errorf("loop %s: decode: %w", id, r.err))
 	}
-	l.ID = string(id)
+	if borrow && len(id) > 0 {
+		l.ID = unsafe.String(&id[0], len(id))
+	} else {
+		l.ID = string(id)
+	}
 	return nil
 }
 

@@ -3,202 +3,54 @@ package store
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
-	"time"
 
-	"github.com/loopr-dev/loopr/internal/fastjson"
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
+
 	"github.com/loopr-dev/loopr/loop"
 )
 
-// Records straight to JSON: the bytes json.Marshal(loop.Loop) writes for a
-// record, produced from its binary encoding without building a loop.Loop
-// (no string is allocated). `loopr list --json` through the daemon and
-// `loopr export` stream 100k records this way. loopjson_test.go holds it
-// to encoding/json's output byte for byte.
+// Records as JSON: each stored record is decoded into a loop.Loop and
+// encoded from its struct tags by github.com/go-json-experiment/json (the
+// code that becomes encoding/json/v2) with encoding/json's options
+// (jsonv1.DefaultOptionsV1: HTML-safe escapes, omitempty as encoding/json
+// reads it), so a field added to loop.Loop appears with no change here.
+// `loopr list --json` through the daemon and `loopr export` stream 100k
+// records this way, one record in memory at a time. The bytes are
+// json.Marshal's (TestLoopJSONMatchesMarshal), but for a string that is not
+// valid UTF-8: its replacement character is written as itself, not as the
+// escape \ufffd, as encoding/json does when built on v2.
 
-// timeView is a time field of a binary record, not yet a time.Time.
-type timeView struct {
-	sec, nsec int64
-	set       bool
+// newJSONEncoder returns the encoder of the records' JSON on w. It ends
+// each top-level value with a newline.
+func newJSONEncoder(w io.Writer) *jsontext.Encoder {
+	return jsontext.NewEncoder(w, jsonv1.DefaultOptionsV1())
 }
 
-func (r *recReader) timeView() timeView {
-	switch r.byte() {
-	case 0:
-		return timeView{}
-	case 1:
-		sec := r.int()
-		nsec := r.uvarint()
-		if nsec >= 1e9 && r.err == nil {
-			r.err = fmt.Errorf("bad time")
-		}
-		return timeView{sec: int64(sec), nsec: int64(nsec), set: true}
+// encodeRecord encodes the record stored under id into enc; l is scratch
+// space, overwritten. Its strings are views of id and b, not copies (the
+// record is encoded and forgotten): 120k records leave little garbage, and
+// the collector marks the daemon's heap no more often for them.
+func encodeRecord(enc *jsontext.Encoder, l *loop.Loop, id, b []byte) error {
+	*l = loop.Loop{}
+	if err := decodeRecord(id, b, l, false, true); err != nil {
+		return err
 	}
-	if r.err == nil {
-		r.err = fmt.Errorf("bad time")
-	}
-	return timeView{}
-}
-
-func (t timeView) time() time.Time {
-	if !t.set {
-		return time.Time{}
-	}
-	return time.Unix(t.sec, t.nsec).UTC()
-}
-
-// recView is a binary record's fields as views into its bytes.
-type recView struct {
-	typ, parent, trig, title, fkey, ckey, owner []byte
-	status                                      loop.Status
-	depth, iteration, maxIterations             int
-	created, updated, started, finished         timeView
-	runnable, deadline                          timeView
-	cost                                        float64
-	task, artifact, workdir, feedback, reason   []byte
-	lease                                       bool
-	leaseOwner                                  []byte
-	leaseExpires                                timeView
-	leasePID                                    int
-	leasePIDStart                               uint64
-}
-
-func viewLoop(id, b []byte, v *recView) error {
-	if len(b) == 0 || b[0] != tagBinary {
-		return fmt.Errorf("loop %s: not a binary record", id)
-	}
-	r := recReader{b: b[1:]}
-	v.typ = r.raw()
-	v.status = r.status()
-	v.parent = r.raw()
-	v.depth, v.iteration, v.maxIterations = r.int(), r.int(), r.int()
-	v.created, v.updated, v.started = r.timeView(), r.timeView(), r.timeView()
-	v.finished, v.runnable, v.deadline = r.timeView(), r.timeView(), r.timeView()
-	v.trig, v.title, v.fkey, v.ckey, v.owner = r.raw(), r.raw(), r.raw(), r.raw(), r.raw()
-	v.cost = r.float()
-	v.task, v.artifact, v.workdir, v.feedback, v.reason = r.raw(), r.raw(), r.raw(), r.raw(), r.raw()
-	switch r.byte() {
-	case 0:
-		v.lease = false
-	case 1:
-		v.lease = true
-		v.leaseOwner = r.raw()
-		v.leaseExpires = r.timeView()
-		v.leasePID = r.int()
-		v.leasePIDStart = r.uvarint()
-	default:
-		if r.err == nil {
-			r.err = fmt.Errorf("bad lease")
-		}
-	}
-	if r.err == nil && len(r.b) != 0 {
-		r.err = fmt.Errorf("%d bytes after the record", len(r.b))
-	}
-	if r.err != nil {
-		return fmt.Errorf("loop %s: decode: %w", id, r.err)
+	if err := json.MarshalEncode(enc, l, jsonv1.DefaultOptionsV1()); err != nil {
+		return fmt.Errorf("loop %s: encode: %w", id, err)
 	}
 	return nil
 }
 
-// appendLoopJSON appends json.Marshal of the record stored under id.
-func appendLoopJSON(dst, id, b []byte) ([]byte, error) {
-	var v recView
-	if len(b) > 0 && b[0] != tagBinary { // a schema-1 record, or one with extension fields
-		l, err := decodeLoop(id, b)
-		if err != nil {
-			return dst, err
-		}
-		j, err := json.Marshal(l)
-		if err != nil {
-			return dst, fmt.Errorf("loop %s: encode: %w", id, err)
-		}
-		return append(dst, j...), nil
-	}
-	if err := viewLoop(id, b, &v); err != nil {
-		return dst, err
-	}
-	n0 := len(dst)
-	var err error
-	str := func(key string, s []byte, omitEmpty bool) {
-		if omitEmpty && len(s) == 0 {
-			return
-		}
-		dst = append(dst, ',', '"')
-		dst = append(dst, key...)
-		dst = append(dst, '"', ':')
-		dst = fastjson.AppendString(dst, s)
-	}
-	num := func(key string, n int64) {
-		dst = append(dst, ',', '"')
-		dst = append(dst, key...)
-		dst = append(dst, '"', ':')
-		dst = strconv.AppendInt(dst, n, 10)
-	}
-	tm := func(key string, t timeView, omitZero bool) {
-		if (omitZero && !t.set) || err != nil {
-			return
-		}
-		dst = append(dst, ',', '"')
-		dst = append(dst, key...)
-		dst = append(dst, '"', ':')
-		dst, err = fastjson.AppendTime(dst, t.time())
-	}
-	dst = append(dst, `{"id":`...)
-	dst = fastjson.AppendString(dst, id)
-	str("type", v.typ, false)
-	str("status", []byte(v.status), false)
-	str("parent", v.parent, true)
-	num("depth", int64(v.depth))
-	str("triggered_by", v.trig, true)
-	str("task", v.task, true)
-	str("title", v.title, true)
-	num("iteration", int64(v.iteration))
-	num("max_iterations", int64(v.maxIterations))
-	tm("created_at", v.created, false)
-	tm("updated_at", v.updated, false)
-	tm("started_at", v.started, true)
-	tm("finished_at", v.finished, true)
-	tm("runnable_at", v.runnable, true)
-	tm("deadline", v.deadline, true)
-	str("artifact", v.artifact, true)
-	str("workdir", v.workdir, true)
-	str("feedback", v.feedback, true)
-	if v.lease {
-		dst = append(dst, `,"lease":{"owner":`...)
-		dst = fastjson.AppendString(dst, v.leaseOwner)
-		tm("expires_at", v.leaseExpires, false)
-		if v.leasePID != 0 {
-			num("pid", int64(v.leasePID))
-		}
-		if v.leasePIDStart != 0 {
-			dst = append(dst, `,"pid_start":`...)
-			dst = strconv.AppendUint(dst, v.leasePIDStart, 10)
-		}
-		dst = append(dst, '}')
-	}
-	str("fairness_key", v.fkey, true)
-	str("conflict_key", v.ckey, true)
-	if v.cost != 0 && err == nil {
-		dst = append(dst, `,"cost_hint":`...)
-		dst, err = fastjson.AppendFloat(dst, v.cost)
-	}
-	str("owner", v.owner, true)
-	str("reason", v.reason, true)
-	if err != nil {
-		return dst[:n0], fmt.Errorf("loop %s: encode: %w", id, err)
-	}
-	return append(dst, '}'), nil
-}
-
 // WriteJSON writes the loops f selects to w as one JSON array in id order
-// — the bytes of json.Marshal of what List(f) returns — and returns how
-// many it wrote. Like Export, it reads one snapshot and holds it while w
-// is written: give it a buffered w.
+// and a newline — the bytes of json.Marshal of what List(f) returns — and
+// returns how many it wrote. Like Export, it reads one snapshot and holds
+// it while w is written: give it a fast w.
 func (s *Store) WriteJSON(w io.Writer, f Filter) (int, error) {
 	if f.IDPrefix != "" {
 		return 0, errors.New("write json: an id prefix selects with List")
@@ -209,15 +61,17 @@ func (s *Store) WriteJSON(w io.Writer, f Filter) (int, error) {
 		}
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
+	enc := newJSONEncoder(bw)
 	n := 0
-	buf := make([]byte, 0, 4096)
+	var l loop.Loop
 	err := s.View(func(tx *Tx) error {
 		loops := tx.bucket(bucketLoops)
-		if _, err := bw.WriteString("["); err != nil {
+		if err := enc.WriteToken(jsontext.BeginArray); err != nil {
 			return err
 		}
+		filtered := f.Type != "" || f.HasParent != nil || len(f.Statuses) > 0
 		emit := func(id, v []byte) error {
-			if f.Type != "" || f.HasParent != nil || len(f.Statuses) > 0 {
+			if filtered {
 				st, parent, err := peekStatusParent(id, v)
 				if err != nil {
 					return err
@@ -227,23 +81,20 @@ func (s *Store) WriteJSON(w io.Writer, f Filter) (int, error) {
 					return nil
 				}
 				if f.Type != "" {
-					r := recReader{b: v[1:]}
-					if string(r.raw()) != f.Type {
+					var head loop.Loop
+					if err := decodeLoopInto(id, v, &head, true); err != nil {
+						return err
+					}
+					if head.Type != f.Type {
 						return nil
 					}
 				}
 			}
-			buf = buf[:0]
-			if n > 0 {
-				buf = append(buf, ',')
-			}
-			var err error
-			if buf, err = appendLoopJSON(buf, id, v); err != nil {
+			if err := encodeRecord(enc, &l, id, v); err != nil {
 				return err
 			}
 			n++
-			_, err = bw.Write(buf)
-			return err
+			return nil
 		}
 		var ids [][]byte
 		switch {
@@ -269,8 +120,7 @@ func (s *Store) WriteJSON(w io.Writer, f Filter) (int, error) {
 					return err
 				}
 			}
-			_, err := bw.WriteString("]")
-			return err
+			return enc.WriteToken(jsontext.EndArray)
 		}
 		for _, id := range ids {
 			v := loops.Get(id)
@@ -281,8 +131,7 @@ func (s *Store) WriteJSON(w io.Writer, f Filter) (int, error) {
 				return err
 			}
 		}
-		_, err := bw.WriteString("]")
-		return err
+		return enc.WriteToken(jsontext.EndArray)
 	})
 	if err == nil {
 		err = bw.Flush()
