@@ -388,7 +388,7 @@ func TestClaudeCode(t *testing.T) {
 		checkLimitWaited(t, c, loops, s, loop.Phase, first, reset)
 		for _, l := range loops {
 			if l.Type == loop.Phase {
-				if log := iterFile(c.repo, string(l.ID), 1, "attempt-1/agent.log"); !strings.Contains(log, "You've hit your") || !strings.Contains(log, `"status":"rejected"`) {
+				if log := iterFile(c.repo, string(l.ID), 1, "attempt-1/agent.log"); !strings.Contains(log, "You've hit your session limit · resets") || !strings.Contains(log, `"status":"rejected"`) {
 					t.Errorf("phase attempt-1/agent.log lacks the subscriber limit:\n%s", tail(log, 5))
 				}
 			}
