@@ -45,12 +45,14 @@ type BudgetRequest struct {
 	Tokens *int64   `json:"tokens,omitempty"`
 }
 
-// BudgetResult is the loop after the change, and the loops it put back to
-// pending (they waited in needs_human for the budget).
+// BudgetResult is the loop after the change, the loops it put back to
+// pending (they waited in needs_human for the budget) and those it put in
+// needs_human (a lowered budget already spent).
 type BudgetResult struct {
 	Loop    loop.Loop  `json:"loop"`
 	Usage   loop.Usage `json:"tree_usage"`
 	Resumed []string   `json:"resumed"`
+	Held    []string   `json:"held"`
 }
 
 // TreeUsage is what a loop and all its descendants consumed (GET
@@ -159,6 +161,9 @@ type SchedRow struct {
 	FairnessKey string  `json:"fairness_key,omitzero"`
 	KeyUsed     float64 `json:"key_used,omitzero"`
 	Cost        float64 `json:"cost,omitzero"`
+	// Agent is the profile the loop's next iteration would run on: its
+	// own, or a fallback while its own is rate limited.
+	Agent string `json:"agent,omitzero"`
 }
 
 // SchedulerView is the debug plan at one instant (GET /v1/scheduler).

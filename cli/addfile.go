@@ -55,7 +55,7 @@ func (e *fileError) Error() string {
 // fileKeys are the keys of an item: the JSON fields of POST /v1/loops,
 // plus `in` (a delay from now, for runnable_at).
 var fileKeys = []string{"type", "parent", "task", "title", "max_iterations", "runnable_at", "in",
-	"deadline", "fairness_key", "conflict_key", "cost_hint", "owner"}
+	"deadline", "fairness_key", "conflict_key", "cost_hint", "owner", "agent", "budget_usd", "budget_tokens"}
 
 // parseLoopsFile decodes a YAML list of create requests strictly: an
 // unknown or duplicate key, a value of the wrong type or a bad time is an
@@ -133,6 +133,22 @@ func parseLoopsFile(name string, data []byte, now time.Time) ([]fileItem, error)
 				req.Title = str
 			case "owner":
 				req.Owner = str
+			case "agent":
+				req.Agent = str
+			case "budget_usd":
+				if t := v.ShortTag(); t != "!!int" && t != "!!float" {
+					return nil, fail(v.Line, key, "want a number, got %q", str)
+				}
+				if req.Budget.USD, err = strconv.ParseFloat(str, 64); err != nil || req.Budget.USD < 0 {
+					return nil, fail(v.Line, key, "want a number >= 0, got %q", str)
+				}
+			case "budget_tokens":
+				if v.ShortTag() != "!!int" {
+					return nil, fail(v.Line, key, "want an integer, got %q", str)
+				}
+				if req.Budget.Tokens, err = strconv.ParseInt(str, 10, 64); err != nil || req.Budget.Tokens < 0 {
+					return nil, fail(v.Line, key, "want an integer >= 0, got %q", str)
+				}
 			case "fairness_key":
 				req.FairnessKey = str
 			case "conflict_key":

@@ -57,6 +57,9 @@ for its budget.`,
 				if len(res.Resumed) > 0 {
 					fmt.Fprintf(e.stdout, "resumed %d loop(s) waiting for the budget: %v\n", len(res.Resumed), res.Resumed)
 				}
+				if len(res.Held) > 0 {
+					fmt.Fprintf(e.stdout, "the budget is spent: %d waiting loop(s) now wait in needs_human: %v\n", len(res.Held), res.Held)
+				}
 				return nil
 			})
 		},

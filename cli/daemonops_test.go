@@ -143,7 +143,7 @@ func TestAddFile(t *testing.T) {
 func TestAddFileInvalid(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ name, yaml, want string }{
-		{"unknown key", "- type: ralph\n  tyep: spec\n", "loops.yaml:2: [0].tyep: unknown key (known: type, parent, task, title, max_iterations, runnable_at, in, deadline, fairness_key, conflict_key, cost_hint, owner)"},
+		{"unknown key", "- type: ralph\n  tyep: spec\n", "loops.yaml:2: [0].tyep: unknown key (known: type, parent, task, title, max_iterations, runnable_at, in, deadline, fairness_key, conflict_key, cost_hint, owner, agent, budget_usd, budget_tokens)"},
 		{"not a list", "type: ralph\n", "loops.yaml:1: want a YAML list of loops (- type: ralph …), got a mapping"},
 		{"item not a mapping", "- ralph\n", `loops.yaml:1: [0]: want a mapping (type: …, task: …), got "ralph"`},
 		{"bad integer", "- {type: ralph, task: x}\n- {type: ralph, task: y, max_iterations: many}\n", `loops.yaml:2: [1].max_iterations: want an integer, got "many"`},
@@ -152,6 +152,8 @@ func TestAddFileInvalid(t *testing.T) {
 		{"both times", "- type: ralph\n  task: x\n  in: 10m\n  runnable_at: 2030-01-01T00:00:00Z\n", "loops.yaml:4: [0]: runnable_at and in: give one, not both"},
 		{"duplicate", "- type: ralph\n  type: spec\n", "loops.yaml:2: [0].type: duplicate key (first at line 1)"},
 		{"nested", "- type: ralph\n  task: [a, b]\n", "loops.yaml:2: [0].task: want a value, got a list"},
+		{"negative budget", "- {type: ralph, task: x, budget_usd: -2}\n", `loops.yaml:1: [0].budget_usd: want a number >= 0, got "-2"`},
+		{"text tokens", "- {type: ralph, task: x, budget_tokens: lots}\n", `loops.yaml:1: [0].budget_tokens: want an integer, got "lots"`},
 		{"empty", "# nothing\n", "loops.yaml: empty: want a YAML list of loops"},
 		{"empty list", "[]\n", "loops.yaml:1: empty list: want at least one loop"},
 		{"syntax", "- type: ralph\n\ttask: x\n", "loops.yaml:2: invalid YAML: found a tab character that violates indentation"},

@@ -49,6 +49,7 @@ retry:
   backoff_factor: 2
   backoff_max_secs: 4
 agent:
+  preset: command                  # plain text output, no structured events
   command: [%q, "agent-sim"]
   timeout_secs: 120
 loops:
@@ -373,7 +374,7 @@ func (e *env) demoSummary(ctx context.Context, c *client.Client, plan loop.Loop,
 	fmt.Fprintf(e.stdout, "\n%d loop(s) passed validation only on a later iteration (feedback carried into the next prompt)\n", retried)
 	// The simulated agent leaves one marker per 429 it answered.
 	markers, _ := filepath.Glob(filepath.Join(dir, ".loopr", "sim", "429-*"))
-	fmt.Fprintf(e.stdout, "%d rate-limit signal(s) from the agent; all loops waited out the shared backoff (no iteration spent)\n",
+	fmt.Fprintf(e.stdout, "%d rate-limit signal(s) from the agent; the loops on that agent profile waited out its backoff (no iteration spent)\n",
 		max(len(markers), w.rateLimits, st.RateLimit.Hits))
 	if out, err := exec.CommandContext(ctx, "git", "-C", dir, "ls-tree", "-r", "--name-only", "loopr/"+plan.ID, "sim").Output(); err == nil {
 		files := strings.Fields(string(out))

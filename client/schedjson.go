@@ -738,7 +738,7 @@ func (p *parser) rows(v *api.SchedulerView) {
 }
 
 var rowKeys = []string{"id", "type", "status", "title", "priority", "base", "age_boost", "depth", "depth_boost", "iteration",
-	"retry_penalty", "runnable", "reasons", "reason_text", "age_seconds", "tier", "fairness_key", "key_used", "cost"}
+	"retry_penalty", "runnable", "reasons", "reason_text", "age_seconds", "tier", "fairness_key", "key_used", "cost", "agent"}
 
 func (p *parser) row(r *api.SchedRow) {
 	m := p.members()
@@ -786,6 +786,8 @@ func (p *parser) row(r *api.SchedRow) {
 			r.KeyUsed = p.float()
 		case "cost":
 			r.Cost = p.float()
+		case "agent":
+			r.Agent = p.istr()
 		default:
 			p.unknown(string(key), rowKeys)
 		}

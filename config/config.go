@@ -12,10 +12,17 @@
 // Decoding problems come in document order, then range checks in the fixed
 // order of Validate, so the same file always gives the same error.
 //
-// Zero values in the per-type settings mean "inherit": an empty agent uses
-// agent.command, timeout_secs 0 uses agent.timeout_secs, an empty prompt uses
-// the workspace's .loopr/prompts/<type>.md or the built-in template. Loop
-// resolves them.
+// Zero values in the per-type settings mean "inherit": an empty agent is
+// the profile `agent:` (named DefaultProfile), timeout_secs 0 uses the
+// profile's timeout_secs, an empty prompt uses the workspace's
+// .loopr/prompts/<type>.md or the built-in template. Loop resolves them.
+//
+// Agent profiles: `agent:` and each entry of `agents:` have the same keys;
+// an entry starts from DefaultAgent (not from `agent:`). A profile's preset
+// supplies its argv unless command is set, its extra environment and the
+// parser of its output. Fallback names are checked (known, no duplicate, no
+// cycle, directly or through other profiles). loops.<type>.agent names a
+// profile; the argv list it once held is refused with a message saying so.
 //
 // Choices where SPEC §5 is silent:
 //   - An empty file, or an empty section (`scheduler:` with nothing under

@@ -12,6 +12,7 @@ import (
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/ratelimit"
 	"github.com/loopr-dev/loopr/store"
 	"github.com/loopr-dev/loopr/workspace"
 )
@@ -226,6 +227,78 @@ func BenchmarkDecision(b *testing.B) {
 			per := b.Elapsed() / time.Duration(b.N)
 			b.ReportMetric(float64(base[1].Microseconds())/1000, "baseline-ms")
 			b.ReportMetric(float64(base[1])/float64(per), "x-baseline")
+		})
+	}
+}
+
+// BenchmarkDecisionProfiles is BenchmarkDecision at 100k with the agent
+// profiles and budgets of issue 11 in play: the default profile limited
+// with a free fallback (every loop picks it), every profile limited, and
+// one plan tree in a hundred over its budget. Each must stay on the
+// incremental walk.
+func BenchmarkDecisionProfiles(b *testing.B) {
+	limited := ratelimit.State{Hits: 1, BackoffUntil: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	for _, c := range []struct {
+		name   string
+		limits map[string]ratelimit.State
+		spent  bool
+		starts int
+	}{
+		{"default-limited-fallback-free", map[string]ratelimit.State{config.DefaultProfile: limited}, false, 5},
+		{"every-profile-limited", map[string]ratelimit.State{config.DefaultProfile: limited, "codex": limited}, false, 0},
+		{"one-tree-in-100-over-budget", nil, true, 5},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			svc, now := decisionStore(b, 100_000, false)
+			cfg := svc.Config()
+			cfg.Agents = map[string]config.Agent{"codex": config.DefaultAgent()}
+			cfg.Agent.Fallback = []string{"codex"}
+			err := svc.Store.Update(func(tx *store.Tx) error {
+				if c.limits != nil {
+					if err := control.SaveLimits(tx, c.limits); err != nil {
+						return err
+					}
+				}
+				if !c.spent {
+					return nil
+				}
+				root, err := tx.Get("pl000000")
+				if err != nil {
+					return err
+				}
+				root.Budget, root.Usage = loop.Budget{USD: 1}, loop.Usage{CostUSD: 2}
+				if err := tx.Put(root); err != nil {
+					return err
+				}
+				return tx.SetMeta(control.BudgetsKey, true)
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := svc.EnableIndex(); err != nil {
+				b.Fatal(err)
+			}
+			// The first decision finds the spent trees (once per daemon);
+			// reported apart from the steady state.
+			began := time.Now()
+			if _, err := svc.Decide(now); err != nil {
+				b.Fatal(err)
+			}
+			first := time.Since(began)
+			b.ReportAllocs()
+			b.ResetTimer()
+			at := now
+			for b.Loop() {
+				at = at.Add(time.Second)
+				d, err := svc.Decide(at)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(d.Start) != c.starts || !d.Fast {
+					b.Fatalf("Decide started %d (fast %v), want %d by the incremental walk", len(d.Start), d.Fast, c.starts)
+				}
+			}
+			b.ReportMetric(float64(first.Microseconds())/1000, "first-ms")
 		})
 	}
 }

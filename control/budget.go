@@ -22,6 +22,10 @@ import (
 // LimitsKey does not exist yet.
 const LimitsKey = "ratelimits"
 
+// BudgetsKey is the store meta key that says some loop was ever given a
+// budget: until then no tree can be spent, and no decision looks for one.
+const BudgetsKey = "budgets"
+
 // UsageDayKey is the store meta key of what agents consumed today (UTC).
 const UsageDayKey = "usage_day"
 
@@ -135,34 +139,58 @@ type spentCache struct {
 // only ones a gate can hold back): from the cache with the index on,
 // otherwise worked out in tx.
 func (s *Service) spentTrees(tx *store.Tx) (map[string]string, error) {
+	if used, err := s.budgetsUsed(tx); err != nil || !used {
+		return nil, err
+	}
 	if s.Index() != nil {
 		s.spent.mu.Lock()
 		defer s.spent.mu.Unlock()
 		if s.spent.loaded {
+			if len(s.spent.m) == 0 {
+				return nil, nil
+			}
 			return maps.Clone(s.spent.m), nil
 		}
 	}
 	out := map[string]string{}
-	seen := map[string]bool{}
-	visit := func(l loop.Loop) error {
-		root, err := RootOf(tx, l)
-		if err != nil || seen[root.ID] {
-			return err
-		}
-		seen[root.ID] = true
-		text, spent, err := TreeSpent(tx, root)
-		if spent {
-			out[root.ID] = text
-		}
-		return err
-	}
+	// Each distinct root once; ancestors read once (roots memoizes).
+	r := roots{tx: tx, known: map[string]*loop.Loop{}, root: map[string]string{}}
+	rootIDs := map[string]bool{}
 	var err error
 	for _, st := range []loop.Status{loop.Pending, loop.Paused, loop.Running, loop.NeedsHuman} {
-		if e := tx.ByStatus(st, func(l loop.Loop) bool { err = visit(l); return err == nil }); e != nil {
+		e := tx.ByStatus(st, func(l loop.Loop) bool {
+			if l.Parent == "" {
+				rootIDs[l.ID] = true
+				return true
+			}
+			var id string
+			if id, err = r.of(l.Parent); err != nil {
+				return false
+			}
+			rootIDs[id] = true
+			return true
+		})
+		if e != nil {
 			return nil, e
 		}
 		if err != nil {
 			return nil, err
+		}
+	}
+	for id := range rootIDs {
+		root, err := tx.Get(id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		text, spent, err := TreeSpent(tx, root)
+		if err != nil {
+			return nil, err
+		}
+		if spent {
+			out[id] = text
 		}
 	}
 	if s.Index() != nil {
@@ -286,6 +314,9 @@ func (s *Service) SetBudget(id string, req api.BudgetRequest) (api.BudgetResult,
 		}
 		l.Budget = b
 		l.UpdatedAt = now
+		if err := s.noteBudget(tx, b); err != nil {
+			return err
+		}
 		if err := tx.Put(l); err != nil {
 			return err
 		}
@@ -319,6 +350,15 @@ func (s *Service) SetBudget(id string, req api.BudgetRequest) (api.BudgetResult,
 			}
 			res.Resumed = append(res.Resumed, cur.ID)
 		}
+		// A lowered budget may be spent already: its waiting loops wait
+		// for a person now, not after the next iteration.
+		cur, err := tx.Get(id)
+		if err != nil {
+			return err
+		}
+		if res.Held, err = s.HoldForBudget(tx, cur, now); err != nil {
+			return err
+		}
 		if res.Loop, err = tx.Get(id); err != nil {
 			return err
 		}
@@ -327,6 +367,9 @@ func (s *Service) SetBudget(id string, req api.BudgetRequest) (api.BudgetResult,
 	})
 	if res.Resumed == nil {
 		res.Resumed = []string{}
+	}
+	if res.Held == nil {
+		res.Held = []string{}
 	}
 	return res, err
 }
@@ -347,6 +390,9 @@ func budgetString(b loop.Budget) string {
 // BudgetSpentFor reports, in tx, whether the budget l's iteration may have
 // spent is spent: l's own, or its tree's. It writes nothing.
 func (s *Service) BudgetSpentFor(tx *store.Tx, l loop.Loop) (bool, error) {
+	if used, err := s.budgetsUsed(tx); err != nil || !used {
+		return false, err
+	}
 	if l.Budget.Spent(l.Usage) {
 		return true, nil
 	}
@@ -377,4 +423,46 @@ func (s *Service) TreeUsageOf(id string) (api.TreeUsage, error) {
 		return nil
 	})
 	return out, err
+}
+
+// budgetsUsed reports whether any loop was ever given a budget (BudgetsKey),
+// remembered once read.
+func (s *Service) budgetsUsed(tx *store.Tx) (bool, error) {
+	switch s.budgets.Load() {
+	case budgetsNone:
+		return false, nil
+	case budgetsSome:
+		return true, nil
+	}
+	var used bool
+	if _, err := tx.Meta(BudgetsKey, &used); err != nil {
+		return false, err
+	}
+	// Every write of a budget goes through this Service (noteBudget): one
+	// daemon, or one command, owns the store.
+	if used {
+		s.budgets.Store(budgetsSome)
+	} else {
+		s.budgets.Store(budgetsNone)
+	}
+	return used, nil
+}
+
+// The states of Service.budgets.
+const (
+	budgetsUnknown int32 = iota
+	budgetsNone
+	budgetsSome
+)
+
+// noteBudget records in tx that a loop has budget b (BudgetsKey), once.
+func (s *Service) noteBudget(tx *store.Tx, b loop.Budget) error {
+	if b == (loop.Budget{}) || s.budgets.Load() == budgetsSome {
+		return nil
+	}
+	if err := tx.SetMeta(BudgetsKey, true); err != nil {
+		return err
+	}
+	s.budgets.Store(budgetsSome) // a rolled-back write only costs a needless look later
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/loopr-dev/loopr/config"
@@ -66,8 +67,9 @@ type Service struct {
 	admMu sync.Mutex
 	adm   admissionCount // the waiting loops counted in the last write transaction
 
-	idx   indexState // the in-memory scheduling index, once enabled (index.go)
-	spent spentCache // the trees whose budget is spent, with the index on (budget.go)
+	idx     indexState   // the in-memory scheduling index, once enabled (index.go)
+	spent   spentCache   // the trees whose budget is spent, with the index on (budget.go)
+	budgets atomic.Int32 // whether any loop has a budget: budgetsUnknown, None or Some (budget.go)
 }
 
 // New returns a Service. cfg is called on every operation so a daemon can

@@ -106,6 +106,9 @@ func (s *Service) CreateIn(tx *store.Tx, req api.CreateRequest, now time.Time) (
 	if err := s.admit(tx, l.Owner); err != nil {
 		return loop.Loop{}, err
 	}
+	if err := s.noteBudget(tx, l.Budget); err != nil {
+		return loop.Loop{}, err
+	}
 	if err := tx.Create(l); err != nil {
 		s.unadmit(tx, l.Owner)
 		return loop.Loop{}, err
@@ -185,6 +188,7 @@ func (s *Service) Act(id, action string, req api.ActionRequest) (api.ActionResul
 			}
 			err = s.move(tx, l, loop.Pending, now, "reset by user", func(n *loop.Loop) {
 				n.Iteration, n.Reason, n.RunnableAt = 1, "", time.Time{}
+				n.RateLimitStreak, n.TransientRetries = 0, 0
 			})
 		case api.ActionPause:
 			err = s.move(tx, l, loop.Paused, now, "paused by user", nil)
@@ -406,6 +410,9 @@ func (s *Service) SpawnChildren(tx *store.Tx, parent loop.Loop, doc artifact.Doc
 			return nil, fmt.Errorf("spawn child %d of %s: %w", sec.N, parent.ID, err)
 		}
 		child.TriggeredBy = artifactPath
+		if err := s.noteBudget(tx, child.Budget); err != nil {
+			return nil, err
+		}
 		if err := tx.Create(child); err != nil {
 			return nil, err
 		}

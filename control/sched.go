@@ -190,7 +190,7 @@ func Row(r scheduler.Row, now time.Time) api.SchedRow {
 		RetryPenalty: r.Score.RetryPenalty, Runnable: r.Runnable,
 		Reasons: []string{}, ReasonText: []string{},
 		AgeSeconds: max(0, int64(now.Sub(r.Loop.CreatedAt)/time.Second)),
-		Tier:       r.Tier, FairnessKey: r.Key, KeyUsed: r.KeyUsed, Cost: r.Cost,
+		Tier:       r.Tier, FairnessKey: r.Key, KeyUsed: r.KeyUsed, Cost: r.Cost, Agent: r.Agent,
 	}
 	for _, rs := range r.Reasons {
 		out.Reasons = append(out.Reasons, string(rs.Code))
@@ -401,5 +401,15 @@ func (s *Service) Import(loops []loop.Loop) (int, error) {
 		}
 	}
 	defer s.forgetSpent() // usage and budgets came with the loops
-	return s.Store.Import(loops)
+	n, err := s.Store.Import(loops)
+	if err != nil {
+		return n, err
+	}
+	for _, l := range loops {
+		if l.Budget != (loop.Budget{}) {
+			err = s.Store.Update(func(tx *store.Tx) error { return s.noteBudget(tx, l.Budget) })
+			break
+		}
+	}
+	return n, err
 }

@@ -116,5 +116,8 @@ func appendSchedRow(b []byte, r *scheduler.Row, now time.Time) ([]byte, error) {
 			}
 		}
 	}
+	if r.Agent != "" {
+		o.Str("agent", r.Agent)
+	}
 	return o.End(), nil
 }

@@ -36,6 +36,7 @@ func TestEveryRouteRefusesBadInput(t *testing.T) {
 		{"POST", "/v1/loops/nope/cancel", ""}, {"GET", "/v1/loops/nope/why", ""}, {"GET", "/v1/loops/nope/output", ""},
 		{"GET", "/v1/scheduler", ""}, {"GET", "/v1/export", ""}, {"POST", "/v1/import", ""}, {"GET", "/v1/events", ""},
 		{"GET", "/v1/stats", ""}, {"POST", "/v1/gc", `{"dry_run":true}`}, {"GET", "/metrics", ""},
+		{"GET", "/v1/loops/nope/usage", ""}, {"POST", "/v1/loops/nope/budget", `{"usd":1}`},
 	} {
 		sep := "?"
 		if strings.Contains(r.path, "?") {
@@ -50,7 +51,7 @@ func TestEveryRouteRefusesBadInput(t *testing.T) {
 			reqs = append(reqs, req{"POST", "/v1/loops/" + id + "/" + a, `{"reason":"r","feedback":"f"}`})
 		}
 	}
-	for _, path := range []string{"/v1/loops/%s", "/v1/loops/%s/why", "/v1/loops/%s/output"} {
+	for _, path := range []string{"/v1/loops/%s", "/v1/loops/%s/why", "/v1/loops/%s/output", "/v1/loops/%s/usage"} {
 		for _, id := range []string{strings.Repeat("a", 65), "a%00b", "caf%C3%A9"} {
 			reqs = append(reqs, req{"GET", strings.Replace(path, "%s", id, 1), ""})
 		}
@@ -69,6 +70,13 @@ func TestEveryRouteRefusesBadInput(t *testing.T) {
 		{"POST", "/v1/loops", `{"type":"ralph","task":"x","runnable_at":12}`},
 		{"POST", "/v1/loops", `"ralph"`},
 		{"POST", "/v1/loops", "\xff\xfe"},
+		{"POST", "/v1/loops/nope/budget", `{"usd":1}`},
+		{"POST", "/v1/loops/nope/budget", `{"usd":"lots"}`},
+		{"POST", "/v1/loops/nope/budget", `{"usd":-1}`},
+		{"POST", "/v1/loops/nope/budget", `{}`},
+		{"POST", "/v1/loops/nope/budget", ``},
+		{"POST", "/v1/loops", `{"type":"ralph","task":"x","agent":"nope"}`},
+		{"POST", "/v1/loops", `{"type":"ralph","task":"x","budget":{"usd":-3}}`},
 		{"POST", "/v1/gc", `{"dry_run":"yes"}`},
 		{"POST", "/v1/gc", `{"days":-1}`},
 		{"POST", "/v1/gc", `{"days":`},

@@ -151,6 +151,15 @@ func TestUsageRollsUpAndFallbackTakesOver(t *testing.T) {
 	if !strings.Contains(logged[hit:], "agent=backup") {
 		t.Errorf("no start on backup after the limit:\n%s", logged[hit:])
 	}
+	// How long the refused loop waited for its fallback.
+	limitAt, startAt := logTime(logged[strings.LastIndex(logged[:hit], "\n")+1:]), time.Time{}
+	for _, line := range strings.Split(logged[hit:], "\n") {
+		if strings.Contains(line, `msg="loop started"`) && strings.Contains(line, "loop="+id) {
+			startAt = logTime(line)
+			break
+		}
+	}
+	t.Logf("the limit was recorded at %s; the refused loop restarted on the fallback %s later", limitAt.Format(time.TimeOnly), startAt.Sub(limitAt))
 	st := status(t, r)
 	var mainLimit *api.ProfileLimit
 	for i := range st.Profiles {
@@ -166,6 +175,24 @@ func TestUsageRollsUpAndFallbackTakesOver(t *testing.T) {
 	}
 	if l := show(t, r, id); l.Iteration != 1 {
 		t.Errorf("the refused loop is at iteration %d, want 1 (a limit spends none)", l.Iteration)
+	}
+
+	// The metrics count the same spend, by type and profile.
+	m := scrapeMetrics(t, r)
+	var cost, input float64
+	for k, v := range m {
+		switch {
+		case strings.HasPrefix(k, "loopr_cost_usd_total{"):
+			cost += v
+		case strings.HasPrefix(k, "loopr_tokens_total{") && strings.Contains(k, `kind="input"`):
+			input += v
+		}
+	}
+	if math.Abs(cost-0.5) > 1e-9 || input != 5000 {
+		t.Errorf("metrics: cost $%v, input tokens %v; want $0.5 and 5000", cost, input)
+	}
+	if v := m[`loopr_cost_usd_total{agent="backup",type="ralph"}`]; v < 0.1-1e-9 {
+		t.Errorf("loopr_cost_usd_total{agent=backup,type=ralph} = %v, want the fallback's ralph runs", v)
 	}
 	d.stop()
 }
@@ -224,4 +251,15 @@ func TestBudgetStopsTheTreeAndRaisingResumes(t *testing.T) {
 		t.Errorf("tree_usage cost $%.2f, want $0.80 (4 plan runs and 4 more loops)", got.CostUSD)
 	}
 	d.stop()
+}
+
+// logTime reads the time= of a daemon log line (slog's text format).
+func logTime(line string) time.Time {
+	_, rest, ok := strings.Cut(line, "time=")
+	if !ok {
+		return time.Time{}
+	}
+	v, _, _ := strings.Cut(rest, " ")
+	t, _ := time.Parse(time.RFC3339Nano, v)
+	return t
 }

@@ -394,7 +394,7 @@ func TestFaultCorruptConfig(t *testing.T) {
 func TestFaultAgentMissing(t *testing.T) {
 	t.Parallel()
 	e := newRelEnv(t, relSimpleConfig([]string{"/nonexistent/loopr-agent", "-p"},
-		"types:\n  chore: {agent: [\"true\"], max_iterations: 1}\n"))
+		"agents:\n  healthy: {preset: command, command: [\"true\"]}\ntypes:\n  chore: {agent: healthy, max_iterations: 1}\n"))
 	d := e.start()
 	ctx := context.Background()
 	l, err := d.c.Create(ctx, api.CreateRequest{Type: loop.Ralph, Task: "Use the missing agent.", MaxIterations: 2})

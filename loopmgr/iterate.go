@@ -208,7 +208,15 @@ func (m *Manager) finish(ctx context.Context, r result) {
 	} else {
 		m.recorded(l.ID)
 	}
-	if m.charge != nil && m.charge.applied {
+	if c := m.charge; c != nil {
+		if !c.applied {
+			// No outcome was written with it (the loop was cancelled
+			// or changed while it ran): the spend is still the loop's.
+			m.recordUsage(l.ID, c.usage, now)
+		}
+		if m.o.OnUsage != nil {
+			m.o.OnUsage(l, c.agent, c.usage)
+		}
 		m.checkBudget(l.ID, now)
 	}
 	// Fairness learns the wall time of iterations that ran to a verdict
@@ -273,9 +281,6 @@ func (m *Manager) ours(tx *store.Tx, id string, iteration int) (loop.Loop, error
 			return cur, err
 		}
 		c.applied = true
-		if m.o.OnUsage != nil {
-			m.o.OnUsage(cur, c.agent, c.usage)
-		}
 	}
 	return cur, nil
 }
@@ -569,5 +574,24 @@ func (m *Manager) checkBudget(id string, now time.Time) {
 	}
 	if len(held) > 0 {
 		m.log.Warn("budget spent: loops wait for a person", "loop", id, "held", len(held))
+	}
+}
+
+// recordUsage adds what an iteration consumed to loop id, whatever its
+// status, when no outcome was recorded with it.
+func (m *Manager) recordUsage(id string, u loop.Usage, now time.Time) {
+	err := m.svc.Store.Update(func(tx *store.Tx) error {
+		cur, err := tx.Get(id)
+		if err != nil {
+			return err
+		}
+		cur.Usage = cur.Usage.Add(u)
+		if err := tx.Put(cur); err != nil {
+			return err
+		}
+		return control.AddUsageToday(tx, u, now)
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		m.log.Error("record usage", "loop", id, "err", err)
 	}
 }

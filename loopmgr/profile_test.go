@@ -126,6 +126,15 @@ func TestMaxConsecutiveRateLimitsParks(t *testing.T) {
 	if n := h.fake.count(); n != 3 {
 		t.Errorf("%d runs, want 3", n)
 	}
+	// A reset starts the count again.
+	if _, err := h.svc.Act(l.ID, api.ActionReset, api.ActionRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.get(l.ID); got.RateLimitStreak != 0 || got.TransientRetries != 0 {
+		t.Errorf("after reset: streak %d transient %d, want 0 0", got.RateLimitStreak, got.TransientRetries)
+	}
+	h.mgr.Wake()
+	h.waitFor("parked again after 3 more", func() bool { return h.fake.count() == 6 && h.status(l.ID) == loop.Failed })
 }
 
 func TestUsageSumsOnTheRecord(t *testing.T) {
@@ -221,4 +230,27 @@ func TestLongLimitNeedsHuman(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitFor("complete", func() bool { h.mgr.Wake(); return h.status(l.ID) == loop.Complete })
+}
+
+// TestCancelledRunStillCounts: a run a user cancels still spent what its
+// agent reported.
+func TestCancelledRunStillCounts(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{})
+	h := newHarness(t, nil, func(ctx context.Context, j runner.Job) runner.Result {
+		close(started)
+		<-ctx.Done()
+		return runner.Result{Outcome: runner.Cancelled, Usage: loop.Usage{CostUSD: 0.4, OutputTokens: 7}}
+	})
+	h.start()
+	l := h.create(api.CreateRequest{Type: loop.Ralph, Task: "x"})
+	<-started
+	if _, err := h.svc.Act(l.ID, api.ActionCancel, api.ActionRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	h.mgr.Stop([]string{l.ID})
+	h.waitFor("the usage recorded", func() bool { return h.get(l.ID).Usage.CostUSD == 0.4 })
+	if got := h.get(l.ID); got.Status != loop.Cancelled || got.Usage.OutputTokens != 7 {
+		t.Errorf("status %s usage %+v", got.Status, got.Usage)
+	}
 }

@@ -247,3 +247,30 @@ func TestStateJSON(t *testing.T) {
 		})
 	}
 }
+
+// TestLimitedFor: Since marks the start of a run of limits; it survives
+// further hits and ends with a success.
+func TestLimitedFor(t *testing.T) {
+	t.Parallel()
+	c := DefaultConfig()
+	var s State
+	s.HitUntil(t0, t0.Add(time.Hour), c)
+	s.Hit(t0.Add(10*time.Minute), 0, c)
+	if !s.Since.Equal(t0) {
+		t.Errorf("Since = %v, want the first hit %v", s.Since, t0)
+	}
+	if got := s.LimitedFor(t0.Add(time.Minute)); got != time.Hour {
+		t.Errorf("LimitedFor = %v, want 1h (from the first hit to the announced reset)", got)
+	}
+	if got := s.LimitedFor(t0.Add(2 * time.Hour)); got != 0 {
+		t.Errorf("LimitedFor after the backoff = %v, want 0", got)
+	}
+	s.Success(t0.Add(2 * time.Hour))
+	if !s.Since.IsZero() {
+		t.Errorf("Since after a success = %v, want zero", s.Since)
+	}
+	s.Hit(t0.Add(3*time.Hour), 0, c)
+	if !s.Since.Equal(t0.Add(3 * time.Hour)) {
+		t.Errorf("Since of a new run = %v", s.Since)
+	}
+}

@@ -169,14 +169,17 @@ func (l *limit) full() bool { return l != nil && l.used >= l.max }
 // fast is the incremental walk. It returns false, having decided nothing,
 // when only Plan can be exact.
 func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) bool {
-	if p.Fairness.Enabled || p.Weights.AgeBoostPerMinute < 0 || len(env.Spent) > 0 {
+	if p.Fairness.Enabled || p.Weights.AgeBoostPerMinute < 0 {
 		return false
 	}
-	for _, st := range env.Limits { // a limited profile: Plan picks the fallbacks
-		if st.Blocked(now) || st.Recovering(now) {
-			return false
+	limited := false
+	for _, st := range env.Limits {
+		if st.Recovering(now) {
+			return false // the ramp admits one loop per profile: Plan's walk
 		}
+		limited = limited || st.Blocked(now)
 	}
+
 	ix.setWeights(p.Weights)
 	if now.Before(ix.t) {
 		ix.rewind(now) // the clock went back
@@ -184,6 +187,9 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 	ix.advance(now)
 	if env.DiskLow || env.RateLimit.Blocked(now) || d.Slots == 0 {
 		return true // every row has a failing gate
+	}
+	if limited && allBlocked(&p.Agents, env.Limits, now) {
+		return true // no profile can take an iteration: every row is rate_limited
 	}
 	recovering := env.RateLimit.Recovering(now)
 
@@ -293,6 +299,10 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 		fix(0)
 	}
 
+	var roots map[string]string // memo of ix.root, for spent trees
+	if len(env.Spent) > 0 {
+		roots = map[string]string{}
+	}
 	skips := 0
 	for len(cs) > 0 && len(d.Start) < d.Slots && !(recovering && len(d.Start) >= 1) {
 		c := cs[0]
@@ -310,7 +320,8 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 				hk = [2]string{g, e.conflictKey}
 			}
 		}
-		if ol.full() || (hk[0] != "" && held[hk]) || !env.artifact(e.triggeredBy) {
+		if ol.full() || (hk[0] != "" && held[hk]) || ix.treeSpent(e, env.Spent, roots) ||
+			(limited && !free(&p.Agents, e, env.Limits, now)) || !env.artifact(e.triggeredBy) {
 			if skips++; skips > MaxSkips {
 				d.Start, d.Visited = nil, 0
 				return false
@@ -334,6 +345,47 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 		fix(0)
 	}
 	return true
+}
+
+// allBlocked reports whether every agent profile a loop can run on is
+// rate limited at now.
+func allBlocked(a *scheduler.Agents, limits map[string]ratelimit.State, now time.Time) bool {
+	if !limits[a.Default].Blocked(now) {
+		return false
+	}
+	for _, p := range a.ByType {
+		if !limits[p].Blocked(now) {
+			return false
+		}
+	}
+	for p := range a.Fallback {
+		if !limits[p].Blocked(now) {
+			return false
+		}
+	}
+	return true
+}
+
+// free reports whether e's profile, or one of its fallbacks, may take an
+// iteration at now (scheduler.Agents.Pick).
+func free(a *scheduler.Agents, e *entry, limits map[string]ratelimit.State, now time.Time) bool {
+	l := loop.Loop{Type: e.typ, Agent: e.agent}
+	_, ok := a.Pick(&l, limits, now)
+	return ok
+}
+
+// treeSpent reports whether e belongs to a tree in spent (a spent budget:
+// Plan gives it the reason budget).
+func (ix *Index) treeSpent(e *entry, spent map[string]string, memo map[string]string) bool {
+	if len(spent) == 0 {
+		return false
+	}
+	root := e.id
+	if e.parent != "" {
+		root = ix.root(e.parent, memo)
+	}
+	_, ok := spent[root]
+	return ok
 }
 
 // Snapshot returns the scheduler's input as the index knows it: every

@@ -17,8 +17,10 @@
 // groups through two time heaps, so nothing is scanned when time passes
 // (when the clock goes back, the gates are worked out again once, O(n)).
 //
-// Where the fast walk cannot be exact cheaply — fair queuing on, or a walk
-// that skips too many loops held by quotas, conflicts or missing artifacts —
+// Where the fast walk cannot be exact cheaply — fair queuing on, an agent
+// profile rate limited or in its recovery ramp (Plan picks the fallbacks),
+// or a walk that skips too many loops held by quotas, conflicts, spent
+// budgets or missing artifacts —
 // Decide runs scheduler.Plan over a snapshot of the index instead
 // (Snapshot): still no store read, but O(n log n).
 //

@@ -340,6 +340,9 @@ func TestDecideMatchesPlan(t *testing.T) {
 				env.Limits = map[string]ratelimit.State{"default": {Hits: 1, BackoffUntil: now.Add(time.Hour)}}
 			case 3:
 				env.Spent = map[string]string{m.anyRoot(): "tree budget spent"}
+			case 4:
+				blocked := ratelimit.State{Hits: 3, BackoffUntil: now.Add(time.Hour)}
+				env.Limits = map[string]ratelimit.State{"default": blocked, "codex": blocked}
 			}
 			p.Agents = scheduler.Agents{Default: "default", ByType: map[string]string{loop.Ralph: "codex"},
 				Fallback: map[string][]string{"default": nil, "codex": {"default"}}}

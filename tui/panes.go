@@ -80,6 +80,9 @@ func (m *Model) detailsLines(w, h int) []string {
 		{"triggered by", l.TriggeredBy},
 		{"lease", lease},
 		{"reason", firstLine(l.Reason)},
+		{"agent", l.Agent},
+		{"spent", usageLine(l.Usage, m.costs[l.ID])},
+		{"budget", budgetLine(l.Budget)},
 		{"task", firstLine(l.Task)},
 	}
 	const labelW = 13
@@ -250,4 +253,40 @@ func (m *Model) helpLines(w, h int) []string {
 		lines = append(lines, "")
 	}
 	return lines
+}
+
+// usageLine reads "$0.42, 12k tokens, agent 3m; with its tree $1.90", "" for nothing.
+func usageLine(u loop.Usage, tree float64) string {
+	if u == (loop.Usage{}) && tree <= 0 {
+		return ""
+	}
+	s := fmt.Sprintf("$%.2f, %s tokens, agent %s", u.CostUSD, tokens(u.Tokens()),
+		time.Duration(u.AgentSeconds*float64(time.Second)).Round(time.Second))
+	if tree > u.CostUSD+0.005 {
+		s += fmt.Sprintf("; with the loops below it $%.2f", tree)
+	}
+	return s
+}
+
+// budgetLine reads "$5.00, 1.2M tokens", "" for none.
+func budgetLine(b loop.Budget) string {
+	var parts []string
+	if b.USD > 0 {
+		parts = append(parts, fmt.Sprintf("$%.2f", b.USD))
+	}
+	if b.Tokens > 0 {
+		parts = append(parts, tokens(b.Tokens)+" tokens")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// tokens reads 950, 12.3k, 4.5M.
+func tokens(n int64) string {
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 1_000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return strconv.FormatInt(n, 10)
 }

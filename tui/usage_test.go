@@ -95,3 +95,19 @@ func TestBudgetReason(t *testing.T) {
 		t.Errorf("another tree: reason %q, want paused", got)
 	}
 }
+
+func TestUsageAndBudgetLines(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ got, want string }{
+		{usageLine(loop.Usage{}, 0), ""},
+		{usageLine(loop.Usage{CostUSD: 0.42, InputTokens: 12_000, OutputTokens: 300, AgentSeconds: 61}, 0.42), "$0.42, 12.3k tokens, agent 1m1s"},
+		{usageLine(loop.Usage{}, 1.9), "$0.00, 0 tokens, agent 0s; with the loops below it $1.90"},
+		{budgetLine(loop.Budget{}), ""},
+		{budgetLine(loop.Budget{USD: 5, Tokens: 1_200_000}), "$5.00, 1.2M tokens"},
+	}
+	for i, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("case %d: %q, want %q", i, tt.got, tt.want)
+		}
+	}
+}
