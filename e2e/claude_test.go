@@ -187,7 +187,7 @@ func (c *claudeRig) script(limit func(r *fakeanthropic.Request, typ string) (fak
 // the claude preset; auth is the environment naming the credential
 // (ANTHROPIC_API_KEY=… for an API key, CLAUDE_CODE_OAUTH_TOKEN=… for a
 // subscriber).
-func startClaudeRig(t *testing.T, claude, auth string, limit func(r *fakeanthropic.Request, typ string) (fakeanthropic.Reply, bool)) *claudeRig {
+func startClaudeRig(t *testing.T, claude, auth string, limit func(r *fakeanthropic.Request, typ string) (fakeanthropic.Reply, bool), extraConfig ...string) *claudeRig {
 	t.Helper()
 	c := &claudeRig{marks: map[string]time.Time{}}
 	c.api = &fakeanthropic.Server{}
@@ -216,7 +216,7 @@ func startClaudeRig(t *testing.T, claude, auth string, limit func(r *fakeanthrop
 	}
 	t.Setenv(key, val)
 
-	c.repo = newRepo(t, agentTreeConfig)
+	c.repo = newRepo(t, agentTreeConfig+strings.Join(extraConfig, ""))
 	c.d = startDaemon(t, c.repo)
 	return c
 }
@@ -388,12 +388,52 @@ func TestClaudeCode(t *testing.T) {
 		checkLimitWaited(t, c, loops, s, loop.Phase, first, reset)
 		for _, l := range loops {
 			if l.Type == loop.Phase {
-				if log := iterFile(c.repo, string(l.ID), 1, "attempt-1/agent.log"); !strings.Contains(log, "You've hit your") || !strings.Contains(log, `"status":"rejected"`) {
+				if log := iterFile(c.repo, string(l.ID), 1, "attempt-1/agent.log"); !strings.Contains(log, "You've hit your session limit · resets") || !strings.Contains(log, `"status":"rejected"`) {
 					t.Errorf("phase attempt-1/agent.log lacks the subscriber limit:\n%s", tail(log, 5))
 				}
 			}
 		}
 	})
+}
+
+// TestClaudeCodeBudget: a tree budget of $0.02 stops the tree once the
+// real CLI's reported cost reaches it: the next loop waits in needs_human
+// (budget) and no task reaches the provider.
+func TestClaudeCodeBudget(t *testing.T) {
+	claude := claudePath(t)
+	if inNetns(t) {
+		return
+	}
+	c := startClaudeRig(t, claude, "ANTHROPIC_API_KEY=test-key", nil, "budget: {usd: 0.02}\n")
+	var plan loop.Loop
+	mustJSON(t, ok(t, c.repo.dir, "plan", "Add a rate limiter", "--json"), &plan)
+	var held loop.Loop
+	waitEvery(t, 3*time.Minute, slowPoll, "a loop to wait for the budget", func() bool {
+		for _, l := range list(t, c.repo) {
+			if l.Status == loop.NeedsHuman {
+				held = l
+				return true
+			}
+		}
+		return false
+	})
+	if held.Needs == nil || held.Needs.Reason != loop.NeedsBudget || !strings.Contains(held.Needs.Detail, "$") {
+		t.Fatalf("loop %s (%s) needs %+v, want reason budget with the dollars", held.ID, held.Type, held.Needs)
+	}
+	var res struct {
+		TreeUsage loop.Usage `json:"tree_usage"`
+	}
+	mustJSON(t, ok(t, c.repo.dir, "show", string(plan.ID), "--json"), &res)
+	if res.TreeUsage.CostUSD < 0.02 {
+		t.Errorf("tree spent $%.4f, want at least the $0.02 budget before it stopped", res.TreeUsage.CostUSD)
+	}
+	for _, r := range c.api.Requests() {
+		if m := loopTypeRe.FindStringSubmatch(r.Prompt()); m != nil && m[1] == "task" {
+			t.Errorf("a task call reached the provider after the budget was spent")
+			break
+		}
+	}
+	t.Logf("budget $0.02: %s loop %s waits (%s) after the tree spent $%.4f", held.Type, held.ID, held.Needs.Detail, res.TreeUsage.CostUSD)
 }
 
 // checkLimitWaited asserts that the loop of type typ was rate limited once

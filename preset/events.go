@@ -9,10 +9,12 @@ import (
 	"time"
 )
 
-// jsonLines calls fn with each line of out that holds a JSON object (agent
-// CLIs print one event per line; anything else on a line, such as a
-// warning, is skipped).
-func jsonLines(out []byte, fn func(line []byte)) {
+// jsonLines calls fn with each line of out that holds a JSON object and
+// contains one of needles (agent CLIs print one event per line; anything
+// else on a line, such as a warning, is skipped, and so are the events a
+// parser has no use for, without decoding them: most of a long run's log
+// is the assistant's messages and tool results).
+func jsonLines(out []byte, needles []string, fn func(line []byte)) {
 	for len(out) > 0 {
 		var line []byte
 		if i := bytes.IndexByte(out, '\n'); i >= 0 {
@@ -21,10 +23,19 @@ func jsonLines(out []byte, fn func(line []byte)) {
 			line, out = out, nil
 		}
 		line = bytes.TrimSpace(line)
-		if len(line) > 1 && line[0] == '{' && line[len(line)-1] == '}' {
+		if len(line) > 1 && line[0] == '{' && line[len(line)-1] == '}' && containsAny(line, needles) {
 			fn(line)
 		}
 	}
+}
+
+func containsAny(line []byte, needles []string) bool {
+	for _, n := range needles {
+		if bytes.Contains(line, []byte(n)) {
+			return true
+		}
+	}
+	return false
 }
 
 // status reads an HTTP status carried as a number or a string; 0 if neither.
@@ -93,7 +104,7 @@ func parseClaude(out []byte, r *Report) structured {
 	var rejectedSeen bool
 	var rejectedDetail string
 	var retrying status
-	jsonLines(out, func(line []byte) {
+	jsonLines(out, []string{`"result"`, `"rate_limit_event"`, `"api_retry"`}, func(line []byte) {
 		var e claudeEvent
 		if json.Unmarshal(line, &e) != nil {
 			return
@@ -172,7 +183,7 @@ type codexEvent struct {
 
 func parseCodex(out []byte, r *Report) structured {
 	var s structured
-	jsonLines(out, func(line []byte) {
+	jsonLines(out, []string{`"turn.`, `"error"`}, func(line []byte) {
 		var e codexEvent
 		if json.Unmarshal(line, &e) != nil {
 			return
@@ -232,7 +243,7 @@ type geminiEvent struct {
 
 func parseGemini(out []byte, r *Report) structured {
 	var s structured
-	jsonLines(out, func(line []byte) {
+	jsonLines(out, []string{`"result"`, `"error"`, `"stats"`, `"response"`}, func(line []byte) {
 		var e geminiEvent
 		if json.Unmarshal(line, &e) != nil {
 			return
@@ -301,7 +312,7 @@ type openCodeEvent struct {
 
 func parseOpenCode(out []byte, r *Report) structured {
 	var s structured
-	jsonLines(out, func(line []byte) {
+	jsonLines(out, []string{`"step_finish"`, `"error"`}, func(line []byte) {
 		var e openCodeEvent
 		if json.Unmarshal(line, &e) != nil {
 			return

@@ -63,10 +63,12 @@ var presets = []Preset{
 	},
 	{
 		Name: Codex,
-		// The prompt on stdin (-); writes confined to the worktree by
-		// Codex's sandbox, plus the iteration directory, where the
-		// artifact goes ($LOOPR_ARTIFACT): hence the shell, to name it.
-		Command: []string{"sh", "-c", `exec codex exec --json --sandbox workspace-write --add-dir "$(dirname "$LOOPR_ARTIFACT")" -`},
+		// The prompt on stdin (-). No approval prompts and no sandbox of
+		// Codex's own, as claude's --dangerously-skip-permissions: its
+		// workspace-write sandbox would refuse the artifact, which lies
+		// outside the worktree (docs/agents/codex.md shows the sandboxed
+		// command).
+		Command: []string{"codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "-"},
 	},
 	{Name: Gemini, Command: []string{"gemini", "--output-format", "stream-json", "--yolo"}},
 	{Name: OpenCode, Command: []string{"opencode", "run", "--format", "json"}},

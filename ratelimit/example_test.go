@@ -54,6 +54,10 @@ func ExampleParseHint() {
 		"You've hit your limit · resets 5pm (Europe/Berlin)", // already past today: tomorrow
 		"Weekly limit reached ∙ resets Apr 23 at 4pm (America/Recife)",
 		"Claude AI usage limit reached|1776711600",
+		"You've hit your usage limit. Try again at Apr 22nd, 2026 9:15 AM.",
+		"… try again in 5 days 22 hours 11 minutes.",
+		"Your quota will reset after 8h44m7s.",
+		`{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1776711600}}`,
 		"exit status 1",
 	} {
 		until, ok := ratelimit.ParseHint(out, now)
@@ -69,6 +73,10 @@ func ExampleParseHint() {
 	// Mon Apr 20 18:30:05 CEST wait 5s
 	// Tue Apr 21 17:00:00 CEST wait 22h30m0s
 	// Thu Apr 23 21:00:00 CEST wait 74h30m0s
+	// Mon Apr 20 21:00:00 CEST wait 2h30m0s
+	// Wed Apr 22 09:15:00 CEST wait 38h45m0s
+	// Sun Apr 26 16:41:00 CEST wait 142h11m0s
+	// Tue Apr 21 03:14:07 CEST wait 8h44m7s
 	// Mon Apr 20 21:00:00 CEST wait 2h30m0s
 	// no hint: exponential backoff
 }

@@ -79,6 +79,13 @@ var unitOf = map[string]time.Duration{
 //	resets 5pm (Europe/Berlin)               the next 17:00 at or after now in that zone
 //	resets Apr 23 at 4pm (America/Recife)    this year's Apr 23, or next year's when already past
 //	will reset at 7pm (Asia/Tokyo)           also "4:30pm", "17:00"
+//	resets Nov 26, 10:26pm (UTC)             also "Sep 15 at 7pm", "Jul 31, 2am (UTC)"
+//	try again at 3:42 PM                     codex: today (or tomorrow when past)
+//	Try again at Jul 5th, 2026 8:19 PM       codex: a full date
+//	try again in 5 days 22 hours 11 minutes  also "retrying in ~6 days", "resets in 2 days, 3 hours and 4 minutes"
+//	reset after 8h44m7s                      gemini; also "Retrying after 6173ms"
+//	"resetsAt":1778565600                    claude's rate_limit_event; also "resets_at" (epoch)
+//	"resets_in_seconds":602705               codex's usage_limit_reached body
 //
 // A clock time without a zone is read in now's location. A clock time up to
 // five minutes past is taken as the reset that just happened (the agent

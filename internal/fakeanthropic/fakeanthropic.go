@@ -166,6 +166,8 @@ func SessionLimited(claim string, reset time.Time) Reply {
 	h.Set("anthropic-ratelimit-unified-reset", strconv.FormatInt(reset.Unix(), 10))
 	h.Set("anthropic-ratelimit-unified-representative-claim", claim)
 	h.Set("anthropic-ratelimit-unified-overage-status", "rejected")
+	// No extra usage bought: the CLI names the limit ("session limit").
+	h.Set("anthropic-ratelimit-unified-overage-disabled-reason", "out_of_credits")
 	return Reply{Status: 429, Header: h, Body: errorBody("rate_limit_error", "Error")}
 }
 
