@@ -126,15 +126,6 @@ exit 0`)
 	waitStatus(t, d, run[2], loop.Failed, 20*time.Second)
 	waitStatus(t, d, run[3], loop.Complete, 20*time.Second)
 
-	var m map[string]float64
-	deadline := time.Now().Add(5 * time.Second)
-	for { // the metrics follow the journal: give them a moment
-		m = scrape(t, d)
-		if m[`loopr_loop_completions_total{type="ralph"}`] == 4 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	want := map[string]float64{
 		`loopr_loops{status="complete",type="ralph"}`:                4, // ok1 ok2 limit ok3
 		`loopr_loops{status="failed",type="ralph"}`:                  1,
@@ -154,9 +145,18 @@ exit 0`)
 		`loopr_max_loops`:                                            50,
 		`loopr_webhook_deliveries_total{result="delivered"}`:         0,
 	}
+	var m map[string]float64
 	got := map[string]float64{}
-	for k := range want {
-		got[k] = m[k]
+	deadline := time.Now().Add(5 * time.Second)
+	for { // the metrics follow the journal: give them a moment, every counter of them
+		m = scrape(t, d)
+		for k := range want {
+			got[k] = m[k]
+		}
+		if cmp.Equal(want, got) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("metrics mismatch (-want +got):\n%s", diff)
