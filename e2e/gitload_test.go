@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -182,7 +183,7 @@ func TestSlowUserHooksNeverDelayStop(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(marks, "hooks.log")); err == nil {
 		t.Errorf("the user's hooks ran for loopr's git work:\n%s", b)
 	}
-	if out := r.git(t, "log", "--oneline", "loopr/"+plan.ID); !strings.Contains(out, "Merge") && !strings.Contains(out, "loopr:") {
+	if out := r.git(t, "log", "--oneline", gitflow.BranchName(plan.ID, plan.Title)); !strings.Contains(out, "Merge") && !strings.Contains(out, "loopr:") {
 		t.Errorf("no loopr commit on the plan branch:\n%s", out)
 	}
 	t.Logf("SIGTERM with slow hooks in the repository, a tree merging: stopped in %s, no hook ran", took.Round(time.Millisecond))

@@ -29,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -207,7 +208,7 @@ storage:
 		for root.Parent != "" {
 			root = byID[root.Parent]
 		}
-		file := "loopr/" + root.ID + ":out/" + l.ID + ".txt"
+		file := gitflow.BranchName(root.ID, root.Title) + ":out/" + l.ID + ".txt"
 		if got, err := gitShow(r, file); err != nil || got != "done by "+l.ID {
 			t.Errorf("complete ralph %s (%s): %s = %q, %v; want its output", l.ID, l.Title, file, got, err)
 		}

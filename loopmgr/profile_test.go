@@ -81,8 +81,7 @@ func TestFallbackTakesTheNextIteration(t *testing.T) {
 	h.waitFor("complete", func() bool { return h.status(l.ID) == loop.Complete })
 	mu.Lock()
 	defer mu.Unlock()
-	// The codex preset runs its CLI through sh (to name the artifact's directory).
-	if want := []string{"claude/claude", "sh/codex"}; strings.Join(ran, " ") != strings.Join(want, " ") {
+	if want := []string{"claude/claude", "codex/codex"}; strings.Join(ran, " ") != strings.Join(want, " ") {
 		t.Errorf("iterations ran on %v, want %v", ran, want)
 	}
 	if got := h.get(l.ID); got.Iteration != 1 || got.RateLimitStreak != 0 {
