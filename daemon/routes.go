@@ -531,11 +531,16 @@ func loopID(r *http.Request) (string, error) {
 	return id, nil
 }
 
-func (d *daemon) getLoop(w http.ResponseWriter, r *http.Request) error {
+// plainLoopID is loopID for a route that takes no query parameters.
+func plainLoopID(r *http.Request) (string, error) {
 	if err := checkQuery(r.URL.Query()); err != nil {
-		return err
+		return "", err
 	}
-	id, err := loopID(r)
+	return loopID(r)
+}
+
+func (d *daemon) getLoop(w http.ResponseWriter, r *http.Request) error {
+	id, err := plainLoopID(r)
 	if err != nil {
 		return err
 	}
@@ -588,10 +593,7 @@ func (d *daemon) act(w http.ResponseWriter, r *http.Request) error {
 
 // treeUsage answers what a loop and its descendants consumed.
 func (d *daemon) treeUsage(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r.URL.Query()); err != nil {
-		return err
-	}
-	id, err := loopID(r)
+	id, err := plainLoopID(r)
 	if err != nil {
 		return err
 	}
@@ -604,10 +606,7 @@ func (d *daemon) treeUsage(w http.ResponseWriter, r *http.Request) error {
 
 // setBudget changes a loop's budget and resumes the loops it freed.
 func (d *daemon) setBudget(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r.URL.Query()); err != nil {
-		return err
-	}
-	id, err := loopID(r)
+	id, err := plainLoopID(r)
 	if err != nil {
 		return err
 	}
