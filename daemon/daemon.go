@@ -61,6 +61,10 @@ type Options struct {
 	WebhookBackoff time.Duration
 }
 
+// ClaimTTL is the lease of a daemon's claim on an etcd store: how long
+// after a daemon died another may take the store over.
+const ClaimTTL = 15 * time.Second
+
 // ShutdownTimeout bounds how long Run waits for HTTP requests in flight
 // when it stops.
 const ShutdownTimeout = 5 * time.Second
@@ -110,13 +114,21 @@ func Run(ctx context.Context, o Options) error {
 		return alreadyRunning(pid)
 	}
 
-	st, err := store.Open(paths.DB(), store.Options{Timeout: time.Second})
+	st, err := control.OpenStore(o.Config, paths, store.Options{Timeout: time.Second})
 	if err != nil {
 		var le *store.LockedError
 		if errors.As(err, &le) {
 			return err // "store is in use by pid N; is the daemon running?"
 		}
 		return fmt.Errorf("open store: %w", err)
+	}
+	// On etcd, the store's claim is what the file lock is on bbolt: one
+	// daemon per store, gone ClaimTTL after its daemon dies.
+	host, _ := os.Hostname()
+	claimLost, err := st.Claim(fmt.Sprintf("pid %d on host %s, home %s", os.Getpid(), host, paths.Home), ClaimTTL)
+	if err != nil {
+		st.Close()
+		return err
 	}
 	pid := os.Getpid()
 	d := &daemon{
@@ -230,6 +242,8 @@ func Run(ctx context.Context, o Options) error {
 	mgrExited := false
 	select {
 	case <-ctx.Done():
+	case <-claimLost:
+		runErr = errors.New("lost the claim on the etcd store (etcd unreachable for longer than its lease): stopping, since another daemon may now take the store over")
 	case err := <-mgrDone:
 		mgrExited = true
 		runErr = fmt.Errorf("loop manager: %w", err)

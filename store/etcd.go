@@ -10,12 +10,15 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
 )
 
 // The etcd backend keeps every bucket under one key prefix:
@@ -72,7 +75,11 @@ type etcdStore struct {
 	ctx    context.Context // cancelled by close
 	cancel context.CancelFunc
 
-	fw atomic.Pointer[etcdFollow] // nil until the first Follow
+	fw      atomic.Pointer[etcdFollow] // nil until the first Follow
+	session *concurrency.Session       // the daemon's claim (Claim), or nil
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // OpenEtcd opens the store kept in etcd under c.Prefix and migrates it to
@@ -97,7 +104,8 @@ func OpenEtcd(c EtcdConfig, opt Options) (*Store, error) {
 		Username: c.Username, Password: c.Password,
 		// etcd's default request limit is 1.5 MiB; a bigger transaction is
 		// refused by the server with a clear error, not cut by the client.
-		MaxCallSendMsgSize: 16 << 20}
+		MaxCallSendMsgSize: 16 << 20,
+		Logger:             zap.NewNop()} // errors reach the caller; the client's own retries are not the user's business
 	if c.CAFile != "" || c.CertFile != "" || c.KeyFile != "" {
 		tlsc, err := transport.TLSInfo{TrustedCAFile: c.CAFile, CertFile: c.CertFile, KeyFile: c.KeyFile}.ClientConfig()
 		if err != nil {
@@ -128,11 +136,17 @@ func OpenEtcd(c EtcdConfig, opt Options) (*Store, error) {
 }
 
 func (e *etcdStore) close() error {
-	e.cancel()
-	if fw := e.fw.Load(); fw != nil {
-		<-fw.done
-	}
-	return e.cli.Close()
+	e.closeOnce.Do(func() {
+		if e.session != nil {
+			e.session.Close() // revokes the lease: the claim goes at once
+		}
+		e.cancel()
+		if fw := e.fw.Load(); fw != nil {
+			<-fw.done
+		}
+		e.closeErr = e.cli.Close()
+	})
+	return e.closeErr
 }
 
 // etcdFailure carries an etcd error out of a kvBucket method (which has
@@ -616,4 +630,44 @@ func (c *etcdCursor) snapLT(k string) (kvPair, bool) {
 	kv := resp.Kvs[0]
 	c.t.ranges = append(c.t.ranges, keyRange{string(kv.Key), k})
 	return kvPair{string(kv.Key), nonNil(kv.Value)}, true
+}
+
+// Claim makes this Store the one daemon's store: on etcd, a key under the
+// prefix held with a lease of ttl that the client keeps alive, so a second
+// daemon on the same store gets a *LockedError naming the first, and the
+// key goes ttl after its holder dies. On the bbolt file Open's lock already
+// does this and Claim does nothing. lost is closed if the claim is lost
+// (etcd unreachable for longer than ttl); on bbolt it is never closed.
+func (s *Store) Claim(holder string, ttl time.Duration) (lost <-chan struct{}, err error) {
+	if s.etcd == nil {
+		return make(chan struct{}), nil
+	}
+	return s.etcd.claim(holder, ttl)
+}
+
+func (e *etcdStore) claim(holder string, ttl time.Duration) (<-chan struct{}, error) {
+	sess, err := concurrency.NewSession(e.cli, concurrency.WithTTL(max(int(ttl/time.Second), 1)), concurrency.WithContext(e.ctx))
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: claim: %w", e.where, err)
+	}
+	key := e.prefix + "/daemon"
+	ctx, cancel := context.WithTimeout(e.ctx, etcdOpTimeout)
+	defer cancel()
+	resp, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, holder, clientv3.WithLease(sess.Lease()))).
+		Else(clientv3.OpGet(key)).Commit()
+	if err != nil {
+		sess.Close()
+		return nil, fmt.Errorf("store: %s: claim: %w", e.where, err)
+	}
+	if !resp.Succeeded {
+		sess.Close()
+		by := "another daemon"
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+			by = string(kvs[0].Value)
+		}
+		return nil, &LockedError{Path: e.where, Holder: by}
+	}
+	e.session = sess
+	return sess.Done(), nil
 }

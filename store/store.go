@@ -43,9 +43,15 @@ func (e *SchemaError) Error() string {
 type LockedError struct {
 	Path string
 	PID  int
+	// Holder, on etcd, is what the daemon holding the store wrote of
+	// itself: "pid N on host H, home D".
+	Holder string
 }
 
 func (e *LockedError) Error() string {
+	if e.Holder != "" {
+		return fmt.Sprintf("store %s is in use by the daemon %s; one daemon per store for now (docs/several-machines.md)", e.Path, e.Holder)
+	}
 	if e.PID > 0 {
 		return fmt.Sprintf("store is in use by pid %d; is the daemon running?", e.PID)
 	}
