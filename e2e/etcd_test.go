@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loopr-dev/loopr/internal/etcdtest"
+	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/store"
+)
+
+// TestEtcdStoreDaemon runs the real daemon with store.backend etcd, on a
+// real etcd embedded on 127.0.0.1 (issue 14): a whole plan tree completes
+// with no loopr.db written; a second daemon on the same store is refused
+// with a line naming the first; `loopr store check` refuses; with the
+// daemon stopped, the direct CLI reads and writes the etcd store, and a
+// new daemon sees what it wrote.
+func TestEtcdStoreDaemon(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
+	storeYML := fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%q]\n    prefix: /loopr/e2e\n", srv.Endpoint())
+	r := newRepo(t, treeConfig(t, 3, validateCmd(t), "tree")+storeYML)
+	d := startDaemon(t, r)
+
+	var plan loop.Loop
+	mustJSON(t, ok(t, r.dir, "plan", "Build the e2e widget", "--json"), &plan)
+	waitEvery(t, 90*time.Second, slowPoll, "the plan tree to settle", func() bool {
+		if d.exited() {
+			t.Fatalf("daemon exited: %v\n%s", d.cmd.ProcessState, tail(d.output(), 40))
+		}
+		st := status(t, r)
+		return settled(st) && st.Counts[loop.Complete] > 0
+	})
+	loops := list(t, r)
+	if got := checkTree(t, loops); got.ID != plan.ID {
+		t.Fatalf("tree root %s, want the plan %s", got.ID, plan.ID)
+	}
+	files := strings.Fields(r.git(t, "ls-tree", "-r", "--name-only", "loopr/"+plan.ID))
+	for _, l := range loops {
+		if l.Type == loop.Ralph && !slices.Contains(files, "out/"+l.ID+".txt") {
+			t.Errorf("out/%s.txt (ralph %q) is not on branch loopr/%s", l.ID, l.Title, plan.ID)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(r.home, "loopr.db")); err == nil {
+		t.Error("the daemon wrote loopr.db although the store is on etcd")
+	}
+
+	// A second daemon (another workspace, another home) on the same store.
+	r2 := newRepo(t, treeConfig(t, 3, validateCmd(t), "tree")+storeYML)
+	res := run(t, r2.dir, "", "daemon")
+	if res.code == 0 || !strings.Contains(res.stderr, "is in use by the daemon pid") ||
+		!strings.Contains(res.stderr, "one daemon per store for now") {
+		t.Errorf("second daemon on the store: exit %d, stderr %q; want a refusal naming the first", res.code, res.stderr)
+	}
+
+	if code := d.stop(); code != 0 {
+		t.Fatalf("daemon exit %d after SIGTERM:\n%s", code, tail(d.output(), 40))
+	}
+	res = run(t, r.dir, "", "store", "check")
+	if res.code == 0 || !strings.Contains(res.stderr, "works on the bbolt file only; this workspace's store is on etcd") {
+		t.Errorf("store check on etcd: exit %d, stderr %q", res.code, res.stderr)
+	}
+
+	// The direct CLI path: no daemon, the store read and written in etcd.
+	var direct []loop.Loop
+	mustJSON(t, ok(t, r.dir, "list", "--json"), &direct)
+	if len(direct) != len(loops) {
+		t.Errorf("direct list: %d loops, want the daemon's %d", len(direct), len(loops))
+	}
+	var added loop.Loop
+	mustJSON(t, ok(t, r.dir, "add", "--type", "ralph", "--task", "Written without a daemon", "--json"), &added)
+
+	// The claim went with the first daemon's clean stop: another starts at
+	// once, and runs what the CLI added.
+	d2 := startDaemon(t, r)
+	waitEvery(t, 30*time.Second, slowPoll, "the loop added without a daemon to finish", func() bool {
+		if d2.exited() {
+			t.Fatalf("second daemon exited: %v\n%s", d2.cmd.ProcessState, tail(d2.output(), 40))
+		}
+		return show(t, r, added.ID).Status.Terminal()
+	})
+	if got := show(t, r, added.ID); got.Status != loop.Complete {
+		t.Errorf("loop added without a daemon ended %s, want complete", got.Status)
+	}
+	if code := d2.stop(); code != 0 {
+		t.Errorf("second daemon exit %d", code)
+	}
+
+	// What is in etcd is a whole store: it passes the index check.
+	s, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: "/loopr/e2e"}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Check(); err != nil {
+		t.Errorf("store check of the etcd store: %v", err)
+	}
+	var evs []loop.Event
+	if err := s.View(func(tx *store.Tx) (err error) { evs, err = tx.EventsSince(0, 0); return err }); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(evs[len(evs)-1])
+	if len(evs) < 2*len(loops) {
+		t.Errorf("%d journal events for %d loops; last %s", len(evs), len(loops), b)
+	}
+}
