@@ -76,6 +76,7 @@ type etcdStore struct {
 	cancel context.CancelFunc
 
 	fw      atomic.Pointer[etcdFollow] // nil until the first Follow
+	lastRev atomic.Int64               // the newest revision this store committed or read
 	session *concurrency.Session       // the daemon's claim (Claim), or nil
 
 	closeOnce sync.Once
@@ -201,6 +202,7 @@ func (e *etcdStore) update(fn func(*Tx) error) error {
 			}
 		}
 		t := e.newTx(true)
+		t.optimistic = attempt == 0
 		err := etcdGuard(func() error { return fn(&Tx{kv: t, path: "etcd:" + e.prefix}) })
 		if errors.Is(err, rpctypes.ErrCompacted) {
 			continue
@@ -248,10 +250,14 @@ type etcdTx struct {
 	e     *etcdStore
 	write bool
 	rev   int64 // the snapshot; 0 until the first read fixes it
+	// optimistic lets the first read be served by the member without a
+	// round of consensus (an Update's first attempt).
+	optimistic bool
 
-	reads  map[string]int64  // key → ModRevision seen at rev (0: absent)
-	vals   map[string][]byte // key → value at rev (nil: absent)
-	ranges []keyRange        // ranges cursors fetched, [lo, hi)
+	reads      map[string]int64    // key → ModRevision seen at rev (0: absent)
+	prefetched map[string]prefetch // read at rev but not by fn (yet): not compared
+	vals       map[string][]byte   // key → value at rev (nil: absent)
+	ranges     []keyRange          // ranges cursors fetched, [lo, hi)
 
 	writes map[string]wval // key → its new value or deletion
 	wkeys  []string        // the keys of writes, sorted
@@ -275,12 +281,30 @@ func (t *etcdTx) createBucket([]byte) error { return nil } // key prefixes need 
 
 // rpc runs one request with a timeout; an error aborts the transaction.
 func (t *etcdTx) get(key string, opts ...clientv3.OpOption) *clientv3.GetResponse {
-	if t.rev != 0 {
-		opts = append(opts, clientv3.WithRev(t.rev))
-	}
 	ctx, cancel := context.WithTimeout(t.e.ctx, etcdOpTimeout)
 	defer cancel()
-	resp, err := t.e.cli.Get(ctx, key, opts...)
+	var resp *clientv3.GetResponse
+	var err error
+	switch {
+	case t.rev != 0:
+		// The snapshot is fixed: any member that applied it serves it
+		// without a round of consensus; one that has not yet sends us to
+		// a linearizable read.
+		resp, err = t.e.cli.Get(ctx, key, append(opts, clientv3.WithRev(t.rev), clientv3.WithSerializable())...)
+		if errors.Is(err, rpctypes.ErrFutureRev) {
+			resp, err = t.e.cli.Get(ctx, key, append(opts, clientv3.WithRev(t.rev))...)
+		}
+	case t.optimistic:
+		// An Update's first read: the member's latest state, unless it has
+		// not applied this store's own last commit yet. A stale snapshot
+		// costs only a retry: the commit compares what was read.
+		resp, err = t.e.cli.Get(ctx, key, append(opts, clientv3.WithSerializable())...)
+		if err == nil && resp.Header.Revision < t.e.lastRev.Load() {
+			resp, err = t.e.cli.Get(ctx, key, opts...)
+		}
+	default:
+		resp, err = t.e.cli.Get(ctx, key, opts...)
+	}
 	if err != nil {
 		if errors.Is(err, rpctypes.ErrCompacted) {
 			panic(etcdFailure{err})
@@ -289,8 +313,19 @@ func (t *etcdTx) get(key string, opts ...clientv3.OpOption) *clientv3.GetRespons
 	}
 	if t.rev == 0 {
 		t.rev = resp.Header.Revision
+		t.e.seen(t.rev)
 	}
 	return resp
+}
+
+// seen notes a revision this store read or wrote.
+func (e *etcdStore) seen(rev int64) {
+	for {
+		cur := e.lastRev.Load()
+		if rev <= cur || e.lastRev.CompareAndSwap(cur, rev) {
+			return
+		}
+	}
 }
 
 // value returns key's value as the transaction sees it: its own write, or
@@ -305,6 +340,14 @@ func (t *etcdTx) value(key string) []byte {
 	if v, ok := t.vals[key]; ok {
 		return v
 	}
+	if p, ok := t.prefetched[key]; ok {
+		delete(t.prefetched, key)
+		t.reads[key], t.vals[key] = p.mod, p.v
+		return p.v
+	}
+	if t.rev == 0 && t.write && t.optimistic {
+		return t.firstValue(key)
+	}
 	resp := t.get(key)
 	var v []byte
 	var mod int64
@@ -313,6 +356,46 @@ func (t *etcdTx) value(key string) []byte {
 	}
 	t.reads[key], t.vals[key] = mod, v
 	return v
+}
+
+type prefetch struct {
+	v   []byte
+	mod int64
+}
+
+// firstValue is an Update's first point read: in the same request it
+// fetches the event sequence, which nearly every Update then reads to
+// append its event, and keeps it aside (it joins the compared reads only
+// if the transaction reads it). One round trip instead of two.
+func (t *etcdTx) firstValue(key string) []byte {
+	seq := t.e.prefix + "/seq/" + string(bucketEvents)
+	ctx, cancel := context.WithTimeout(t.e.ctx, etcdOpTimeout)
+	defer cancel()
+	resp, err := t.e.cli.Txn(ctx).Then(
+		clientv3.OpGet(key, clientv3.WithSerializable()),
+		clientv3.OpGet(seq, clientv3.WithSerializable())).Commit()
+	if err == nil && resp.Header.Revision < t.e.lastRev.Load() {
+		// This member has not applied this store's last commit yet.
+		resp, err = t.e.cli.Txn(ctx).Then(clientv3.OpGet(key), clientv3.OpGet(seq)).Commit()
+	}
+	if err != nil {
+		panic(etcdFailure{etcdRPCError{err}})
+	}
+	t.rev = resp.Header.Revision
+	t.e.seen(t.rev)
+	got := func(i int) prefetch {
+		kvs := resp.Responses[i].GetResponseRange().Kvs
+		if len(kvs) == 0 {
+			return prefetch{}
+		}
+		return prefetch{nonNil(kvs[0].Value), kvs[0].ModRevision}
+	}
+	first := got(0)
+	t.reads[key], t.vals[key] = first.mod, first.v
+	if key != seq {
+		t.prefetched = map[string]prefetch{seq: got(1)}
+	}
+	return first.v
 }
 
 // nonNil keeps a present key with an empty value apart from an absent one
@@ -378,6 +461,7 @@ func (t *etcdTx) commit() (rev int64, ok bool, err error) {
 		}
 		return 0, false, etcdRPCError{err}
 	}
+	t.e.seen(resp.Header.Revision)
 	return resp.Header.Revision, resp.Succeeded, nil
 }
 
