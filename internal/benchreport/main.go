@@ -239,6 +239,18 @@ func rows(r results) []row {
 		out = append(out, rw)
 	}
 
+	etcd := row{figure: "durable state transitions on the etcd store, one per transaction", measured: missing,
+		target: "≥ 0.5× etcd put", verdict: missing}
+	if tx, ok := r.get("BenchmarkEtcdDurableTransition", "tx/s"); ok {
+		put, _ := r.get("BenchmarkEtcdDurableTransition", "etcd-put/s")
+		x, _ := r.get("BenchmarkEtcdDurableTransition", "x-etcd-put")
+		etcd.measured = fmt.Sprintf("%.0f tx/s", tx)
+		etcd.baseline = fmt.Sprintf("%.0f/s single puts of a 300-byte value, same etcd, alternating rounds", put)
+		etcd.ratio = times(x)
+		etcd.verdict = atLeast(x, 0.5)
+	}
+	out = append(out, etcd)
+
 	tick := row{figure: "a tick's 50 starts in one transaction (the daemon's own group commit)", measured: missing,
 		target: "report", verdict: "—"}
 	if tx, ok := r.get("BenchmarkTickStarts", "tx/s"); ok {
