@@ -159,14 +159,16 @@ type TypeUsage struct {
 
 // Status is `loopr status` (GET /v1/status).
 type Status struct {
-	Daemon      bool                `json:"daemon"`
-	PID         int                 `json:"pid,omitzero"`
-	Version     string              `json:"version"`
-	Protocol    int                 `json:"protocol"`
-	StartedAt   time.Time           `json:"started_at,omitzero"`
-	UptimeSecs  int64               `json:"uptime_secs"`
-	Home        string              `json:"home"`
-	Workspace   string              `json:"workspace"`
+	Daemon     bool      `json:"daemon"`
+	PID        int       `json:"pid,omitzero"`
+	Version    string    `json:"version"`
+	Protocol   int       `json:"protocol"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	UptimeSecs int64     `json:"uptime_secs"`
+	Home       string    `json:"home"`
+	Workspace  string    `json:"workspace"`
+	// Store is where the records are: "bbolt <file>" or "etcd <endpoints> <prefix>".
+	Store       string              `json:"store,omitzero"`
 	Counts      map[loop.Status]int `json:"counts"`
 	Running     int                 `json:"running"`
 	MaxLoops    int                 `json:"max_loops"`

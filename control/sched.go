@@ -310,7 +310,7 @@ func (s *Service) Why(id string, now time.Time) (api.Why, error) {
 func (s *Service) Status(now time.Time) (api.Status, error) {
 	c := s.cfg()
 	st := api.Status{Home: s.Paths.Home, Workspace: s.Paths.Workspace, Protocol: api.ProtocolVersion,
-		MaxLoops: c.Concurrency.MaxLoops, Accepting: true}
+		MaxLoops: c.Concurrency.MaxLoops, Accepting: true, Store: s.Store.Backend() + " " + s.Store.Where()}
 	var rl ratelimit.State
 	running := map[string]int{}
 	err := s.Store.View(func(tx *store.Tx) error {

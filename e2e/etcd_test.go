@@ -49,6 +49,12 @@ func TestEtcdStoreDaemon(t *testing.T) {
 			t.Errorf("out/%s.txt (ralph %q) is not on branch loopr/%s", l.ID, l.Title, plan.ID)
 		}
 	}
+	if st, want := status(t, r).Store, "etcd "+srv.Endpoint()+" /loopr/e2e"; st != want {
+		t.Errorf("status store = %q, want %q", st, want)
+	}
+	if out := ok(t, r.dir, "status"); !strings.Contains(out, "store       etcd "+srv.Endpoint()+" /loopr/e2e\n") {
+		t.Errorf("loopr status lacks the store line:\n%s", out)
+	}
 	if _, err := os.Stat(filepath.Join(r.home, "loopr.db")); err == nil {
 		t.Error("the daemon wrote loopr.db although the store is on etcd")
 	}

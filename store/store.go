@@ -174,6 +174,15 @@ func (s *Store) Close() error {
 // the key prefix.
 func (s *Store) Path() string { return s.path }
 
+// Where says where the records are, for people: the file, or the etcd
+// endpoints and key prefix.
+func (s *Store) Where() string {
+	if s.etcd != nil {
+		return strings.TrimPrefix(s.etcd.where, "etcd ")
+	}
+	return s.path
+}
+
 // Backend names the store's backend: "bbolt" or "etcd".
 func (s *Store) Backend() string {
 	if s.etcd != nil {
