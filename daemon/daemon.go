@@ -114,7 +114,7 @@ func Run(ctx context.Context, o Options) error {
 		return alreadyRunning(pid)
 	}
 
-	st, err := control.OpenStore(o.Config, paths, store.Options{Timeout: time.Second})
+	st, err := control.OpenStore(o.Config, paths, store.Options{Timeout: time.Second, Log: log})
 	if err != nil {
 		var le *store.LockedError
 		if errors.As(err, &le) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -71,6 +72,7 @@ type etcdStore struct {
 	cli    *clientv3.Client
 	prefix string // with no trailing slash
 	where  string // "etcd <endpoints> <prefix>", for errors
+	log    *slog.Logger
 
 	ctx    context.Context // cancelled by close
 	cancel context.CancelFunc
@@ -126,7 +128,10 @@ func OpenEtcd(c EtcdConfig, opt Options) (*Store, error) {
 		cli.Close()
 		return nil, fmt.Errorf("open store: %s: not reachable within %s (%v); is etcd running? (store.etcd in loopr.yml)", where, c.DialTimeout, err)
 	}
-	e := &etcdStore{cli: cli, prefix: prefix, where: where}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	e := &etcdStore{cli: cli, prefix: prefix, where: where, log: opt.Log}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	s := &Store{path: "etcd:" + prefix, now: opt.Now, etcd: e, w: &writePath{}}
 	if err := s.migrate(opt.ReadOnly); err != nil {

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -147,7 +146,7 @@ func (fw *etcdFollow) run() {
 		}
 		if compacted {
 			if err := fw.reload(); err != nil {
-				slog.Warn("store: etcd follower: reload after compaction", "err", err)
+				fw.e.log.Warn("store: etcd follower: reload after compaction", "err", err)
 			}
 			continue
 		}
@@ -173,7 +172,7 @@ func (fw *etcdFollow) deliverEvents(pre string, evs []*clientv3.Event) {
 			}
 			l, err := decodeLoop([]byte(id), ev.Kv.Value)
 			if err != nil {
-				slog.Warn("store: etcd follower: undecodable loop record", "loop", id, "err", err)
+				fw.e.log.Warn("store: etcd follower: undecodable loop record", "loop", id, "err", err)
 				continue
 			}
 			c.Changes = append(c.Changes, Change{ID: id, Loop: utc(l)})

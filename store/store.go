@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -76,6 +77,9 @@ type Options struct {
 	// Now is the clock for the times the store itself stamps (import
 	// events). Nil means time.Now.
 	Now func() time.Time
+	// Log gets what the etcd backend's follower cannot return to anyone
+	// (a record it could not decode, a failed reload). Nil discards it.
+	Log *slog.Logger
 }
 
 // Store is an open loopr store. Its methods are safe for concurrent use,
