@@ -234,7 +234,7 @@ func (e *etcdStore) update(fn func(*Tx) error) error {
 func (e *etcdStore) wrap(err error) error {
 	var f etcdRPCError
 	if errors.As(err, &f) {
-		return fmt.Errorf("store: %s: %w", e.where, f.err)
+		return fmt.Errorf("store: %s: %w", e.where, err)
 	}
 	return err
 }
@@ -296,7 +296,7 @@ func (t *etcdTx) get(key string, opts ...clientv3.OpOption) *clientv3.GetRespons
 		// without a round of consensus; one that has not yet sends us to
 		// a linearizable read.
 		resp, err = t.e.cli.Get(ctx, key, append(opts, clientv3.WithRev(t.rev), clientv3.WithSerializable())...)
-		if errors.Is(err, rpctypes.ErrFutureRev) {
+		if errors.Is(etcdErr(err), rpctypes.ErrFutureRev) {
 			resp, err = t.e.cli.Get(ctx, key, append(opts, clientv3.WithRev(t.rev))...)
 		}
 	case t.optimistic:
@@ -311,7 +311,7 @@ func (t *etcdTx) get(key string, opts ...clientv3.OpOption) *clientv3.GetRespons
 		resp, err = t.e.cli.Get(ctx, key, opts...)
 	}
 	if err != nil {
-		if errors.Is(err, rpctypes.ErrCompacted) {
+		if err = etcdErr(err); errors.Is(err, rpctypes.ErrCompacted) {
 			panic(etcdFailure{err})
 		}
 		panic(etcdFailure{etcdRPCError{err}})
@@ -321,6 +321,15 @@ func (t *etcdTx) get(key string, opts ...clientv3.OpOption) *clientv3.GetRespons
 		t.e.seen(t.rev)
 	}
 	return resp
+}
+
+// etcdErr turns a gRPC status error from etcd into its rpctypes value, so
+// that errors.Is(err, rpctypes.ErrCompacted) and the like hold.
+func etcdErr(err error) error {
+	if _, ok := err.(rpctypes.EtcdError); ok || err == nil {
+		return err
+	}
+	return rpctypes.Error(err)
 }
 
 // seen notes a revision this store read or wrote.
@@ -458,6 +467,7 @@ func (t *etcdTx) commit() (rev int64, ok bool, err error) {
 	defer cancel()
 	resp, err := t.e.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
 	if err != nil {
+		err = etcdErr(err)
 		if errors.Is(err, rpctypes.ErrTooManyOps) {
 			return 0, false, fmt.Errorf("transaction of %d compares and %d writes: %w; start etcd with a higher --max-txn-ops (see docs/several-machines.md)", len(cmps), len(ops), etcdRPCError{err})
 		}

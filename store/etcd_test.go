@@ -113,6 +113,24 @@ func TestEtcdBackend(t *testing.T) {
 	t.Run("etcd restarts under a following store", func(t *testing.T) {
 		etcdRestart(t)
 	})
+	t.Run("a transaction over etcd's --max-txn-ops names the flag", func(t *testing.T) {
+		small := etcdtest.Start(t, etcdtest.Options{NoFsync: true, MaxTxnOps: 128}) // etcd's default
+		s := openEtcd(t, small, "")
+		err := s.Update(func(tx *Tx) error {
+			for i := range 40 { // ~5 writes each
+				if err := tx.Create(newLoop(fmt.Sprintf("big%02d", i), loop.Pending, "")); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err == nil || !strings.Contains(err.Error(), "start etcd with a higher --max-txn-ops") {
+			t.Fatalf("Update() of 200 writes on a default etcd: error = %v, want one naming --max-txn-ops", err)
+		}
+		if n, _ := s.Counts(); len(n) != 0 {
+			t.Errorf("after the refused transaction the store holds %v, want nothing", n)
+		}
+	})
 	t.Run("bad config", func(t *testing.T) {
 		for _, tc := range []struct {
 			c    EtcdConfig
