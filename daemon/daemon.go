@@ -59,6 +59,10 @@ type Options struct {
 	// WebhookBackoff is the wait before a webhook delivery's first retry;
 	// it doubles before each further one. 0 means 1 s.
 	WebhookBackoff time.Duration
+	// Standby, on an etcd store another daemon holds, waits for that
+	// daemon's claim to go and then takes the store over, instead of
+	// refusing to start.
+	Standby bool
 }
 
 // ClaimTTL is the lease of a daemon's claim on an etcd store: how long
@@ -125,9 +129,25 @@ func Run(ctx context.Context, o Options) error {
 	// On etcd, the store's claim is what the file lock is on bbolt: one
 	// daemon per store, gone ClaimTTL after its daemon dies.
 	host, _ := os.Hostname()
-	claimLost, err := st.Claim(fmt.Sprintf("pid %d on host %s, home %s", os.Getpid(), host, paths.Home), ClaimTTL)
+	holder := fmt.Sprintf("pid %d on host %s, home %s", os.Getpid(), host, paths.Home)
+	claimLost, err := st.Claim(holder, ClaimTTL)
+	for le := (*store.LockedError)(nil); o.Standby && errors.As(err, &le); {
+		// A standby waits for the active daemon's claim to go (a clean
+		// stop, or its lease running out), then takes the store over.
+		log.Info("standby: waiting to take the store over", "store", st.Where(), "held by", le.Holder)
+		if err = st.WaitUnclaimed(ctx); err != nil {
+			break
+		}
+		claimLost, err = st.Claim(holder, ClaimTTL)
+		if err == nil {
+			log.Info("standby: took the store over", "store", st.Where())
+		}
+	}
 	if err != nil {
 		st.Close()
+		if ctx.Err() != nil {
+			return nil // stopped while standing by
+		}
 		return err
 	}
 	pid := os.Getpid()

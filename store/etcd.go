@@ -770,3 +770,45 @@ func (e *etcdStore) claim(holder string, ttl time.Duration) (<-chan struct{}, er
 	e.session = sess
 	return sess.Done(), nil
 }
+
+// WaitUnclaimed returns once no daemon claims the store (at once if none
+// does, and on the bbolt file), or when ctx ends: a standby daemon waits
+// here for the claim of the one it stands by for to go.
+func (s *Store) WaitUnclaimed(ctx context.Context) error {
+	if s.etcd == nil {
+		return nil
+	}
+	e := s.etcd
+	key := e.prefix + "/daemon"
+	for {
+		gctx, cancel := context.WithTimeout(ctx, etcdOpTimeout)
+		resp, err := e.cli.Get(gctx, key)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			time.Sleep(time.Second) // etcd unreachable: ask again
+			continue
+		}
+		if len(resp.Kvs) == 0 {
+			return nil
+		}
+		wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		for wr := range e.cli.Watch(wctx, key, clientv3.WithRev(resp.Header.Revision+1)) {
+			if wr.Err() != nil {
+				break
+			}
+			for _, ev := range wr.Events {
+				if ev.Type == clientv3.EventTypeDelete {
+					wcancel()
+					return nil
+				}
+			}
+		}
+		wcancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
