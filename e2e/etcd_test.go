@@ -173,18 +173,7 @@ func TestEtcdStoreTakeover(t *testing.T) {
 	})
 	loops := list(t, r)
 	checkTree(t, loops)
-	retried := 0
-	for _, l := range loops {
-		if l.Status != loop.Complete {
-			t.Errorf("loop %s (%s) ended %s", l.ID, l.Type, l.Status)
-		}
-		if l.Iteration > 1 {
-			retried++
-		}
-	}
-	if retried == 0 {
-		t.Errorf("no loop was charged an attempt: the interrupted run was not recovered\n%s", describe(loops))
-	}
+	completeWithARetry(t, loops)
 }
 
 func etcdClientE2E(t *testing.T, endpoint string) *clientv3.Client {
@@ -274,18 +263,7 @@ func TestEtcdStandbyFailover(t *testing.T) {
 	var loops []loop.Loop
 	mustJSON(t, ok(t, r.dir, "--home", homeB, "list", "--json"), &loops)
 	checkTree(t, loops)
-	retried := 0
-	for _, l := range loops {
-		if l.Status != loop.Complete {
-			t.Errorf("loop %s (%s) ended %s", l.ID, l.Type, l.Status)
-		}
-		if l.Iteration > 1 {
-			retried++
-		}
-	}
-	if retried == 0 {
-		t.Errorf("no loop was charged an attempt: the interrupted run was not recovered\n%s", describe(loops))
-	}
+	completeWithARetry(t, loops)
 }
 
 // bStatus is `loopr --home home status --json` in dir.
@@ -316,5 +294,23 @@ func TestDaemonStandbyUsage(t *testing.T) {
 	res := run(t, r2.dir, "", "daemon", "--standby", "--detach")
 	if res.code != 2 || !strings.Contains(res.stderr, "--standby with --detach") {
 		t.Errorf("loopr daemon --standby --detach: exit %d, stderr %q", res.code, res.stderr)
+	}
+}
+
+// completeWithARetry asserts that every loop completed and that at least
+// one was charged an attempt: the run a dead daemon left was recovered.
+func completeWithARetry(t *testing.T, loops []loop.Loop) {
+	t.Helper()
+	retried := 0
+	for _, l := range loops {
+		if l.Status != loop.Complete {
+			t.Errorf("loop %s (%s) ended %s", l.ID, l.Type, l.Status)
+		}
+		if l.Iteration > 1 {
+			retried++
+		}
+	}
+	if retried == 0 {
+		t.Errorf("no loop was charged an attempt: the interrupted run was not recovered\n%s", describe(loops))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -72,6 +73,7 @@ type etcdStore struct {
 	cli    *clientv3.Client
 	prefix string // with no trailing slash
 	where  string // "etcd <endpoints> <prefix>", for errors
+	page   int    // keys per cursor fetch: etcdPage (tests make it small)
 	log    *slog.Logger
 
 	ctx    context.Context // cancelled by close
@@ -131,7 +133,7 @@ func OpenEtcd(c EtcdConfig, opt Options) (*Store, error) {
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
-	e := &etcdStore{cli: cli, prefix: prefix, where: where, log: opt.Log}
+	e := &etcdStore{cli: cli, prefix: prefix, where: where, log: opt.Log, page: etcdPage}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	s := &Store{path: "etcd:" + prefix, now: opt.Now, etcd: e, w: &writePath{}}
 	if err := s.migrate(opt.ReadOnly); err != nil {
@@ -440,7 +442,7 @@ func (t *etcdTx) commit() (rev int64, ok bool, err error) {
 		return t.rev, true, nil
 	}
 	cmps := make([]clientv3.Cmp, 0, len(t.reads)+len(t.ranges))
-	for _, k := range slices.Sorted(mapKeys(t.reads)) {
+	for _, k := range slices.Sorted(maps.Keys(t.reads)) {
 		if mod := t.reads[k]; mod == 0 {
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", 0))
 		} else {
@@ -478,16 +480,6 @@ func (t *etcdTx) commit() (rev int64, ok bool, err error) {
 	}
 	t.e.seen(resp.Header.Revision)
 	return resp.Header.Revision, resp.Succeeded, nil
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // mergeRanges joins overlapping and touching ranges: a forward scan fetched
@@ -595,56 +587,46 @@ func (c *etcdCursor) Prev() ([]byte, []byte) {
 }
 
 // geq moves to the first visible key ≥ k.
-func (c *etcdCursor) geq(k string) ([]byte, []byte) {
-	for {
-		s, sok := c.snapGE(k)
-		o, ook := c.overlayGE(k)
-		var m string
-		switch {
-		case sok && ook:
-			m = min(s.k, o)
-		case sok:
-			m = s.k
-		case ook:
-			m = o
-		default:
-			c.cur = ""
-			return nil, nil
-		}
-		v, hidden := c.visible(m, s)
-		if hidden {
-			k = m + "\x00"
-			continue
-		}
-		c.cur = m
-		return []byte(m[len(c.lo):]), v
-	}
-}
+func (c *etcdCursor) geq(k string) ([]byte, []byte) { return c.move(k, true) }
 
 // lt moves to the last visible key < k.
-func (c *etcdCursor) lt(k string) ([]byte, []byte) {
+func (c *etcdCursor) lt(k string) ([]byte, []byte) { return c.move(k, false) }
+
+// move moves to the nearest visible key from k on, forward (≥ k) or back
+// (< k): the nearer of the snapshot's key and the transaction's own
+// write, skipping keys the transaction deleted.
+func (c *etcdCursor) move(k string, forward bool) ([]byte, []byte) {
 	for {
-		s, sok := c.snapLT(k)
-		o, ook := c.overlayLT(k)
-		var m string
+		var s kvPair
+		var o string
+		var sok, ook bool
+		if forward {
+			s, sok = c.snapGE(k)
+			o, ook = c.overlayGE(k)
+		} else {
+			s, sok = c.snapLT(k)
+			o, ook = c.overlayLT(k)
+		}
+		m := o
 		switch {
+		case sok && ook && forward:
+			m = min(s.k, o)
 		case sok && ook:
 			m = max(s.k, o)
 		case sok:
 			m = s.k
-		case ook:
-			m = o
-		default:
+		case !ook:
 			c.cur = ""
 			return nil, nil
 		}
 		v, hidden := c.visible(m, s)
-		if hidden {
-			k = m
-			continue
+		if !hidden {
+			c.cur = m
+			return []byte(m[len(c.lo):]), v
 		}
-		c.cur = m
-		return []byte(m[len(c.lo):]), v
+		if k = m; forward {
+			k = m + "\x00"
+		}
 	}
 }
 
@@ -694,7 +676,7 @@ func (c *etcdCursor) snapGE(k string) (kvPair, bool) {
 
 // fetch reads the next page of snapshot keys from k on.
 func (c *etcdCursor) fetch(k string) {
-	resp := c.t.get(k, clientv3.WithRange(c.hi), clientv3.WithLimit(etcdPage))
+	resp := c.t.get(k, clientv3.WithRange(c.hi), clientv3.WithLimit(int64(c.t.e.page)))
 	c.page = c.page[:0]
 	for _, kv := range resp.Kvs {
 		c.page = append(c.page, kvPair{string(kv.Key), nonNil(kv.Value)})

@@ -131,6 +131,9 @@ func TestEtcdBackend(t *testing.T) {
 			t.Errorf("after the refused transaction the store holds %v, want nothing", n)
 		}
 	})
+	t.Run("cursor agrees with bbolt's", func(t *testing.T) {
+		cursorAgreesWithBbolt(t, srv)
+	})
 	t.Run("bad config", func(t *testing.T) {
 		for _, tc := range []struct {
 			c    EtcdConfig
