@@ -99,4 +99,3 @@ func cursorAgreesWithBbolt(t *testing.T, srv *etcdtest.Server) {
 		}
 	}
 }
-
