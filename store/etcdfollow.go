@@ -27,8 +27,8 @@ type etcdFollow struct {
 	ids map[string]struct{} // the loops the followers know of
 
 	appliedMu sync.Mutex
-	applied   int64 // the last revision delivered
-	cond      *sync.Cond
+	applied   int64         // the last revision delivered
+	advanced  chan struct{} // closed (and replaced) when applied grows
 	done      chan struct{}
 }
 
@@ -40,7 +40,7 @@ type etcdFollower struct {
 func (e *etcdStore) follow(load func(*Tx) error, f Follower) error {
 	if e.fw.Load() == nil {
 		fw := &etcdFollow{e: e, ids: map[string]struct{}{}, done: make(chan struct{})}
-		fw.cond = sync.NewCond(&fw.appliedMu)
+		fw.advanced = make(chan struct{})
 		fw.mu.Lock()
 		defer fw.mu.Unlock()
 		rev, err := fw.loadIDs()
@@ -97,23 +97,40 @@ func (fw *etcdFollow) loadIDs() (int64, error) {
 	return t.rev, nil
 }
 
-// waitApplied returns once the revision rev was delivered (or the store
-// closed): Update returns after its followers saw its commit, as on bbolt.
+// waitApplied returns once the revision rev was delivered, so that
+// Update returns after its followers saw its commit, as on bbolt. It waits
+// at most etcdOpTimeout (the watch cannot resume while etcd is away: the
+// commit stands, and the followers get it when the watch is back), and
+// not at all once the store closed.
 func (fw *etcdFollow) waitApplied(rev int64) {
-	fw.appliedMu.Lock()
-	defer fw.appliedMu.Unlock()
-	for fw.applied < rev && fw.e.ctx.Err() == nil {
-		fw.cond.Wait()
+	timeout := time.NewTimer(etcdOpTimeout)
+	defer timeout.Stop()
+	for {
+		fw.appliedMu.Lock()
+		applied, advanced := fw.applied, fw.advanced
+		fw.appliedMu.Unlock()
+		if applied >= rev {
+			return
+		}
+		select {
+		case <-advanced:
+		case <-timeout.C:
+			fw.e.log.Warn("store: etcd follower: a commit was not delivered in time; it will be when the watch resumes", "revision", rev)
+			return
+		case <-fw.e.ctx.Done():
+			return
+		}
 	}
 }
 
 func (fw *etcdFollow) setApplied(rev int64) {
 	fw.appliedMu.Lock()
+	defer fw.appliedMu.Unlock()
 	if rev > fw.applied {
 		fw.applied = rev
+		close(fw.advanced)
+		fw.advanced = make(chan struct{})
 	}
-	fw.appliedMu.Unlock()
-	fw.cond.Broadcast()
 }
 
 func (fw *etcdFollow) lastApplied() int64 {
@@ -124,7 +141,6 @@ func (fw *etcdFollow) lastApplied() int64 {
 
 func (fw *etcdFollow) run() {
 	defer close(fw.done)
-	defer fw.cond.Broadcast() // wake waiters: the store closed
 	pre := fw.e.prefix + "/" + string(bucketLoops) + "/"
 	for fw.e.ctx.Err() == nil {
 		ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(fw.e.ctx))
