@@ -368,3 +368,92 @@ func etcdRestart(t *testing.T) {
 		t.Errorf("follower saw %v, want before and after once each", seen)
 	}
 }
+
+// TestEtcdClusterMemberLoss: a store on a 3-member etcd cluster (three
+// real members on 127.0.0.1) goes on writing while one member is stopped
+// and started again: writers on two Stores bump one record throughout;
+// every bump that returned nil is there at the end, none is applied twice
+// (a bump that returned an error may or may not be: etcd may have
+// committed it as the member went), and each applied bump has its event.
+func TestEtcdClusterMemberLoss(t *testing.T) {
+	t.Parallel()
+	members := etcdtest.StartCluster(t, 3, etcdtest.Options{NoFsync: true})
+	var eps []string
+	for _, m := range members {
+		eps = append(eps, m.Endpoint())
+	}
+	open := func() *Store {
+		s, err := OpenEtcd(EtcdConfig{Endpoints: eps, Prefix: "/loopr/cluster"}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b := open(), open()
+	mustUpdate(t, a, func(tx *Tx) error { return tx.Create(newLoop("r", loop.Pending, "")) })
+
+	var ok, failed atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, s := range []*Store{a, b} {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				err := s.Update(func(tx *Tx) error {
+					l, err := tx.Get("r")
+					if err != nil {
+						return err
+					}
+					l.Iteration++
+					if err := tx.Put(l); err != nil {
+						return err
+					}
+					_, err = tx.AppendEvent(loop.Event{Time: t0, Loop: "r", Kind: loop.EventIteration, Iteration: l.Iteration})
+					return err
+				})
+				if err == nil {
+					ok.Add(1)
+				} else {
+					failed.Add(1) // outcome unknown: etcd may have applied it
+				}
+			}
+		})
+	}
+	wait := func(n int64) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for start := ok.Load(); ok.Load() < start+n; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("only %d writes succeeded in 20s", ok.Load()-start)
+			}
+		}
+	}
+	wait(20)
+	members[0].Stop()
+	wait(20) // writes go on with two members of three
+	members[0].Restart(t)
+	wait(20)
+	close(stop)
+	wg.Wait()
+
+	got, err := a.Get("r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bumps := int64(got.Iteration - 1)
+	t.Logf("%d bumps acknowledged, %d returned an error, %d applied", ok.Load(), failed.Load(), bumps)
+	if bumps < ok.Load() || bumps > ok.Load()+failed.Load() {
+		t.Errorf("iteration = %d after %d acknowledged bumps (%d more of unknown outcome): an update was lost or applied twice", got.Iteration, ok.Load(), failed.Load())
+	}
+	var evs []loop.Event
+	a.View(func(tx *Tx) (err error) { evs, err = tx.Events("r"); return err })
+	if int64(len(evs)) != 1+bumps {
+		t.Errorf("%d events for %d applied bumps, want one each (and created)", len(evs), bumps)
+	}
+	mustCheck(t, a)
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,19 +28,29 @@ type Options struct {
 	Dir string
 	// ClientPort and PeerPort; 0 picks free ones.
 	ClientPort, PeerPort int
+	// Name and InitialCluster make the server a member of a cluster
+	// (StartCluster sets them); "" means a one-member cluster named test.
+	Name, InitialCluster string
 }
 
 // Server is a running embedded etcd.
 type Server struct {
-	e    *embed.Etcd
-	Opts Options // as started, ports and Dir filled in
+	e       *embed.Etcd
+	stopped bool
+	Opts    Options // as started, ports and Dir filled in
 }
 
 // Endpoint is the client URL to give the store.
 func (s *Server) Endpoint() string { return fmt.Sprintf("http://127.0.0.1:%d", s.Opts.ClientPort) }
 
-// Stop stops the server (the data stays in Opts.Dir).
-func (s *Server) Stop() { s.e.Close() }
+// Stop stops the server (the data stays in Opts.Dir). Stopping a stopped
+// server does nothing.
+func (s *Server) Stop() {
+	if !s.stopped {
+		s.stopped = true
+		s.e.Close()
+	}
+}
 
 // Start starts a one-member etcd and stops it when tb ends.
 func Start(tb testing.TB, o Options) *Server {
@@ -72,12 +83,18 @@ func start(tb testing.TB, o Options) (*Server, error) {
 	}
 	cfg := embed.NewConfig()
 	cfg.Name = "test"
+	if o.Name != "" {
+		cfg.Name = o.Name
+	}
 	cfg.Dir = o.Dir
 	cu := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", o.ClientPort)}
 	pu := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", o.PeerPort)}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{cu}, []url.URL{cu}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{pu}, []url.URL{pu}
 	cfg.InitialCluster = fmt.Sprintf("%s=%s", cfg.Name, pu.String())
+	if o.InitialCluster != "" {
+		cfg.InitialCluster = o.InitialCluster
+	}
 	cfg.MaxTxnOps = o.MaxTxnOps
 	cfg.UnsafeNoFsync = o.NoFsync
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
@@ -98,12 +115,12 @@ func start(tb testing.TB, o Options) (*Server, error) {
 // ports (a member that went away and came back).
 func (s *Server) Restart(tb testing.TB) {
 	tb.Helper()
-	s.e.Close()
+	s.Stop()
 	n, err := start(tb, s.Opts)
 	if err != nil {
 		tb.Fatalf("etcdtest: restart: %v", err)
 	}
-	s.e = n.e
+	s.e, s.stopped = n.e, false
 }
 
 func freePort() (int, error) {
@@ -113,4 +130,44 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// StartCluster starts an n-member etcd cluster (each member a Server on
+// its own ports and data) and stops it when tb ends.
+func StartCluster(tb testing.TB, n int, o Options) []*Server {
+	tb.Helper()
+	opts := make([]Options, n)
+	var members []string
+	for i := range opts {
+		opts[i] = o
+		opts[i].Name = fmt.Sprintf("m%d", i)
+		opts[i].Dir = tb.TempDir()
+		var err error
+		if opts[i].ClientPort, err = freePort(); err != nil {
+			tb.Fatal(err)
+		}
+		if opts[i].PeerPort, err = freePort(); err != nil {
+			tb.Fatal(err)
+		}
+		members = append(members, fmt.Sprintf("%s=http://127.0.0.1:%d", opts[i].Name, opts[i].PeerPort))
+	}
+	servers := make([]*Server, n)
+	errs := make(chan error, n)
+	for i := range opts {
+		opts[i].InitialCluster = strings.Join(members, ",")
+		go func() { // a member is ready only once a quorum is up
+			s, err := start(tb, opts[i])
+			servers[i] = s
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			tb.Fatalf("etcdtest: cluster: %v", err)
+		}
+	}
+	for _, s := range servers {
+		tb.Cleanup(s.Stop)
+	}
+	return servers
 }
