@@ -292,7 +292,7 @@ type Store struct {
 type StoreEtcd struct {
 	Endpoints       []string `yaml:"endpoints"`         // client URLs, e.g. http://10.0.0.1:2379
 	Prefix          string   `yaml:"prefix"`            // every key starts with it; "" = /loopr/<workspace directory name>
-	DialTimeoutSecs int      `yaml:"dial_timeout_secs"` // how long to wait for etcd at start
+	DialTimeoutSecs int      `yaml:"dial_timeout_secs"` // how long to wait for etcd at start, and for any one request after
 	Username        string   `yaml:"username"`          // etcd user, with password; "" = no authentication
 	Password        string   `yaml:"password"`
 	CAFile          string   `yaml:"ca_file"`   // TLS: the CA that signed etcd's certificate; relative to this file

@@ -43,8 +43,8 @@ import (
 // EtcdConfig says where the etcd store is (loopr.yml's store.etcd).
 type EtcdConfig struct {
 	Endpoints   []string
-	Prefix      string // "/loopr/<name>": every key of this store starts with it
-	DialTimeout time.Duration
+	Prefix      string        // "/loopr/<name>": every key of this store starts with it
+	DialTimeout time.Duration // how long to wait for etcd at open, and for any one request after
 	Username    string
 	Password    string
 	CAFile      string
@@ -60,9 +60,6 @@ const (
 	etcdAttempts = 64
 	// etcdPage is how many keys a cursor fetches at once.
 	etcdPage = 512
-	// etcdOpTimeout bounds every request to etcd, so that no store call
-	// hangs while etcd is unreachable.
-	etcdOpTimeout = 15 * time.Second
 )
 
 // ErrConflict is what an Update on etcd returns, wrapped, when other
@@ -74,7 +71,10 @@ type etcdStore struct {
 	prefix string // with no trailing slash
 	where  string // "etcd <endpoints> <prefix>", for errors
 	page   int    // keys per cursor fetch: etcdPage (tests make it small)
-	log    *slog.Logger
+	// opTimeout bounds every request to etcd (EtcdConfig.DialTimeout), so
+	// that no store call hangs while etcd is unreachable.
+	opTimeout time.Duration
+	log       *slog.Logger
 
 	ctx    context.Context // cancelled by close
 	cancel context.CancelFunc
@@ -133,7 +133,7 @@ func OpenEtcd(c EtcdConfig, opt Options) (*Store, error) {
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
-	e := &etcdStore{cli: cli, prefix: prefix, where: where, log: opt.Log, page: etcdPage}
+	e := &etcdStore{cli: cli, prefix: prefix, where: where, log: opt.Log, page: etcdPage, opTimeout: c.DialTimeout}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	s := &Store{path: "etcd:" + prefix, now: opt.Now, etcd: e, w: &writePath{}}
 	if err := s.migrate(opt.ReadOnly); err != nil {
@@ -288,7 +288,7 @@ func (t *etcdTx) createBucket([]byte) error { return nil } // key prefixes need 
 
 // rpc runs one request with a timeout; an error aborts the transaction.
 func (t *etcdTx) get(key string, opts ...clientv3.OpOption) *clientv3.GetResponse {
-	ctx, cancel := context.WithTimeout(t.e.ctx, etcdOpTimeout)
+	ctx, cancel := context.WithTimeout(t.e.ctx, t.e.opTimeout)
 	defer cancel()
 	var resp *clientv3.GetResponse
 	var err error
@@ -385,7 +385,7 @@ type prefetch struct {
 // if the transaction reads it). One round trip instead of two.
 func (t *etcdTx) firstValue(key string) []byte {
 	seq := t.e.prefix + "/seq/" + string(bucketEvents)
-	ctx, cancel := context.WithTimeout(t.e.ctx, etcdOpTimeout)
+	ctx, cancel := context.WithTimeout(t.e.ctx, t.e.opTimeout)
 	defer cancel()
 	resp, err := t.e.cli.Txn(ctx).Then(
 		clientv3.OpGet(key, clientv3.WithSerializable()),
@@ -465,7 +465,7 @@ func (t *etcdTx) commit() (rev int64, ok bool, err error) {
 			t.wroteLoops = true
 		}
 	}
-	ctx, cancel := context.WithTimeout(t.e.ctx, etcdOpTimeout)
+	ctx, cancel := context.WithTimeout(t.e.ctx, t.e.opTimeout)
 	defer cancel()
 	resp, err := t.e.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
 	if err != nil {
@@ -732,7 +732,7 @@ func (e *etcdStore) claim(holder string, ttl time.Duration) (<-chan struct{}, er
 		return nil, fmt.Errorf("store: %s: claim: %w", e.where, err)
 	}
 	key := e.prefix + "/daemon"
-	ctx, cancel := context.WithTimeout(e.ctx, etcdOpTimeout)
+	ctx, cancel := context.WithTimeout(e.ctx, e.opTimeout)
 	defer cancel()
 	resp, err := e.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, holder, clientv3.WithLease(sess.Lease()))).
@@ -763,7 +763,7 @@ func (s *Store) WaitUnclaimed(ctx context.Context) error {
 	e := s.etcd
 	key := e.prefix + "/daemon"
 	for {
-		gctx, cancel := context.WithTimeout(ctx, etcdOpTimeout)
+		gctx, cancel := context.WithTimeout(ctx, e.opTimeout)
 		resp, err := e.cli.Get(gctx, key)
 		cancel()
 		if err != nil {

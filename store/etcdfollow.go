@@ -99,11 +99,11 @@ func (fw *etcdFollow) loadIDs() (int64, error) {
 
 // waitApplied returns once the revision rev was delivered, so that
 // Update returns after its followers saw its commit, as on bbolt. It waits
-// at most etcdOpTimeout (the watch cannot resume while etcd is away: the
+// at most the store's request timeout (the watch cannot resume while etcd is away: the
 // commit stands, and the followers get it when the watch is back), and
 // not at all once the store closed.
 func (fw *etcdFollow) waitApplied(rev int64) {
-	timeout := time.NewTimer(etcdOpTimeout)
+	timeout := time.NewTimer(fw.e.opTimeout)
 	defer timeout.Stop()
 	for {
 		fw.appliedMu.Lock()
