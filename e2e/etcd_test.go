@@ -314,3 +314,28 @@ func completeWithARetry(t *testing.T, loops []loop.Loop) {
 		t.Errorf("no loop was charged an attempt: the interrupted run was not recovered\n%s", describe(loops))
 	}
 }
+
+// TestEtcdDaemonStopsWithoutEtcd: with its etcd gone, a daemon told to
+// stop does so in bounded time — every store call of its shutdown gives
+// up after a short wait once one found etcd unreachable, and the claim is
+// left to its lease instead of waited on.
+func TestEtcdDaemonStopsWithoutEtcd(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
+	storeYML := fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%q]\n    prefix: /loopr/gone\n", srv.Endpoint())
+	r := newRepo(t, treeConfig(t, 3, validateCmd(t), "tree")+storeYML)
+	d := startDaemon(t, r)
+	srv.Stop()
+	began := time.Now()
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("daemon still running 30 s after SIGTERM with etcd gone:\n%s", tail(d.output(), 20))
+	}
+	took := time.Since(began)
+	t.Logf("daemon stopped %s after SIGTERM, etcd gone", took.Round(100*time.Millisecond))
+	if took > 20*time.Second {
+		t.Errorf("daemon took %s to stop with etcd gone, want under 20 s", took)
+	}
+}

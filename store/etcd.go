@@ -58,6 +58,9 @@ const DefaultEtcdDialTimeout = 5 * time.Second
 const (
 	// etcdAttempts bounds how often a conflicting transaction runs again.
 	etcdAttempts = 64
+	// etcdRetryTimeout bounds a request made while the last one found
+	// etcd unreachable.
+	etcdRetryTimeout = time.Second
 	// etcdPage is how many keys a cursor fetches at once.
 	etcdPage = 512
 )
@@ -73,8 +76,9 @@ type etcdStore struct {
 	page   int    // keys per cursor fetch: etcdPage (tests make it small)
 	// opTimeout bounds every request to etcd (EtcdConfig.DialTimeout), so
 	// that no store call hangs while etcd is unreachable.
-	opTimeout time.Duration
-	log       *slog.Logger
+	opTimeout   time.Duration
+	unreachable atomic.Bool // the last request timed out: the next ones wait etcdRetryTimeout
+	log         *slog.Logger
 
 	ctx    context.Context // cancelled by close
 	cancel context.CancelFunc
@@ -146,7 +150,13 @@ func OpenEtcd(c EtcdConfig, opt Options) (*Store, error) {
 func (e *etcdStore) close() error {
 	e.closeOnce.Do(func() {
 		if e.session != nil {
-			e.session.Close() // revokes the lease: the claim goes at once
+			// Revoke the lease: the claim goes at once. (Session.Close
+			// would wait up to the lease's TTL for an unreachable etcd;
+			// then the claim goes when the lease runs out.)
+			ctx, cancel := e.reqCtx()
+			_, _ = e.cli.Revoke(ctx, e.session.Lease())
+			cancel()
+			e.session.Orphan()
 		}
 		e.cancel()
 		if fw := e.fw.Load(); fw != nil {
@@ -288,7 +298,7 @@ func (t *etcdTx) createBucket([]byte) error { return nil } // key prefixes need 
 
 // rpc runs one request with a timeout; an error aborts the transaction.
 func (t *etcdTx) get(key string, opts ...clientv3.OpOption) *clientv3.GetResponse {
-	ctx, cancel := context.WithTimeout(t.e.ctx, t.e.opTimeout)
+	ctx, cancel := t.e.reqCtx()
 	defer cancel()
 	var resp *clientv3.GetResponse
 	var err error
@@ -312,6 +322,7 @@ func (t *etcdTx) get(key string, opts ...clientv3.OpOption) *clientv3.GetRespons
 	default:
 		resp, err = t.e.cli.Get(ctx, key, opts...)
 	}
+	t.e.note(err)
 	if err != nil {
 		if err = etcdErr(err); errors.Is(err, rpctypes.ErrCompacted) {
 			panic(etcdFailure{err})
@@ -323,6 +334,28 @@ func (t *etcdTx) get(key string, opts ...clientv3.OpOption) *clientv3.GetRespons
 		t.e.seen(t.rev)
 	}
 	return resp
+}
+
+// reqCtx is the context of one request: the store's request timeout, or
+// a short one while the last request found etcd unreachable — so that a
+// chain of calls (a daemon stopping) does not wait the whole timeout for
+// each.
+func (e *etcdStore) reqCtx() (context.Context, context.CancelFunc) {
+	d := e.opTimeout
+	if e.unreachable.Load() {
+		d = min(d, etcdRetryTimeout)
+	}
+	return context.WithTimeout(e.ctx, d)
+}
+
+// note records whether a request reached etcd.
+func (e *etcdStore) note(err error) {
+	switch {
+	case err == nil:
+		e.unreachable.Store(false)
+	case errors.Is(err, context.DeadlineExceeded):
+		e.unreachable.Store(true)
+	}
 }
 
 // etcdErr turns a gRPC status error from etcd into its rpctypes value, so
@@ -385,7 +418,7 @@ type prefetch struct {
 // if the transaction reads it). One round trip instead of two.
 func (t *etcdTx) firstValue(key string) []byte {
 	seq := t.e.prefix + "/seq/" + string(bucketEvents)
-	ctx, cancel := context.WithTimeout(t.e.ctx, t.e.opTimeout)
+	ctx, cancel := t.e.reqCtx()
 	defer cancel()
 	resp, err := t.e.cli.Txn(ctx).Then(
 		clientv3.OpGet(key, clientv3.WithSerializable()),
@@ -394,6 +427,7 @@ func (t *etcdTx) firstValue(key string) []byte {
 		// This member has not applied this store's last commit yet.
 		resp, err = t.e.cli.Txn(ctx).Then(clientv3.OpGet(key), clientv3.OpGet(seq)).Commit()
 	}
+	t.e.note(err)
 	if err != nil {
 		panic(etcdFailure{etcdRPCError{err}})
 	}
@@ -465,9 +499,10 @@ func (t *etcdTx) commit() (rev int64, ok bool, err error) {
 			t.wroteLoops = true
 		}
 	}
-	ctx, cancel := context.WithTimeout(t.e.ctx, t.e.opTimeout)
+	ctx, cancel := t.e.reqCtx()
 	defer cancel()
 	resp, err := t.e.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	t.e.note(err)
 	if err != nil {
 		err = etcdErr(err)
 		if errors.Is(err, rpctypes.ErrTooManyOps) {
