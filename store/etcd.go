@@ -93,8 +93,10 @@ type etcdStore struct {
 
 // OpenEtcd opens the store kept in etcd under c.Prefix and migrates it to
 // SchemaVersion (several daemons may open one store at once: it takes no
-// lock). It returns an error naming the endpoints if etcd does not answer
-// within c.DialTimeout.
+// lock; see Claim). It returns an error naming the endpoints if etcd does
+// not answer within c.DialTimeout. Of opt, only Now, Log and ReadOnly
+// (which keeps a store of an older schema from being migrated) apply:
+// etcd has no file lock to wait for and syncs as its server is told.
 func OpenEtcd(c EtcdConfig, opt Options) (*Store, error) {
 	if len(c.Endpoints) == 0 {
 		return nil, errors.New("open store: etcd: no endpoints; set store.etcd.endpoints in loopr.yml")
