@@ -207,18 +207,20 @@ type TypeUsage struct {
 
 // Status is `loopr status` (GET /v1/status).
 type Status struct {
-	Daemon     bool                `json:"daemon"`
-	PID        int                 `json:"pid,omitzero"`
-	Version    string              `json:"version"`
-	Protocol   int                 `json:"protocol"`
-	StartedAt  time.Time           `json:"started_at,omitzero"`
-	UptimeSecs int64               `json:"uptime_secs"`
-	Home       string              `json:"home"`
-	Workspace  string              `json:"workspace"`
-	Counts     map[loop.Status]int `json:"counts"`
-	Running    int                 `json:"running"`
-	MaxLoops   int                 `json:"max_loops"`
-	Types      []TypeUsage         `json:"types"`
+	Daemon     bool      `json:"daemon"`
+	PID        int       `json:"pid,omitzero"`
+	Version    string    `json:"version"`
+	Protocol   int       `json:"protocol"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	UptimeSecs int64     `json:"uptime_secs"`
+	Home       string    `json:"home"`
+	Workspace  string    `json:"workspace"`
+	// Store is where the records are: "bbolt <file>" or "etcd <endpoints> <prefix>".
+	Store    string              `json:"store,omitzero"`
+	Counts   map[loop.Status]int `json:"counts"`
+	Running  int                 `json:"running"`
+	MaxLoops int                 `json:"max_loops"`
+	Types    []TypeUsage         `json:"types"`
 	// RateLimit is the state of the limited profile that resumes last
 	// (RateLimited: some profile is limited); Profiles lists every profile
 	// that has been limited, Limits is their states for a client's Plan.

@@ -20,6 +20,7 @@ import (
 	"github.com/loopr-dev/loopr/client"
 	"github.com/loopr-dev/loopr/daemon"
 	"github.com/loopr-dev/loopr/internal/safefile"
+	"github.com/loopr-dev/loopr/store"
 )
 
 // readyFDEnv names the file descriptor on which a daemon started by
@@ -41,16 +42,18 @@ var selfCommand = func(args ...string) (*exec.Cmd, error) {
 
 func (e *env) daemonCmd() *cobra.Command {
 	var (
-		detach   bool
-		logLevel string
+		detach, standby bool
+		logLevel        string
 	)
 	c := &cobra.Command{
-		Use:   "daemon [--detach]",
+		Use:   "daemon [--detach | --standby]",
 		Short: "Run the scheduler and serve the API on <home>/loopr.sock",
 		Long: `Run loopr's daemon in the foreground until SIGINT or SIGTERM: it schedules
 and runs loops and serves the API on <home>/loopr.sock. With --detach it
 starts itself in the background, logging to <home>/logs/daemon.log, and
-returns once the daemon answers.
+returns once the daemon answers. With --standby, on an etcd store that
+another daemon holds, it waits and takes the store over when that daemon
+stops or its claim runs out (docs/several-machines.md).
 
 loopr daemon status says whether one runs (exit 0) or not (exit 3); loopr
 daemon stop stops it and waits until it is gone; loopr daemon restart does
@@ -64,24 +67,31 @@ both and starts a new one in the background.`,
 			if err := e.resolve(); err != nil {
 				return err
 			}
+			if standby && e.cfg.Store.Backend != store.BackendEtcd {
+				return &UsageError{errors.New("--standby needs store.backend etcd: on the bbolt file one daemon per home already waits for no one")}
+			}
+			if standby && detach {
+				return &UsageError{errors.New("--standby with --detach: a standby answers only once it holds the store; run it in the foreground (under a service manager)")}
+			}
 			if detach {
 				return e.detachDaemon(cmd.Context(), logLevel)
 			}
-			return e.runDaemon(cmd.Context(), level)
+			return e.runDaemon(cmd.Context(), level, standby)
 		},
 	}
 	c.Flags().BoolVar(&detach, "detach", false, "run in the background (log: <home>/logs/daemon.log)")
+	c.Flags().BoolVar(&standby, "standby", false, "on an etcd store another daemon holds: wait, and take it over when that daemon stops or dies")
 	c.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	c.AddCommand(e.daemonSubcommands()...)
 	return c
 }
 
 // runDaemon runs the daemon in this process until ctx ends.
-func (e *env) runDaemon(ctx context.Context, level slog.Level) error {
+func (e *env) runDaemon(ctx context.Context, level slog.Level, standby bool) error {
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 	ready := readyFile()
 	err := daemon.Run(ctx, daemon.Options{
-		Paths: e.paths, Config: e.cfg, Log: log, Version: Version,
+		Paths: e.paths, Config: e.cfg, Log: log, Version: Version, Standby: standby,
 		Ready: func(pid int) {
 			if ready != nil {
 				fmt.Fprintf(ready, "ready %d\n", pid)

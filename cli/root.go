@@ -269,7 +269,7 @@ func (e *env) backend() (Backend, error) {
 const daemonStartWait = 5 * time.Second
 
 func (e *env) openLocal() (Backend, error) {
-	st, err := store.Open(e.paths.DB(), store.Options{Timeout: time.Second})
+	st, err := control.OpenStore(e.cfg, e.paths, store.Options{Timeout: time.Second})
 	if err != nil {
 		return nil, err
 	}

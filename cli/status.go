@@ -38,6 +38,9 @@ func (e *env) statusCmd() *cobra.Command {
 					fmt.Fprintf(w, "daemon\tnot running\n")
 				}
 				fmt.Fprintf(w, "home\t%s\n", st.Home)
+				if st.Store != "" {
+					fmt.Fprintf(w, "store\t%s\n", st.Store)
+				}
 				var counts []string
 				for _, s := range loop.Statuses {
 					counts = append(counts, fmt.Sprintf("%s %d", s, st.Counts[s]))

@@ -15,7 +15,8 @@ import (
 )
 
 // storeCmd is `loopr store check|repair`: the way back from a damaged
-// loopr.db. Both work on the file itself, with the daemon stopped.
+// loopr.db. Both work on the file itself, with the daemon stopped; on an
+// etcd store they refuse (etcd keeps and checks its own files).
 func (e *env) storeCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "store",
@@ -96,6 +97,9 @@ func (e *env) storeFile(ctx context.Context, verb string) (string, error) {
 		pid := c.DaemonPID()
 		c.Close()
 		return "", fmt.Errorf("the daemon (pid %d) is running; stop it (kill -TERM %d) before `loopr store %s`", pid, pid, verb)
+	}
+	if e.cfg != nil && e.cfg.Store.Backend == store.BackendEtcd {
+		return "", fmt.Errorf("`loopr store %s` works on the bbolt file only; this workspace's store is on etcd (store.backend in loopr.yml): use etcd's own tools (etcdctl endpoint health, etcdctl check perf, snapshot save/restore)", verb)
 	}
 	path := e.paths.DB()
 	if _, err := os.Stat(path); err != nil {

@@ -1,8 +1,11 @@
 package config
 
 import (
+	"fmt"
 	"net"
+	"net/url"
 	"strconv"
+	"strings"
 )
 
 // api checks the `api:` section: listen is host:port, and a listener
@@ -22,5 +25,39 @@ func (v *checker) api(a API) {
 	}
 	if a.TokenFile == "" {
 		v.fail("api.token_file", "required with api.listen: every TCP request must carry the bearer token this file holds")
+	}
+}
+
+// store checks the `store:` section: a known backend, and for etcd at
+// least one endpoint URL, a prefix that names the store, a positive dial
+// timeout, and TLS and password settings that go together.
+func (v *checker) store(s Store) {
+	switch s.Backend {
+	case "bbolt":
+		return
+	case "etcd":
+	default:
+		v.fail("store.backend", "%q: want bbolt (the file <home>/loopr.db) or etcd", s.Backend)
+		return
+	}
+	e := s.Etcd
+	if len(e.Endpoints) == 0 {
+		v.fail("store.etcd.endpoints", `required with store.backend etcd: the client URLs of the etcd cluster, e.g. ["http://127.0.0.1:2379"]`)
+	}
+	for i, ep := range e.Endpoints {
+		u, err := url.Parse(ep)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.fail(fmt.Sprintf("store.etcd.endpoints[%d]", i), "%q: want an http or https URL with host:port, e.g. http://127.0.0.1:2379", ep)
+		}
+	}
+	if p := e.Prefix; p != "" && (!strings.HasPrefix(p, "/") || strings.Trim(p, "/") == "") {
+		v.fail("store.etcd.prefix", "%q: must start with / and name the store, e.g. /loopr/myrepo", p)
+	}
+	v.positive("store.etcd.dial_timeout_secs", e.DialTimeoutSecs)
+	if (e.Username == "") != (e.Password == "") {
+		v.fail("store.etcd.username", "username and password go together: set both or neither")
+	}
+	if (e.CertFile == "") != (e.KeyFile == "") {
+		v.fail("store.etcd.cert_file", "cert_file and key_file go together: set both or neither")
 	}
 }

@@ -77,6 +77,7 @@ type Config struct {
 	Loops     map[string]LoopSettings `yaml:"loops"`  // keyed by built-in type
 	Git       Git                     `yaml:"git"`
 	Storage   Storage                 `yaml:"storage"`
+	Store     Store                   `yaml:"store"`
 	Retention Retention               `yaml:"retention"`
 	API       API                     `yaml:"api"`
 	// Webhooks lists the receivers of loop events (the daemon POSTs them).
@@ -373,6 +374,37 @@ type Storage struct {
 	DiskQuotaMinGB float64 `yaml:"disk_quota_min_gb"`
 }
 
+// Store is the `store:` section: where the daemon keeps its records. Read
+// at the daemon's start.
+type Store struct {
+	// Backend is "bbolt" (the file <home>/loopr.db, the default) or
+	// "etcd" (Etcd says where).
+	Backend string    `yaml:"backend"`
+	Etcd    StoreEtcd `yaml:"etcd"`
+}
+
+// StoreEtcd is `store.etcd`: the etcd cluster and the key prefix of this
+// store. Daemons that share endpoints and prefix share the store.
+type StoreEtcd struct {
+	Endpoints       []string `yaml:"endpoints"`         // client URLs, e.g. http://10.0.0.1:2379
+	Prefix          string   `yaml:"prefix"`            // every key starts with it; "" = /loopr/<workspace directory name>
+	DialTimeoutSecs int      `yaml:"dial_timeout_secs"` // how long to wait for etcd at start, and for any one request after
+	Username        string   `yaml:"username"`          // etcd user, with password; "" = no authentication
+	Password        string   `yaml:"password"`
+	CAFile          string   `yaml:"ca_file"`   // TLS: the CA that signed etcd's certificate; relative to this file
+	CertFile        string   `yaml:"cert_file"` // TLS client certificate, with key_file
+	KeyFile         string   `yaml:"key_file"`
+}
+
+// StorePath resolves a store.etcd file path against the configuration
+// file's directory, as TokenPath does.
+func (c *Config) StorePath(p string) string {
+	if p == "" || filepath.IsAbs(p) || c.File == "" {
+		return p
+	}
+	return filepath.Join(filepath.Dir(c.File), p)
+}
+
 // Retention is the `retention:` section: how long finished loops are kept.
 type Retention struct {
 	// Days keeps a terminal loop (complete, failed, cancelled, expired,
@@ -467,6 +499,7 @@ func Default() *Config {
 		},
 		Git:       Git{Worktrees: true},
 		Storage:   Storage{DiskQuotaMinGB: 5},
+		Store:     Store{Backend: "bbolt", Etcd: StoreEtcd{DialTimeoutSecs: 5}},
 		Retention: Retention{Days: 30},
 	}
 }

@@ -93,9 +93,23 @@ func diffValue(a, b reflect.Value, key string, out *[]Change) {
 		}
 	default:
 		if !a.Equal(b) {
-			*out = append(*out, Change{Key: key, Old: flow(a), New: flow(b)})
+			c := Change{Key: key, Old: flow(a), New: flow(b)}
+			if secretKeys[key] { // the change is logged and journaled: never the secret
+				c.Old, c.New = hidden(a), hidden(b)
+			}
+			*out = append(*out, c)
 		}
 	}
+}
+
+// secretKeys are settings whose values Diff does not show.
+var secretKeys = map[string]bool{"store.etcd.password": true}
+
+func hidden(v reflect.Value) string {
+	if v.IsZero() {
+		return `""`
+	}
+	return "(hidden)"
 }
 
 // normSlice treats a nil and an empty list alike.

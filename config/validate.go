@@ -171,6 +171,7 @@ func (c *Config) check(v *checker) error {
 		v.fail("storage.disk_quota_min_gb", "must be >= 0")
 	}
 
+	v.store(c.Store)
 	v.nonNegative("retention.days", c.Retention.Days)
 	v.api(c.API)
 	for i, w := range c.Webhooks {

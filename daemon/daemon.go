@@ -60,7 +60,15 @@ type Options struct {
 	// WebhookBackoff is the wait before a webhook delivery's first retry;
 	// it doubles before each further one. 0 means 1 s.
 	WebhookBackoff time.Duration
+	// Standby, on an etcd store another daemon holds, waits for that
+	// daemon's claim to go and then takes the store over, instead of
+	// refusing to start.
+	Standby bool
 }
+
+// ClaimTTL is the lease of a daemon's claim on an etcd store: how long
+// after a daemon died another may take the store over.
+const ClaimTTL = 15 * time.Second
 
 // ShutdownTimeout bounds how long Run waits for HTTP requests in flight
 // when it stops.
@@ -114,13 +122,37 @@ func Run(ctx context.Context, o Options) error {
 		return alreadyRunning(pid)
 	}
 
-	st, err := store.Open(paths.DB(), store.Options{Timeout: time.Second})
+	st, err := control.OpenStore(o.Config, paths, store.Options{Timeout: time.Second, Log: log})
 	if err != nil {
 		var le *store.LockedError
 		if errors.As(err, &le) {
 			return err // "store is in use by pid N; is the daemon running?"
 		}
 		return fmt.Errorf("open store: %w", err)
+	}
+	// On etcd, the store's claim is what the file lock is on bbolt: one
+	// daemon per store, gone ClaimTTL after its daemon dies.
+	host, _ := os.Hostname()
+	holder := fmt.Sprintf("pid %d on host %s, home %s", os.Getpid(), host, paths.Home)
+	claimLost, err := st.Claim(holder, ClaimTTL)
+	for le := (*store.LockedError)(nil); o.Standby && errors.As(err, &le); {
+		// A standby waits for the active daemon's claim to go (a clean
+		// stop, or its lease running out), then takes the store over.
+		log.Info("standby: waiting to take the store over", "store", st.Where(), "held by", le.Holder)
+		if err = st.WaitUnclaimed(ctx); err != nil {
+			break
+		}
+		claimLost, err = st.Claim(holder, ClaimTTL)
+		if err == nil {
+			log.Info("standby: took the store over", "store", st.Where())
+		}
+	}
+	if err != nil {
+		st.Close()
+		if ctx.Err() != nil {
+			return nil // stopped while standing by
+		}
+		return err
 	}
 	pid := os.Getpid()
 	d := &daemon{
@@ -265,6 +297,8 @@ func Run(ctx context.Context, o Options) error {
 	mgrExited := false
 	select {
 	case <-ctx.Done():
+	case <-claimLost:
+		runErr = errors.New("lost the claim on the etcd store (etcd unreachable for longer than its lease): stopping, since another daemon may now take the store over")
 	case err := <-mgrDone:
 		mgrExited = true
 		runErr = fmt.Errorf("loop manager: %w", err)

@@ -321,6 +321,11 @@ func (d *daemon) tail(ctx context.Context, name string, seq uint64, fn func(tx *
 		case <-poke:
 		case <-safety.C:
 		}
+		select { // a select picks at random among ready cases: never miss the stop
+		case <-d.hub.done:
+			closing = true
+		default:
+		}
 		for {
 			n := 0
 			err := d.store.View(func(tx *store.Tx) error {

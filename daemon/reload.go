@@ -32,6 +32,7 @@ var restartKeys = []string{
 	"rate_limit.max_concurrent_api_calls", // same
 	"git.worktrees",                       // the git flow is set up at start
 	"api",                                 // the TCP listener and its token are opened at start
+	"store",                               // the store is opened at start
 }
 
 func needsRestart(key string) bool {

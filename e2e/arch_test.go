@@ -7,7 +7,7 @@ import (
 )
 
 // TestLayering keeps the architecture of STYLE.md: the pure core imports no
-// I/O, only store imports bbolt, and the TUI never reaches past the client.
+// I/O, only store imports bbolt and etcd's client, and the TUI never reaches past the client.
 func TestLayering(t *testing.T) {
 	t.Parallel()
 	const mod = "github.com/loopr-dev/loopr/"
@@ -53,7 +53,8 @@ func TestLayering(t *testing.T) {
 			}
 		}
 	}
-	// Only store imports bbolt.
+	// Only store imports bbolt and the etcd client; only the test helper
+	// internal/etcdtest runs an etcd server.
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "../...").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
@@ -66,6 +67,12 @@ func TestLayering(t *testing.T) {
 		for _, imp := range f[1:] {
 			if strings.HasPrefix(imp, "go.etcd.io/bbolt") {
 				t.Errorf("%s imports bbolt; only store may", f[0])
+			}
+			if strings.HasPrefix(imp, "go.etcd.io/etcd/client") {
+				t.Errorf("%s imports the etcd client; only store may", f[0])
+			}
+			if strings.HasPrefix(imp, "go.etcd.io/etcd/server") && f[0] != mod+"internal/etcdtest" {
+				t.Errorf("%s imports the etcd server; only internal/etcdtest (tests) may", f[0])
 			}
 		}
 	}

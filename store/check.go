@@ -142,7 +142,7 @@ func (c *checker) logical(tx *bolt.Tx) {
 	idxStatus, idxParent, idxEvents := b[string(bucketIdxStatus)], b[string(bucketIdxParent)], b[string(bucketIdxEvents)]
 
 	c.section("meta", func() {
-		v, err := schemaVersion(tx)
+		v, err := schemaVersion(&Tx{kv: boltTx{tx}})
 		switch {
 		case err != nil:
 			c.add("meta: %v", err)

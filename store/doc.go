@@ -1,6 +1,20 @@
 // Package store keeps loopr's durable state — loop records, their event
-// journal and a little daemon metadata — in one bbolt file. It is the only
-// package that imports bbolt.
+// journal and a little daemon metadata — in one bbolt file (Open), or in
+// etcd (OpenEtcd) where several machines can reach it. It is the only
+// package that imports bbolt or the etcd client.
+//
+// # Backends
+//
+// Every Tx method reads and writes through a small key-value seam (kv.go):
+// a bucket with Get, Put, Delete, a sequence and a cursor. The bbolt
+// backend is the file's real buckets; the etcd backend (etcd.go) keeps
+// the same keys under "<prefix>/<bucket>/", reads a transaction at one
+// revision, and commits its writes in one etcd transaction that compares
+// every key and range it read, running fn again if another writer got
+// there first. Followers on etcd are fed by a watch (etcdfollow.go), so
+// they see other processes' commits too. CheckFile, Repair, the
+// corruption guard and Batch's group commit are bbolt's alone; Claim is
+// what the file lock is on bbolt: one daemon per etcd store.
 //
 // # Layout
 //
@@ -20,6 +34,9 @@
 // prefix scan over "x\x00" finds exactly the entries for x.
 //
 // # Guarantees
+//
+// The guarantees below are the bbolt file's; on etcd the same hold with
+// etcd's transactions in place of bbolt's, except where they name the file.
 //
 //   - One process at a time: Open takes bbolt's exclusive file lock, waiting at
 //     most Options.Timeout, and never hangs. A second opener gets a

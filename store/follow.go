@@ -53,6 +53,9 @@ type writePath struct {
 // the committing goroutine before Update or Batch returns, so it must be
 // quick and must not call the store. A follower cannot be removed.
 func (s *Store) Follow(load func(*Tx) error, f Follower) error {
+	if s.etcd != nil {
+		return s.etcd.follow(load, f)
+	}
 	w := s.w
 	w.order.Lock()
 	defer w.order.Unlock()
@@ -87,7 +90,7 @@ func (s *Store) update(fn func(*Tx) error) error {
 				})
 			}
 		}
-		tx := &Tx{tx: btx}
+		tx := &Tx{kv: boltTx{btx}, path: s.path}
 		if len(w.followers) > 0 {
 			tx.changes = &changes
 		}

@@ -18,7 +18,12 @@ import (
 // write, and end with exactly the store's records.
 func TestFollowSeesEveryCommitInOrder(t *testing.T) {
 	t.Parallel()
-	s := openTest(t)
+	followEveryCommitInOrder(t, openTest(t))
+}
+
+// followEveryCommitInOrder is TestFollowSeesEveryCommitInOrder on any
+// backend (etcd_test.go runs it on etcd).
+func followEveryCommitInOrder(t *testing.T, s *Store) {
 	mustUpdate(t, s, func(tx *Tx) error { return tx.Create(newLoop("counter", loop.Pending, "")) })
 
 	var mu sync.Mutex

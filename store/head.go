@@ -14,7 +14,7 @@ import "github.com/loopr-dev/loopr/loop"
 // loads its index that way), so it guards itself: a damaged page is a
 // *CorruptError here too, not a panic no one recovers.
 func (tx *Tx) ForEachHead(full func(loop.Status) bool, fn func(*loop.Loop) bool) error {
-	return guardPath(tx.tx.DB().Path(), func() error { return tx.forEachHead(full, fn) })
+	return tx.guard(func() error { return tx.forEachHead(full, fn) })
 }
 
 func (tx *Tx) forEachHead(full func(loop.Status) bool, fn func(*loop.Loop) bool) error {

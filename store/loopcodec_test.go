@@ -183,12 +183,13 @@ func TestMigrateJSONRecords(t *testing.T) {
 		t.Errorf("records after migration (-want +got):\n%s", diff)
 	}
 	s.View(func(tx *Tx) error {
-		return tx.bucket(bucketLoops).ForEach(func(k, v []byte) error {
+		c := tx.bucket(bucketLoops).Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if !isBinary(v) {
 				t.Errorf("loop %s still JSON after migration", k)
 			}
-			return nil
-		})
+		}
+		return nil
 	})
 	mustCheck(t, s)
 }

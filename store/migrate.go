@@ -4,39 +4,40 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // SchemaVersion is the store layout this loopr reads and writes.
 const SchemaVersion = 2
 
 // keySchemaVersion is the meta key holding the layout version as a JSON int.
-// A file without it (a new file) is version 0.
+// A store without it (a new one) is version 0.
 const keySchemaVersion = "schema_version"
 
-// migrations[v] upgrades a version v store to version v+1. Append a func
-// and bump SchemaVersion to change the layout; never edit a released one.
-var migrations = []func(*bolt.Tx) error{
-	0: func(tx *bolt.Tx) error { // new store: create the buckets
+// migrations[v] upgrades a version v store to version v+1, through the
+// key-value seam, so the same migrations run on every backend. Append a
+// func and bump SchemaVersion to change the layout; never edit a released
+// one.
+var migrations = []func(*Tx) error{
+	0: func(tx *Tx) error { // new store: create the buckets (etcd has none to create)
 		for _, name := range allBuckets {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return fmt.Errorf("create bucket %s: %w", name, err)
+			if err := tx.kv.createBucket(name); err != nil {
+				return err
 			}
 		}
 		return nil
 	},
-	1: func(tx *bolt.Tx) error { // JSON loop records → the binary codec (loopcodec.go)
-		b := tx.Bucket(bucketLoops)
+	1: func(tx *Tx) error { // JSON loop records → the binary codec (loopcodec.go)
+		b := tx.kv.bucket(bucketLoops)
 		if b == nil {
 			return fmt.Errorf("bucket %s missing", bucketLoops)
 		}
 		// Collect, then write: writing under a bbolt cursor can skip keys.
 		type rec struct{ k, v []byte }
 		var recs []rec
-		err := b.ForEach(func(k, v []byte) error {
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if isBinary(v) {
-				return nil
+				continue
 			}
 			l, err := decodeLoop(k, v)
 			if err != nil {
@@ -47,10 +48,6 @@ var migrations = []func(*bolt.Tx) error{
 				return err
 			}
 			recs = append(recs, rec{bytes.Clone(k), nv})
-			return nil
-		})
-		if err != nil {
-			return err
 		}
 		for _, r := range recs {
 			if err := b.Put(r.k, r.v); err != nil {
@@ -68,8 +65,8 @@ func init() {
 }
 
 // schemaVersion reads the stored layout version.
-func schemaVersion(tx *bolt.Tx) (int, error) {
-	b := tx.Bucket(bucketMeta)
+func schemaVersion(tx *Tx) (int, error) {
+	b := tx.kv.bucket(bucketMeta)
 	if b == nil {
 		return 0, nil
 	}
@@ -85,10 +82,12 @@ func schemaVersion(tx *bolt.Tx) (int, error) {
 }
 
 // migrate brings the store to SchemaVersion in one transaction. It reads
-// first, so a current or newer store is never written.
-func migrate(db *bolt.DB, readOnly bool) error {
+// first, so a current or newer store is never written. On etcd, daemons
+// that start together may race to migrate: the transaction compares the
+// version it read, so one migrates and the others see the result.
+func (s *Store) migrate(readOnly bool) error {
 	var found int
-	if err := db.View(func(tx *bolt.Tx) (err error) {
+	if err := s.View(func(tx *Tx) (err error) {
 		found, err = schemaVersion(tx)
 		return err
 	}); err != nil {
@@ -100,22 +99,21 @@ func migrate(db *bolt.DB, readOnly bool) error {
 	case found > SchemaVersion || readOnly:
 		return &SchemaError{Found: found, Supported: SchemaVersion}
 	}
-	return db.Update(func(tx *bolt.Tx) error {
-		// Re-read under the write lock: the version cannot have changed
-		// (we hold the file lock), but the check is free.
+	return s.Update(func(tx *Tx) error {
+		// Re-read inside the write transaction: another daemon on the same
+		// etcd store may have migrated meanwhile (the bbolt file is locked).
 		v, err := schemaVersion(tx)
 		if err != nil {
 			return err
+		}
+		if v > SchemaVersion {
+			return &SchemaError{Found: v, Supported: SchemaVersion}
 		}
 		for ; v < SchemaVersion; v++ {
 			if err := migrations[v](tx); err != nil {
 				return fmt.Errorf("migrate store from schema version %d: %w", v, err)
 			}
 		}
-		b, err := tx.CreateBucketIfNotExists(bucketMeta)
-		if err != nil {
-			return err
-		}
-		return b.Put([]byte(keySchemaVersion), []byte(fmt.Sprint(SchemaVersion)))
+		return tx.bucket(bucketMeta).Put([]byte(keySchemaVersion), []byte(fmt.Sprint(SchemaVersion)))
 	})
 }

@@ -186,7 +186,7 @@ func salvage(path string, db *bolt.DB, cyclic map[string]bool) (salvaged, error)
 			// A store of a newer loopr is not this loopr's to rewrite.
 			var version int
 			var verr error
-			if try(func() { version, verr = schemaVersion(tx) }) && verr == nil && version > SchemaVersion {
+			if try(func() { version, verr = schemaVersion(&Tx{kv: boltTx{tx}}) }) && verr == nil && version > SchemaVersion {
 				return &SchemaError{Found: version, Supported: SchemaVersion}
 			}
 			bucket := func(name []byte) *bolt.Bucket {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -43,9 +44,15 @@ func (e *SchemaError) Error() string {
 type LockedError struct {
 	Path string
 	PID  int
+	// Holder, on etcd, is what the daemon holding the store wrote of
+	// itself: "pid N on host H, home D".
+	Holder string
 }
 
 func (e *LockedError) Error() string {
+	if e.Holder != "" {
+		return fmt.Sprintf("store %s is in use by the daemon %s; one daemon per store for now (docs/several-machines.md)", e.Path, e.Holder)
+	}
 	if e.PID > 0 {
 		return fmt.Sprintf("store is in use by pid %d; is the daemon running?", e.PID)
 	}
@@ -70,6 +77,9 @@ type Options struct {
 	// Now is the clock for the times the store itself stamps (import
 	// events). Nil means time.Now.
 	Now func() time.Time
+	// Log gets what the etcd backend's follower cannot return to anyone
+	// (a record it could not decode, a failed reload). Nil discards it.
+	Log *slog.Logger
 }
 
 // Store is an open loopr store. Its methods are safe for concurrent use,
@@ -80,6 +90,7 @@ type Store struct {
 	pidPath string // the pid file this Store wrote, "" if none
 	now     func() time.Time
 	w       *writePath // every write transaction goes through it (follow.go)
+	etcd    *etcdStore // the etcd backend (etcd.go); nil on the bbolt file
 }
 
 // Open opens the store at path, creating it (and its directory, mode 0700)
@@ -143,7 +154,7 @@ func Open(path string, opt Options) (*Store, error) {
 		}
 		s.pidPath = pidPath(path)
 	}
-	if err := guardPath(path, func() error { return migrate(db, opt.ReadOnly) }); err != nil {
+	if err := guardPath(path, func() error { return s.migrate(opt.ReadOnly) }); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -153,6 +164,9 @@ func Open(path string, opt Options) (*Store, error) {
 // Close releases the store and its lock. It is not safe to call
 // concurrently with other methods.
 func (s *Store) Close() error {
+	if s.etcd != nil {
+		return s.etcd.close()
+	}
 	if s.pidPath != "" {
 		os.Remove(s.pidPath) // best effort: a stale file only blurs an error message
 		s.pidPath = ""
@@ -160,16 +174,43 @@ func (s *Store) Close() error {
 	return s.db.Close()
 }
 
-// Path returns the file the store was opened from.
+// Path returns the file the store was opened from; on etcd, "etcd:" and
+// the key prefix.
 func (s *Store) Path() string { return s.path }
+
+// Where says where the records are, for people: the file, or the etcd
+// endpoints and key prefix.
+func (s *Store) Where() string {
+	if s.etcd != nil {
+		return strings.TrimPrefix(s.etcd.where, "etcd ")
+	}
+	return s.path
+}
+
+// Backend names the store's backend: "bbolt" or "etcd".
+func (s *Store) Backend() string {
+	if s.etcd != nil {
+		return BackendEtcd
+	}
+	return BackendBbolt
+}
+
+// The backends, as loopr.yml's store.backend names them.
+const (
+	BackendBbolt = "bbolt"
+	BackendEtcd  = "etcd"
+)
 
 // View runs fn in a read-only transaction. Records fn reads are decoded
 // copies; fn must not keep the *Tx.
 //
 // A damaged file makes it return a *CorruptError (ErrCorrupt), never panic.
 func (s *Store) View(fn func(*Tx) error) error {
+	if s.etcd != nil {
+		return s.etcd.view(fn)
+	}
 	return s.guard(func() error {
-		return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+		return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{kv: boltTx{btx}, path: s.path}) })
 	})
 }
 
@@ -178,23 +219,35 @@ func (s *Store) View(fn func(*Tx) error) error {
 // that explains it — in one Update. Like View, it answers a damaged file
 // with a *CorruptError (the transaction is rolled back).
 func (s *Store) Update(fn func(*Tx) error) error {
+	if s.etcd != nil {
+		return s.etcd.update(fn)
+	}
 	return s.guard(func() error { return s.update(fn) })
 }
 
 // Batch is Update for many small concurrent writes: several callers' fns
 // may commit in one transaction (group commit, follow.go). fn may run more
 // than once, so it must only touch the store (no other side effects), and
-// it must not assume its writes commit until Batch returns nil.
-func (s *Store) Batch(fn func(*Tx) error) error { return s.batched(fn) }
+// it must not assume its writes commit until Batch returns nil. Group
+// commit is bbolt's: on etcd, Batch is Update.
+func (s *Store) Batch(fn func(*Tx) error) error {
+	if s.etcd != nil {
+		return s.etcd.update(fn)
+	}
+	return s.batched(fn)
+}
 
 // Check verifies bbolt's page structure and that the secondary indexes agree
-// with the records, and returns the first problem found.
+// with the records, and returns the first problem found. On etcd, which
+// keeps its own pages, it checks the indexes only.
 func (s *Store) Check() error {
 	return s.View(func(tx *Tx) error {
 		var first error
-		for err := range tx.tx.Check() { // drain: the checker goroutine sends every error
-			if first == nil {
-				first = err
+		if btx := boltTxOf(tx); btx != nil {
+			for err := range btx.Check() { // drain: the checker goroutine sends every error
+				if first == nil {
+					first = err
+				}
 			}
 		}
 		if first != nil {

@@ -740,7 +740,7 @@ func TestOpenMigratesFromEmpty(t *testing.T) {
 			t.Errorf("schema version = %d, %v, %v; want %d", v, ok, err, SchemaVersion)
 		}
 		for _, b := range allBuckets {
-			if tx.tx.Bucket(b) == nil {
+			if boltTxOf(tx).Bucket(b) == nil {
 				t.Errorf("bucket %s missing after migration", b)
 			}
 		}

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"math"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -16,22 +14,20 @@ import (
 // call that made it. Methods that write fail in a read-only transaction.
 // Every loop and event a Tx returns is a decoded copy, safe to keep.
 type Tx struct {
-	tx      *bolt.Tx
+	kv      kvTx      // the backend's transaction (kv.go)
+	path    string    // the store, for a *CorruptError
 	changes *[]Change // loop records written, for the store's followers; nil: none follow
 }
 
 // empty is the value of every index entry: the key says it all.
 var empty = []byte{}
 
-func (tx *Tx) bucket(name []byte) *bolt.Bucket {
-	b := tx.tx.Bucket(name)
+func (tx *Tx) bucket(name []byte) kvBucket {
+	b := tx.kv.bucket(name)
 	if b == nil {
 		// Open migrates before returning, so every bucket exists.
 		// A bucket lost to a damaged root page is the file's fault.
 		panic(corruptPanic(fmt.Sprintf("bucket %s missing", name)))
-	}
-	if fill, ok := fillPercent[string(name)]; ok {
-		b.FillPercent = fill
 	}
 	return b
 }
@@ -187,7 +183,7 @@ func (tx *Tx) Delete(id string) error {
 	return nil
 }
 
-func deleteKeys(b *bolt.Bucket, keys [][]byte) error {
+func deleteKeys(b kvBucket, keys [][]byte) error {
 	for _, k := range keys {
 		if err := b.Delete(k); err != nil {
 			return err
@@ -201,9 +197,9 @@ func deleteKeys(b *bolt.Bucket, keys [][]byte) error {
 // the value is valid only until fn writes. In a writable transaction fn may
 // change the bucket: scan then re-seeks past the last key after every call
 // instead of trusting a cursor over modified pages.
-func (tx *Tx) scan(b *bolt.Bucket, prefix []byte, fn func(k, v []byte) (bool, error)) error {
+func (tx *Tx) scan(b kvBucket, prefix []byte, fn func(k, v []byte) (bool, error)) error {
 	c := b.Cursor()
-	writable := tx.tx.Writable()
+	writable := tx.kv.writable()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); {
 		k = bytes.Clone(k)
 		more, err := fn(k, v)

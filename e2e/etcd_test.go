@@ -1,0 +1,341 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/internal/etcdtest"
+	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/store"
+)
+
+// TestEtcdStoreDaemon runs the real daemon with store.backend etcd, on a
+// real etcd embedded on 127.0.0.1 (issue 14): a whole plan tree completes
+// with no loopr.db written; a second daemon on the same store is refused
+// with a line naming the first; `loopr store check` refuses; with the
+// daemon stopped, the direct CLI reads and writes the etcd store, and a
+// new daemon sees what it wrote.
+func TestEtcdStoreDaemon(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
+	storeYML := fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%q]\n    prefix: /loopr/e2e\n", srv.Endpoint())
+	r := newRepo(t, treeConfig(t, 3, validateCmd(t), "tree")+storeYML)
+	d := startDaemon(t, r)
+
+	var plan loop.Loop
+	mustJSON(t, ok(t, r.dir, "plan", "Build the e2e widget", "--json"), &plan)
+	waitEvery(t, 90*time.Second, slowPoll, "the plan tree to settle", func() bool {
+		if d.exited() {
+			t.Fatalf("daemon exited: %v\n%s", d.cmd.ProcessState, tail(d.output(), 40))
+		}
+		st := status(t, r)
+		return settled(st) && st.Counts[loop.Complete] > 0
+	})
+	loops := list(t, r)
+	if got := checkTree(t, loops); got.ID != plan.ID {
+		t.Fatalf("tree root %s, want the plan %s", got.ID, plan.ID)
+	}
+	files := strings.Fields(r.git(t, "ls-tree", "-r", "--name-only", "loopr/"+plan.ID))
+	for _, l := range loops {
+		if l.Type == loop.Ralph && !slices.Contains(files, "out/"+l.ID+".txt") {
+			t.Errorf("out/%s.txt (ralph %q) is not on branch loopr/%s", l.ID, l.Title, plan.ID)
+		}
+	}
+	if st, want := status(t, r).Store, "etcd "+srv.Endpoint()+" /loopr/e2e"; st != want {
+		t.Errorf("status store = %q, want %q", st, want)
+	}
+	if out := ok(t, r.dir, "status"); !strings.Contains(out, "store       etcd "+srv.Endpoint()+" /loopr/e2e\n") {
+		t.Errorf("loopr status lacks the store line:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(r.home, "loopr.db")); err == nil {
+		t.Error("the daemon wrote loopr.db although the store is on etcd")
+	}
+
+	// A second daemon (another workspace, another home) on the same store.
+	r2 := newRepo(t, treeConfig(t, 3, validateCmd(t), "tree")+storeYML)
+	res := run(t, r2.dir, "", "daemon")
+	if res.code == 0 || !strings.Contains(res.stderr, "is in use by the daemon pid") ||
+		!strings.Contains(res.stderr, "one daemon per store for now") {
+		t.Errorf("second daemon on the store: exit %d, stderr %q; want a refusal naming the first", res.code, res.stderr)
+	}
+
+	if code := d.stop(); code != 0 {
+		t.Fatalf("daemon exit %d after SIGTERM:\n%s", code, tail(d.output(), 40))
+	}
+	res = run(t, r.dir, "", "store", "check")
+	if res.code == 0 || !strings.Contains(res.stderr, "works on the bbolt file only; this workspace's store is on etcd") {
+		t.Errorf("store check on etcd: exit %d, stderr %q", res.code, res.stderr)
+	}
+
+	// The direct CLI path: no daemon, the store read and written in etcd.
+	var direct []loop.Loop
+	mustJSON(t, ok(t, r.dir, "list", "--json"), &direct)
+	if len(direct) != len(loops) {
+		t.Errorf("direct list: %d loops, want the daemon's %d", len(direct), len(loops))
+	}
+	var added loop.Loop
+	mustJSON(t, ok(t, r.dir, "add", "--type", "ralph", "--task", "Written without a daemon", "--json"), &added)
+
+	// The claim went with the first daemon's clean stop: another starts at
+	// once, and runs what the CLI added.
+	d2 := startDaemon(t, r)
+	waitEvery(t, 30*time.Second, slowPoll, "the loop added without a daemon to finish", func() bool {
+		if d2.exited() {
+			t.Fatalf("second daemon exited: %v\n%s", d2.cmd.ProcessState, tail(d2.output(), 40))
+		}
+		return show(t, r, added.ID).Status.Terminal()
+	})
+	if got := show(t, r, added.ID); got.Status != loop.Complete {
+		t.Errorf("loop added without a daemon ended %s, want complete", got.Status)
+	}
+	if code := d2.stop(); code != 0 {
+		t.Errorf("second daemon exit %d", code)
+	}
+
+	// What is in etcd is a whole store: it passes the index check.
+	s, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: "/loopr/e2e"}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Check(); err != nil {
+		t.Errorf("store check of the etcd store: %v", err)
+	}
+	var evs []loop.Event
+	if err := s.View(func(tx *store.Tx) (err error) { evs, err = tx.EventsSince(0, 0); return err }); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(evs[len(evs)-1])
+	if len(evs) < 2*len(loops) {
+		t.Errorf("%d journal events for %d loops; last %s", len(evs), len(loops), b)
+	}
+}
+
+// TestEtcdStoreTakeover: the daemon on an etcd store is killed with
+// SIGKILL mid-run. Until its claim's lease runs out a daemon from another
+// home (another machine, as far as the store can tell) is refused with a
+// line naming the dead one; the claim is gone about daemon.ClaimTTL after
+// the kill, and a new daemon takes the store over, recovers the
+// interrupted loops (one attempt charged each) and runs the tree to
+// completion. (It runs in the first workspace: the loops' branches are in
+// that repository; git across machines is not there yet.)
+func TestEtcdStoreTakeover(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
+	storeYML := fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%q]\n    prefix: /loopr/takeover\n", srv.Endpoint())
+	runLog := filepath.Join(t.TempDir(), "runs.log")
+	r := newRepo(t, treeConfig(t, 5, validateCmd(t), "crash", runLog, "2")+storeYML)
+	d := startDaemon(t, r)
+	var plan loop.Loop
+	mustJSON(t, ok(t, r.dir, "plan", "Survive a lost machine", "--json"), &plan)
+	waitFor(t, 30*time.Second, "an agent run to start", func() bool {
+		b, _ := os.ReadFile(runLog)
+		return strings.Contains(string(b), "start ")
+	})
+	pid := d.cmd.Process.Pid
+	d.crash(t)
+	killed := time.Now()
+
+	// Another home on the same store: refused while the lease lives.
+	r2 := newRepo(t, treeConfig(t, 5, validateCmd(t), "crash", runLog, "2")+storeYML)
+	res := run(t, r2.dir, "", "daemon")
+	if want := fmt.Sprintf("is in use by the daemon pid %d", pid); res.code == 0 || !strings.Contains(res.stderr, want) {
+		t.Fatalf("daemon right after the crash: exit %d, stderr %q; want a refusal with %q", res.code, res.stderr, want)
+	}
+	cli := etcdClientE2E(t, srv.Endpoint())
+	waitFor(t, 30*time.Second, "the dead daemon's claim to expire", func() bool {
+		resp, err := cli.Get(t.Context(), "/loopr/takeover/daemon", clientv3.WithCountOnly())
+		return err == nil && resp.Count == 0
+	})
+	expired := time.Since(killed)
+	t.Logf("claim expired %s after the SIGKILL", expired.Round(100*time.Millisecond))
+	if expired > 20*time.Second {
+		t.Errorf("claim expired %s after the holder died, want within about 15 s", expired)
+	}
+	d2 := startDaemon(t, r)
+	waitEvery(t, 90*time.Second, slowPoll, "the plan tree to settle", func() bool {
+		if d2.exited() {
+			t.Fatalf("daemon exited: %v\n%s", d2.cmd.ProcessState, tail(d2.output(), 40))
+		}
+		st := status(t, r)
+		return settled(st) && st.Counts[loop.Complete] > 0
+	})
+	loops := list(t, r)
+	checkTree(t, loops)
+	completeWithARetry(t, loops)
+}
+
+func etcdClientE2E(t *testing.T, endpoint string) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// TestEtcdStandbyFailover: a second daemon (`loopr --home B daemon
+// --standby`) waits while the first holds the etcd store; the first is
+// killed with SIGKILL mid-run, and the standby takes the store over —
+// serving its socket within 2× the claim's lease — recovers the
+// interrupted loops and runs the tree to completion. Both daemons share
+// the workspace (one machine, two homes): git across machines is not
+// there yet.
+func TestEtcdStandbyFailover(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
+	storeYML := fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%q]\n    prefix: /loopr/standby\n", srv.Endpoint())
+	runLog := filepath.Join(t.TempDir(), "runs.log")
+	r := newRepo(t, treeConfig(t, 5, validateCmd(t), "crash", runLog, "2")+storeYML)
+	a := startDaemon(t, r)
+
+	homeB := filepath.Join(t.TempDir(), "b")
+	logB := filepath.Join(r.logs, "standby.log")
+	lf, err := os.Create(logB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	b := exec.Command(bin, "--home", homeB, "daemon", "--standby")
+	b.Dir = r.dir
+	b.Env = append(os.Environ(), "LOOPR_HOME=", "NO_COLOR=1", "E2E_DAEMON=2")
+	b.Stdout, b.Stderr = lf, lf
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	bDone := make(chan struct{})
+	go func() { _ = b.Wait(); close(bDone) }()
+	t.Cleanup(func() {
+		_ = b.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-bDone:
+		case <-time.After(5 * time.Second):
+			_ = b.Process.Kill()
+			<-bDone
+		}
+	})
+	logged := func() string { out, _ := os.ReadFile(logB); return string(out) }
+	waitFor(t, 15*time.Second, "the standby to wait", func() bool {
+		return strings.Contains(logged(), "standby: waiting to take the store over")
+	})
+
+	var plan loop.Loop
+	mustJSON(t, ok(t, r.dir, "plan", "Survive a lost machine", "--json"), &plan)
+	waitFor(t, 30*time.Second, "an agent run to start", func() bool {
+		out, _ := os.ReadFile(runLog)
+		return strings.Contains(string(out), "start ")
+	})
+	if s := bStatus(t, r.dir, homeB); s.Daemon {
+		t.Fatalf("the standby answers while the first daemon holds the store: %+v", s)
+	}
+	a.crash(t)
+	killed := time.Now()
+	waitFor(t, 45*time.Second, "the standby to take over and answer", func() bool {
+		select {
+		case <-bDone:
+			t.Fatalf("standby exited: %v\n%s", b.ProcessState, tail(logged(), 40))
+		default:
+		}
+		s := bStatus(t, r.dir, homeB)
+		return s.Daemon && s.PID == b.Process.Pid
+	})
+	failover := time.Since(killed)
+	t.Logf("standby answered %s after the SIGKILL", failover.Round(100*time.Millisecond))
+	if limit := 2 * 15 * time.Second; failover > limit {
+		t.Errorf("failover took %s, want within 2× the claim's lease (%s)", failover, limit)
+	}
+	waitEvery(t, 90*time.Second, slowPoll, "the plan tree to settle", func() bool {
+		st := bStatus(t, r.dir, homeB)
+		return settled(st) && st.Counts[loop.Complete] > 0
+	})
+	var loops []loop.Loop
+	mustJSON(t, ok(t, r.dir, "--home", homeB, "list", "--json"), &loops)
+	checkTree(t, loops)
+	completeWithARetry(t, loops)
+}
+
+// bStatus is `loopr --home home status --json` in dir.
+func bStatus(t *testing.T, dir, home string) api.Status {
+	t.Helper()
+	var st api.Status
+	mustJSON(t, ok(t, dir, "--home", home, "status", "--json"), &st)
+	return st
+}
+
+// TestDaemonStandbyUsage: --standby is refused where it means nothing.
+func TestDaemonStandbyUsage(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, "scheduler:\n  poll_interval_secs: 1\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"daemon", "--standby"}, "--standby needs store.backend etcd"},
+	} {
+		res := run(t, r.dir, "", tc.args...)
+		if res.code != 2 || !strings.Contains(res.stderr, tc.want) {
+			t.Errorf("loopr %s: exit %d, stderr %q; want exit 2 and %q", strings.Join(tc.args, " "), res.code, res.stderr, tc.want)
+		}
+	}
+	etcdYML := "store:\n  backend: etcd\n  etcd: {endpoints: [\"http://127.0.0.1:1\"]}\n"
+	r2 := newRepo(t, etcdYML)
+	res := run(t, r2.dir, "", "daemon", "--standby", "--detach")
+	if res.code != 2 || !strings.Contains(res.stderr, "--standby with --detach") {
+		t.Errorf("loopr daemon --standby --detach: exit %d, stderr %q", res.code, res.stderr)
+	}
+}
+
+// completeWithARetry asserts that every loop completed and that at least
+// one was charged an attempt: the run a dead daemon left was recovered.
+func completeWithARetry(t *testing.T, loops []loop.Loop) {
+	t.Helper()
+	retried := 0
+	for _, l := range loops {
+		if l.Status != loop.Complete {
+			t.Errorf("loop %s (%s) ended %s", l.ID, l.Type, l.Status)
+		}
+		if l.Iteration > 1 {
+			retried++
+		}
+	}
+	if retried == 0 {
+		t.Errorf("no loop was charged an attempt: the interrupted run was not recovered\n%s", describe(loops))
+	}
+}
+
+// TestEtcdDaemonStopsWithoutEtcd: with its etcd gone, a daemon told to
+// stop does so in bounded time — every store call of its shutdown gives
+// up after a short wait once one found etcd unreachable, and the claim is
+// left to its lease instead of waited on.
+func TestEtcdDaemonStopsWithoutEtcd(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
+	storeYML := fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%q]\n    prefix: /loopr/gone\n", srv.Endpoint())
+	r := newRepo(t, treeConfig(t, 3, validateCmd(t), "tree")+storeYML)
+	d := startDaemon(t, r)
+	srv.Stop()
+	began := time.Now()
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("daemon still running 30 s after SIGTERM with etcd gone:\n%s", tail(d.output(), 20))
+	}
+	took := time.Since(began)
+	t.Logf("daemon stopped %s after SIGTERM, etcd gone", took.Round(100*time.Millisecond))
+	if took > 20*time.Second {
+		t.Errorf("daemon took %s to stop with etcd gone, want under 20 s", took)
+	}
+}
