@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/internal/etcdtest"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/store"
@@ -46,16 +48,17 @@ func TestEtcdStoreDaemon(t *testing.T) {
 	if got := checkTree(t, loops); got.ID != plan.ID {
 		t.Fatalf("tree root %s, want the plan %s", got.ID, plan.ID)
 	}
-	files := strings.Fields(r.git(t, "ls-tree", "-r", "--name-only", "loopr/"+plan.ID))
+	planBranch := gitflow.BranchName(plan.ID, plan.Title)
+	files := strings.Fields(r.git(t, "ls-tree", "-r", "--name-only", planBranch))
 	for _, l := range loops {
 		if l.Type == loop.Ralph && !slices.Contains(files, "out/"+l.ID+".txt") {
-			t.Errorf("out/%s.txt (ralph %q) is not on branch loopr/%s", l.ID, l.Title, plan.ID)
+			t.Errorf("out/%s.txt (ralph %q) is not on branch %s", l.ID, l.Title, planBranch)
 		}
 	}
 	if st, want := status(t, r).Store, "etcd "+srv.Endpoint()+" /loopr/e2e"; st != want {
 		t.Errorf("status store = %q, want %q", st, want)
 	}
-	if out := ok(t, r.dir, "status"); !strings.Contains(out, "store       etcd "+srv.Endpoint()+" /loopr/e2e\n") {
+	if out := ok(t, r.dir, "status"); !regexp.MustCompile(`(?m)^store +etcd ` + regexp.QuoteMeta(srv.Endpoint()) + ` /loopr/e2e$`).MatchString(out) {
 		t.Errorf("loopr status lacks the store line:\n%s", out)
 	}
 	if _, err := os.Stat(filepath.Join(r.home, "loopr.db")); err == nil {
