@@ -105,7 +105,7 @@ func TestTreeRunsToCompletion(t *testing.T) {
 			}
 			fragile = l
 		case l.Iteration != 1:
-			t.Errorf("loop %s (%s %q) ended at iteration %d, want 1", l.ID, l.Type, l.Title, l.Iteration)
+			t.Errorf("loop %s (%s %q) ended at iteration %d, want 1; feedback:\n%s", l.ID, l.Type, l.Title, l.Iteration, l.Feedback)
 		}
 	}
 	if fragile.ID == "" {

@@ -178,7 +178,8 @@ func TestDemoFinishedInIsTheRun(t *testing.T) {
 	tm.run("new-session", "-d", "-s", "tui", "-x", "100", "-y", "30", "-e", "NO_COLOR=1", "-e", "LOOPR_HOME=", "sh", "-c", script)
 	tm.waitScreenWithin(time.Minute, "the end of the run", "press q for the summary")
 	done := time.Since(start)
-	time.Sleep(3 * time.Second) // browsing
+	const browsing = 5 * time.Second
+	time.Sleep(browsing)
 	tm.keys("q")
 	after := tm.waitScreen("the summary", "DEMO-EXITED 0", "finished in")
 	m := regexp.MustCompile(`finished in ([0-9.]+)(ms|s)`).FindStringSubmatch(after)
@@ -189,8 +190,13 @@ func TestDemoFinishedInIsTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if took > done {
-		t.Errorf("finished in %s, but the run was over %s after the start (browsing counted)", took, done.Round(100*time.Millisecond))
+	// The demo notes the end from its own event stream, the dashboard from
+	// its own: on a loaded machine the hint can show a moment before the
+	// demo's watcher has seen the last event. Counting the browsing would
+	// add all of it.
+	const slack = 2 * time.Second
+	if took > done+slack {
+		t.Errorf("finished in %s, but the run was over %s after the start (the %s of browsing counted)", took, done.Round(100*time.Millisecond), browsing)
 	}
 }
 
