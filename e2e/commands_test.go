@@ -238,6 +238,13 @@ func TestIDPrefixes(t *testing.T) {
 				t.Errorf("pause ABCD2: %q", out)
 			}
 			ok(t, r.dir, "resume", "abcd2")
+			if out := ok(t, r.dir, "budget", "abcd1", "--usd", "2"); !strings.Contains(out, "ABCD1111 budget $2.00") {
+				t.Errorf("budget abcd1: %q", out)
+			}
+			// ABCD1111 does not need a person: refused, but by its full id.
+			if res := run(t, r.dir, "", "answer", "abcd1", "blue"); res.code == 0 || !strings.Contains(res.stderr, "ABCD1111") {
+				t.Errorf("answer abcd1: exit %d %q", res.code, res.stderr)
+			}
 			var child loop.Loop
 			mustJSON(t, ok(t, r.dir, "add", "--type", "spec", "--parent", "ABCE", "--title", "Child", "--at", "2099-01-01T00:00:00Z", "--json"), &child)
 			if child.Parent != "ABCE3333" {
