@@ -206,7 +206,7 @@ func noteOf(sm api.StreamMsg) string {
 		if l.Needs != nil {
 			why += " (" + string(l.Needs.Reason) + ")"
 		}
-		return fmt.Sprintf("%s %s: loopr answer %s \"…\"", name, why, l.ID)
+		return fmt.Sprintf("%s %s: %s", name, why, l.NeedsAction())
 	case ev.Kind == loop.EventTransition && ev.To == loop.Failed:
 		return fmt.Sprintf("%s failed: %s; loopr reset %s", name, termsafe.Line(firstLine(l.Reason)), l.ID)
 	case ev.Kind == loop.EventTreeComplete:
