@@ -720,3 +720,16 @@ func TestDaemonStopWaitsForAStartingDaemon(t *testing.T) {
 		t.Errorf("a daemon (pid %d) still runs after stop", p)
 	}
 }
+
+// TestTUIWithoutTerminal: the dashboard without a terminal says so (exit 2)
+// and writes nothing to stdout, instead of switching the screen and failing.
+func TestTUIWithoutTerminal(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, cliConfig(t))
+	for _, args := range [][]string{{"tui", "--no-start"}, {}} {
+		res := run(t, r.dir, "", args...)
+		if res.code != 2 || res.stdout != "" || !strings.Contains(res.stderr, "the dashboard needs a terminal") {
+			t.Errorf("loopr %v without a terminal: exit %d stdout %q stderr %q", args, res.code, res.stdout, res.stderr)
+		}
+	}
+}
