@@ -726,6 +726,7 @@ func TestDaemonStopWaitsForAStartingDaemon(t *testing.T) {
 func TestTUIWithoutTerminal(t *testing.T) {
 	t.Parallel()
 	r := newRepo(t, cliConfig(t))
+	startDaemon(t, r) // with one running, the dashboard used to get as far as the screen
 	for _, args := range [][]string{{"tui", "--no-start"}, {}} {
 		res := run(t, r.dir, "", args...)
 		if res.code != 2 || res.stdout != "" || !strings.Contains(res.stderr, "the dashboard needs a terminal") {
