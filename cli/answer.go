@@ -18,7 +18,12 @@ func (e *env) answerCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "answer ID [TEXT]",
 		Short: "Answer a loop that needs you: it resumes with TEXT in its next prompt (TEXT - reads stdin)",
-		Args:  cobra.RangeArgs(1, 2),
+		Long: `Answer a loop that needs you (needs_human): it goes back to pending at the
+same iteration, with TEXT in its next prompt; TEXT - reads it from stdin.
+
+ID is a loop id or a unique prefix of one (at least 4 characters).`,
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: e.completeLoopIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var req api.ActionRequest
 			if len(args) == 2 {
@@ -32,7 +37,11 @@ func (e *env) answerCmd() *cobra.Command {
 				req.Answer = string(b)
 			}
 			return e.withBackend(func(b Backend) error {
-				res, err := b.Act(cmd.Context(), args[0], api.ActionAnswer, req)
+				id, err := resolveID(cmd.Context(), b, args[0])
+				if err != nil {
+					return err
+				}
+				res, err := b.Act(cmd.Context(), id, api.ActionAnswer, req)
 				if err != nil {
 					return err
 				}

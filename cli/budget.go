@@ -22,8 +22,11 @@ iterations may spend, as the agents report them. A root loop's budget covers
 its whole tree. 0 removes that ceiling; a flag not given keeps its value.
 Loops of the tree that wait in needs_human because the budget was spent go
 back to pending when it no longer is. An iteration in flight is never killed
-for its budget.`,
-		Args: cobra.ExactArgs(1),
+for its budget.
+
+ID is a loop id or a unique prefix of one (at least 4 characters).`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: e.completeLoopIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var req api.BudgetRequest
 			if cmd.Flags().Changed("usd") {
@@ -42,7 +45,11 @@ for its budget.`,
 				return &UsageError{fmt.Errorf("budget: give --usd N, --tokens N or both (0 removes that ceiling)")}
 			}
 			return e.withBackend(func(b Backend) error {
-				res, err := b.SetBudget(cmd.Context(), args[0], req)
+				id, err := resolveID(cmd.Context(), b, args[0])
+				if err != nil {
+					return err
+				}
+				res, err := b.SetBudget(cmd.Context(), id, req)
 				if err != nil {
 					return err
 				}

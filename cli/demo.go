@@ -86,7 +86,7 @@ prints the summary so far and exits 130.`,
 			if speed < 0 {
 				return &UsageError{fmt.Errorf("--speed: must be >= 0")}
 			}
-			useTUI := !plain && isTerminal(e.stdout)
+			useTUI := !plain && isTerminal(e.stdout) && isTerminal(e.stdin)
 			return e.runDemo(cmd.Context(), demoOptions{dir: dir, useTUI: useTUI, clean: clean, speed: speed, seed: seed, timeout: timeout})
 		},
 	}
@@ -100,9 +100,10 @@ prints the summary so far and exits 130.`,
 	return c
 }
 
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(f.Fd())
+// isTerminal reports whether f, a writer or a reader, is a terminal.
+func isTerminal(f any) bool {
+	o, ok := f.(*os.File)
+	return ok && term.IsTerminal(o.Fd())
 }
 
 // demoOptions are the flags of `loopr demo`.

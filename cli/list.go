@@ -231,7 +231,7 @@ func printLoop(e *env, l loop.Loop, tu api.TreeUsage) {
 	row("reason", l.Reason)
 	if n := l.Needs; n != nil {
 		row("needs", fmt.Sprintf("%s, since %s", n.Reason, n.Since.UTC().Format("2006-01-02T15:04:05Z07:00")))
-		row("answer with", fmt.Sprintf("loopr answer %s \"…\"", l.ID))
+		row("act with", l.NeedsAction())
 	}
 	row("answer", l.Answer)
 	row("agent", l.Agent)

@@ -50,15 +50,20 @@ ID is a loop id or a unique prefix of one (at least 4 characters).`,
 					sw = &safeWriter{w: e.stdout}
 					out = sw
 				}
-				n, err := e.printLog(cmd.Context(), b, l, iteration, follow, out)
+				cw := &countWriter{w: out}
+				n, err := e.printLog(cmd.Context(), b, l, iteration, follow, cw)
 				if sw != nil {
 					sw.Flush()
 				}
 				if err != nil {
 					return err
 				}
-				if n == 0 {
+				switch {
+				case n == 0:
 					fmt.Fprintf(e.stderr, "loopr: %s has no agent output yet (%s)\n", l.ID, l.Status)
+				case cw.n == 0:
+					// An empty log printed as nothing at all looked like a hang or a bug.
+					fmt.Fprintf(e.stderr, "loopr: iteration %d of %s: the agent wrote no output\n", n, l.ID)
 				}
 				return nil
 			})
@@ -99,6 +104,18 @@ func (e *env) printLog(ctx context.Context, b Backend, l loop.Loop, iteration in
 		fmt.Fprintf(e.stderr, "loopr: no daemon running here: nothing writes this log (start one with loopr daemon --detach)\n")
 	}
 	return n, nil
+}
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // safeWriter writes whole lines with what a terminal would act on escaped

@@ -32,6 +32,11 @@ func (e *env) tuiCmd() *cobra.Command {
 // runTUI connects to the daemon (starting one unless noStart) and runs the
 // dashboard until the user quits.
 func (e *env) runTUI(ctx context.Context, noStart bool) error {
+	if !isTerminal(e.stdout) || !isTerminal(e.stdin) {
+		// Without one the dashboard failed only after it had switched the
+		// screen (and left it so), with an epoll error.
+		return &UsageError{errors.New("the dashboard needs a terminal on stdin and stdout; without one: loopr status, loopr list, loopr events -f")}
+	}
 	if err := e.resolve(); err != nil {
 		return err
 	}

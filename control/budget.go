@@ -123,7 +123,7 @@ func TreeSpent(tx *store.Tx, root loop.Loop) (string, bool, error) {
 	if err != nil || !root.Budget.Spent(u) {
 		return "", false, err
 	}
-	return scheduler.BudgetText("tree budget", root.Budget, u) + " (root " + root.ID + ")", true, nil
+	return scheduler.BudgetText("tree budget", root.Budget, u) + loop.TreeBudgetRoot + root.ID + ")", true, nil
 }
 
 // spentCache holds the trees whose budget is spent while the daemon runs
@@ -276,7 +276,9 @@ func (s *Service) HoldForBudget(tx *store.Tx, l loop.Loop, now time.Time) ([]str
 			continue
 		}
 		needs := &loop.Needs{Reason: loop.NeedsBudget, Detail: text, Since: now}
-		if err := Move(tx, cur, loop.NeedsHuman, now, "needs a person: "+text+"; raise it with `loopr budget "+root.ID+"`",
+		parked := cur
+		parked.Needs = needs
+		if err := Move(tx, cur, loop.NeedsHuman, now, "needs a person: "+text+"; raise it with `"+parked.NeedsAction()+"`",
 			func(n *loop.Loop) { n.Needs = needs }); err != nil {
 			return held, err
 		}

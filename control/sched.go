@@ -352,7 +352,7 @@ func (s *Service) Why(id string, now time.Time) (api.Why, error) {
 // NeedsItem describes l, a loop that needs a person, for status.
 func NeedsItem(l loop.Loop) api.NeedsYou {
 	n := api.NeedsYou{ID: l.ID, Type: l.Type, Title: l.Title, Since: l.UpdatedAt,
-		Action: fmt.Sprintf("loopr answer %s \"…\"", l.ID)}
+		Action: l.NeedsAction()}
 	if l.Needs != nil {
 		n.Reason, n.Since = l.Needs.Reason, l.Needs.Since
 		first, _, _ := strings.Cut(l.Needs.Detail, "\n")

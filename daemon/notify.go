@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -69,7 +68,7 @@ func noteFor(tx *store.Tx, ev loop.Event) (n note, ok bool) {
 func actionFor(name string, l loop.Loop) string {
 	switch name {
 	case string(loop.NeedsHuman):
-		return fmt.Sprintf("loopr answer %s \"…\"", l.ID)
+		return l.NeedsAction()
 	case string(loop.Failed):
 		return "loopr reset " + l.ID
 	case "tree_complete":

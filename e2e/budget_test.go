@@ -222,6 +222,14 @@ func TestBudgetStopsTheTreeAndRaisingResumes(t *testing.T) {
 	if n := len(runs(t, r)); n != 3 || l.Iteration != 4 {
 		t.Fatalf("%d runs, iteration %d: want 3 runs and no fourth start", n, l.Iteration)
 	}
+	// The command that resumes it raises the budget: answering would only
+	// put it back behind the same gate.
+	if out := ok(t, r.dir, "status"); !strings.Contains(out, "→ loopr budget "+plan.ID+" --usd N") || strings.Contains(out, "loopr answer") {
+		t.Errorf("loopr status does not say to raise the budget:\n%s", out)
+	}
+	if out := ok(t, r.dir, "show", plan.ID); !strings.Contains(out, "loopr budget "+plan.ID+" --usd N") {
+		t.Errorf("loopr show does not say to raise the budget:\n%s", out)
+	}
 	why := ok(t, r.dir, "why", plan.ID)
 	if !strings.Contains(why, "needs you (budget)") {
 		t.Errorf("loopr why does not say budget:\n%s", why)

@@ -238,6 +238,13 @@ func TestIDPrefixes(t *testing.T) {
 				t.Errorf("pause ABCD2: %q", out)
 			}
 			ok(t, r.dir, "resume", "abcd2")
+			if out := ok(t, r.dir, "budget", "abcd1", "--usd", "2"); !strings.Contains(out, "ABCD1111 budget $2.00") {
+				t.Errorf("budget abcd1: %q", out)
+			}
+			// ABCD1111 does not need a person: refused, but by its full id.
+			if res := run(t, r.dir, "", "answer", "abcd1", "blue"); res.code == 0 || !strings.Contains(res.stderr, "ABCD1111") {
+				t.Errorf("answer abcd1: exit %d %q", res.code, res.stderr)
+			}
 			var child loop.Loop
 			mustJSON(t, ok(t, r.dir, "add", "--type", "spec", "--parent", "ABCE", "--title", "Child", "--at", "2099-01-01T00:00:00Z", "--json"), &child)
 			if child.Parent != "ABCE3333" {
@@ -711,5 +718,19 @@ func TestDaemonStopWaitsForAStartingDaemon(t *testing.T) {
 	}
 	if p := daemonPID(t, r.dir); p != 0 {
 		t.Errorf("a daemon (pid %d) still runs after stop", p)
+	}
+}
+
+// TestTUIWithoutTerminal: the dashboard without a terminal says so (exit 2)
+// and writes nothing to stdout, instead of switching the screen and failing.
+func TestTUIWithoutTerminal(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, cliConfig(t))
+	startDaemon(t, r) // with one running, the dashboard used to get as far as the screen
+	for _, args := range [][]string{{"tui", "--no-start"}, {}} {
+		res := run(t, r.dir, "", args...)
+		if res.code != 2 || res.stdout != "" || !strings.Contains(res.stderr, "the dashboard needs a terminal") {
+			t.Errorf("loopr %v without a terminal: exit %d stdout %q stderr %q", args, res.code, res.stdout, res.stderr)
+		}
 	}
 }

@@ -500,7 +500,8 @@ func TestDocsSelfContained(t *testing.T) {
 	t.Parallel()
 	files := []string{"../README.md", "../RELIABILITY.md", "../BENCHMARKS.md", "../scheduler/README.md", "../daemon/API.md", "../config/template.yml"}
 	pages, _ := filepath.Glob("../docs/*.md")
-	files = append(files, pages...)
+	agents, _ := filepath.Glob("../docs/agents/*.md")
+	files = append(append(files, pages...), agents...)
 	texts := map[string]string{}
 	for _, f := range files {
 		data, err := os.ReadFile(f)

@@ -120,6 +120,10 @@ func TestNeedsYou(t *testing.T) {
 	if log := iterFile(r, silent.ID, 1, "agent.log"); log != "" {
 		t.Errorf("the silent agent wrote %q", log)
 	}
+	if res := run(t, r.dir, "", "logs", silent.ID); res.code != 0 || res.stdout != "" ||
+		!strings.Contains(res.stderr, "iteration 2 of "+silent.ID+": the agent wrote no output") {
+		t.Errorf("loopr logs of a silent agent: exit %d stdout %q stderr %q; want a line saying it wrote nothing", res.code, res.stdout, res.stderr)
+	}
 
 	// Where a person looks: show, status (first), list --status, why.
 	out := ok(t, r.dir, "show", ask.ID)

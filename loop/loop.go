@@ -169,6 +169,28 @@ type Needs struct {
 	Since  time.Time   `json:"since"`
 }
 
+// NeedsAction is the command that resumes l, a loop in needs_human: for a
+// spent budget, `loopr budget` on the loop whose budget it is (the root of
+// a tree whose budget is spent, named in the detail as "(root ID)", else l
+// itself; `loopr answer` would only put it back behind the same gate);
+// otherwise `loopr answer`.
+func (l *Loop) NeedsAction() string {
+	if n := l.Needs; n != nil && n.Reason == NeedsBudget {
+		holder := l.ID
+		if i := strings.LastIndex(n.Detail, TreeBudgetRoot); i >= 0 {
+			if id := strings.TrimSuffix(n.Detail[i+len(TreeBudgetRoot):], ")"); ValidID(id) {
+				holder = id
+			}
+		}
+		return "loopr budget " + holder + " --usd N"
+	}
+	return fmt.Sprintf("loopr answer %s \"…\"", l.ID)
+}
+
+// TreeBudgetRoot precedes the root's id, closed by ")", in the detail of a
+// loop held because its tree's budget is spent.
+const TreeBudgetRoot = " (root "
+
 // Root reports whether l has no parent.
 func (l *Loop) Root() bool { return l.Parent == "" }
 

@@ -147,3 +147,21 @@ func TestChildType(t *testing.T) {
 		}
 	}
 }
+
+func TestNeedsAction(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		needs *Needs
+		want  string
+	}{
+		{&Needs{Reason: NeedsQuestion, Detail: "Which port?"}, `loopr answer L1 "…"`},
+		{&Needs{Reason: NeedsBudget, Detail: "budget spent: $1.00 of $1.00"}, "loopr budget L1 --usd N"},
+		{&Needs{Reason: NeedsBudget, Detail: "tree budget spent: $0.30 of $0.25" + TreeBudgetRoot + "ROOT9)"}, "loopr budget ROOT9 --usd N"},
+		{&Needs{Reason: NeedsBudget, Detail: "tree budget spent" + TreeBudgetRoot + "no such id!)"}, "loopr budget L1 --usd N"},
+	} {
+		l := Loop{ID: "L1", Needs: tc.needs}
+		if got := l.NeedsAction(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.needs, got, tc.want)
+		}
+	}
+}

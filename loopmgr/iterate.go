@@ -468,7 +468,10 @@ func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, profil
 				fb = fmt.Sprintf("Your branch %s conflicts with %s in: %s. Rebase your change onto the current plan branch state and resolve the conflict.\n%s",
 					ce.Branch, ce.Into, strings.Join(ce.Files, ", "), ce.Output)
 			}
-			return m.failIteration(l.ID, iteration, "merge: "+err.Error(), fb, now)
+			// Through failResult, like any other failure: a conflict the
+			// agent does not resolve repeats and counts toward
+			// retry.no_progress_limit instead of spending max_iterations.
+			return m.failResult(l.ID, iteration, runner.Result{Outcome: runner.Failed, Reason: "merge: " + err.Error(), Feedback: fb}, now)
 		}
 	}
 	approval := l.Type == loop.Plan && m.cfg().Loop(l.Type).RequireApproval

@@ -118,9 +118,19 @@ func needsWhy(l *loop.Loop) string {
 	}
 	d := firstLine(l.Needs.Detail)
 	if d == "" {
-		return fmt.Sprintf("needs you (%s): A answers", l.Needs.Reason)
+		return fmt.Sprintf("needs you (%s): %s", l.Needs.Reason, resumeHint(l))
 	}
-	return fmt.Sprintf("%s: %s  (A answers)", l.Needs.Reason, d)
+	return fmt.Sprintf("%s: %s  (%s)", l.Needs.Reason, d, resumeHint(l))
+}
+
+// resumeHint says how to resume l, a loop that needs you: A answers it,
+// but a spent budget wants `loopr budget` (an answer would put the loop
+// back behind the same gate).
+func resumeHint(l *loop.Loop) string {
+	if l.Needs != nil && l.Needs.Reason == loop.NeedsBudget {
+		return l.NeedsAction()
+	}
+	return "A answers"
 }
 
 // treeStat sums up a plan's tree.
@@ -206,7 +216,7 @@ func noteOf(sm api.StreamMsg) string {
 		if l.Needs != nil {
 			why += " (" + string(l.Needs.Reason) + ")"
 		}
-		return fmt.Sprintf("%s %s: loopr answer %s \"…\"", name, why, l.ID)
+		return fmt.Sprintf("%s %s: %s", name, why, l.NeedsAction())
 	case ev.Kind == loop.EventTransition && ev.To == loop.Failed:
 		return fmt.Sprintf("%s failed: %s; loopr reset %s", name, termsafe.Line(firstLine(l.Reason)), l.ID)
 	case ev.Kind == loop.EventTreeComplete:

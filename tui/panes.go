@@ -106,7 +106,7 @@ func (m *Model) detailsLines(w, h int) []string {
 	}
 	if n := l.Needs; n != nil && len(lines) < h {
 		lines = append(lines, clip(" "+m.st.statusStyle(loop.NeedsHuman).Render(fit("needs you", labelW))+
-			string(n.Reason)+" since "+ts(n.Since)+"   A answers", w))
+			string(n.Reason)+" since "+ts(n.Since)+"   "+resumeHint(l), w))
 		if d := strings.TrimSpace(n.Detail); d != "" {
 			dl := strings.Split(ansi.Strip(d), "\n")
 			room := max(h-len(lines)-2, 1)
