@@ -107,7 +107,12 @@ func (s *State) HitUntil(now, until time.Time, c Config) time.Duration {
 func (s *State) Success(now time.Time) {
 	s.Hits = 0
 	s.LastSuccess = now
-	s.Since = time.Time{}
+	if !s.Blocked(now) {
+		// A run that started before the limit and ends well while the
+		// backoff still runs does not end the limit: its clock (what
+		// rate_limit.notify_after_secs measures) goes on.
+		s.Since = time.Time{}
+	}
 }
 
 // LimitedFor returns how long the current run of limits lasts as far as

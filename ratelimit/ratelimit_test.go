@@ -202,8 +202,9 @@ func TestSuccess(t *testing.T) {
 	s.Hit(t0, 0, c)
 	s.Hit(t0, 0, c) // 20s
 	s.Success(t0.Add(time.Second))
+	// The backoff still runs: the limit's clock (Since) is kept.
 	want := State{Hits: 0, BackoffUntil: t0.Add(20 * time.Second), RecoveryUntil: t0.Add(50 * time.Second),
-		LastHit: t0, LastSuccess: t0.Add(time.Second)}
+		LastHit: t0, LastSuccess: t0.Add(time.Second), Since: t0}
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Errorf("Success() mismatch (-want +got)\n%s", diff)
 	}
@@ -272,5 +273,27 @@ func TestLimitedFor(t *testing.T) {
 	s.Hit(t0.Add(3*time.Hour), 0, c)
 	if !s.Since.Equal(t0.Add(3 * time.Hour)) {
 		t.Errorf("Since of a new run = %v", s.Since)
+	}
+}
+
+// TestSuccessDuringBackoffKeepsTheLimitsClock: a run that began before the
+// limit and succeeds while the backoff runs resets the hits, but the limit
+// still started when it started (notify_after_secs measures from there).
+func TestSuccessDuringBackoffKeepsTheLimitsClock(t *testing.T) {
+	t.Parallel()
+	c := DefaultConfig()
+	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	var s State
+	s.HitUntil(t0, t0.Add(time.Hour), c)
+	s.Success(t0.Add(time.Second))
+	if s.Since != t0 || s.Hits != 0 {
+		t.Errorf("after a success during the backoff: since %v hits %d; want since %v, hits 0", s.Since, s.Hits, t0)
+	}
+	if got := s.LimitedFor(t0.Add(2 * time.Second)); got != time.Hour {
+		t.Errorf("LimitedFor = %s; want 1h", got)
+	}
+	s.Success(t0.Add(2 * time.Hour)) // after the backoff: the limit is over
+	if !s.Since.IsZero() {
+		t.Errorf("after a success past the backoff: since %v; want zero", s.Since)
 	}
 }
