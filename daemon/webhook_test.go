@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -144,7 +145,11 @@ func TestWebhookDeliversEachEventOnceInOrder(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // anything more would be a duplicate
 	got = rcv.delivered()
 	if len(got) != 3*n {
-		t.Fatalf("receiver got %d deliveries, want %d (each event once)", len(got), 3*n)
+		var b strings.Builder
+		for _, p := range got {
+			fmt.Fprintf(&b, "\n  seq %d %s %s iteration %d", p.Seq, p.Loop.ID, p.Event, p.Loop.Iteration)
+		}
+		t.Fatalf("receiver got %d deliveries, want %d (each event once):%s", len(got), 3*n, b.String())
 	}
 	seen := map[uint64]bool{}
 	perLoop := map[string][]string{}
