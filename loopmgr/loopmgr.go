@@ -394,7 +394,7 @@ func (m *Manager) leaseAll(ids []string, now time.Time, agents *scheduler.Agents
 	err := m.svc.Store.Update(func(tx *store.Tx) error {
 		for i, id := range ids {
 			out[i] = leased{}
-			if err := m.lease(tx, id, now, &out[i]); err != nil {
+			if err := m.lease(tx, id, now, agents, limits, &out[i]); err != nil {
 				if !errors.Is(err, errNotPending) && !errors.Is(err, store.ErrNotFound) {
 					return err // the store failed: nothing starts
 				}
@@ -408,11 +408,6 @@ func (m *Manager) leaseAll(ids []string, now time.Time, agents *scheduler.Agents
 			out[i] = leased{err: err}
 		}
 	}
-	for i := range out {
-		if out[i].err == nil {
-			out[i].profile, _ = agents.Pick(&out[i].l, limits, now)
-		}
-	}
 	return out
 }
 
@@ -420,7 +415,7 @@ func (m *Manager) leaseAll(ids []string, now time.Time, agents *scheduler.Agents
 var errNotPending = errors.New("not pending")
 
 // lease moves one loop to running under this manager's lease in tx.
-func (m *Manager) lease(tx *store.Tx, id string, now time.Time, ls *leased) error {
+func (m *Manager) lease(tx *store.Tx, id string, now time.Time, agents *scheduler.Agents, limits map[string]ratelimit.State, ls *leased) error {
 	cur, err := tx.Get(id)
 	if err != nil {
 		return err
@@ -439,6 +434,13 @@ func (m *Manager) lease(tx *store.Tx, id string, now time.Time, ls *leased) erro
 	}
 	lease := &loop.Lease{Owner: m.o.Owner, ExpiresAt: now.Add(m.leaseFor(cur.Type))}
 	msg := fmt.Sprintf("iteration %d started", cur.Iteration)
+	// The profile the iteration runs on: the loop's own, or a fallback
+	// while its own is limited — said in the journal, since nothing else
+	// records which agent ran an iteration.
+	ls.profile, _ = agents.Pick(&cur, limits, now)
+	if own := agents.Of(&cur); ls.profile != own {
+		msg += fmt.Sprintf(" on agent %s (agent %s is rate limited)", ls.profile, own)
+	}
 	if err := control.Move(tx, cur, loop.Running, now, msg, func(n *loop.Loop) {
 		n.Lease = lease
 		if m.o.Git == nil {

@@ -2,6 +2,7 @@ package loopmgr
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -86,6 +87,22 @@ func TestFallbackTakesTheNextIteration(t *testing.T) {
 	}
 	if got := h.get(l.ID); got.Iteration != 1 || got.RateLimitStreak != 0 {
 		t.Errorf("iteration %d streak %d, want 1 0 (the limit spent nothing; the pass reset the streak)", got.Iteration, got.RateLimitStreak)
+	}
+	// The journal says which agent ran the iteration the fallback took.
+	var msgs []string
+	if err := h.st.View(func(tx *store.Tx) error {
+		evs, err := tx.Events(l.ID)
+		for _, ev := range evs {
+			msgs = append(msgs, ev.Message)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(msgs, func(m string) bool {
+		return strings.HasPrefix(m, "iteration 1 started on agent ") && strings.Contains(m, "is rate limited")
+	}) {
+		t.Errorf("events %q: none says the fallback agent ran the iteration", msgs)
 	}
 }
 
