@@ -61,3 +61,38 @@ func (v *checker) store(s Store) {
 		v.fail("store.etcd.cert_file", "cert_file and key_file go together: set both or neither")
 	}
 }
+
+// worker checks the `worker:` section and git.remote.
+func (v *checker) worker(w Worker, g Git) {
+	if w.Name != "" && !validWorkerName(w.Name) {
+		v.fail("worker.name", "%q: use letters, digits, '.', '_' and '-' (at most 64), e.g. build-1", w.Name)
+	}
+	if w.MaxLoops < 0 {
+		v.fail("worker.max_loops", "%d: want 0 (the global cap concurrency.max_loops) or more", w.MaxLoops)
+	}
+	for i, l := range w.Labels {
+		if !validWorkerName(l) {
+			v.fail(fmt.Sprintf("worker.labels[%d]", i), "%q: use letters, digits, '.', '_' and '-' (at most 64)", l)
+		}
+	}
+	if w.LeaseTTLSecs < 2 || w.LeaseTTLSecs > 300 {
+		v.fail("worker.lease_ttl_secs", "%d: want 2 to 300 seconds (15 is the default)", w.LeaseTTLSecs)
+	}
+	if g.Remote != "" && (strings.HasPrefix(g.Remote, "-") || strings.ContainsAny(g.Remote, " \t\n:/\\") || strings.Contains(g.Remote, "..")) {
+		v.fail("git.remote", "%q: want the name of a git remote of the repository, e.g. origin", g.Remote)
+	}
+}
+
+// validWorkerName reports whether s is a worker name or label: 1 to 64 of
+// [A-Za-z0-9._-], not starting with '-' or '.'.
+func validWorkerName(s string) bool {
+	if s == "" || len(s) > 64 || s[0] == '-' || s[0] == '.' {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

@@ -78,6 +78,7 @@ type Config struct {
 	Git       Git                     `yaml:"git"`
 	Storage   Storage                 `yaml:"storage"`
 	Store     Store                   `yaml:"store"`
+	Worker    Worker                  `yaml:"worker"`
 	Retention Retention               `yaml:"retention"`
 	API       API                     `yaml:"api"`
 	// Webhooks lists the receivers of loop events (the daemon POSTs them).
@@ -323,6 +324,9 @@ type LoopSettings struct {
 	// and no diff against its starting commit ("no changes were made").
 	// Read for ralph loops in a git worktree.
 	RequireChanges bool `yaml:"require_changes,omitempty"`
+	// WorkerLabels: on an etcd store with several workers, loops of this
+	// type run only on workers whose worker.labels include all of these.
+	WorkerLabels []string `yaml:"worker_labels,omitempty"`
 }
 
 // TypePolicy is the scheduling policy of a type (seed 002): loops.<type>
@@ -365,6 +369,32 @@ type Git struct {
 	// loopr/<slug>-<short-id> when the workspace is a git repository;
 	// without, loops share the workspace and leaf loops run one at a time.
 	Worktrees bool `yaml:"worktrees"`
+	// Remote names the git remote (e.g. origin) that daemons on several
+	// machines share branches through: each fetches before a loop starts,
+	// pushes the loop's branch after every iteration, and merges into the
+	// plan branch on the remote under an etcd lock. "" = the local
+	// repository only (every worker must then work in the same one).
+	Remote string `yaml:"remote"`
+}
+
+// Worker is the `worker:` section: this daemon as one of the workers that
+// share an etcd store (docs/several-machines.md). Read at the daemon's
+// start; ignored on the bbolt file.
+type Worker struct {
+	// Name identifies the worker among those of the store; "" = the host
+	// name and a short hash of the home directory.
+	Name string `yaml:"name"`
+	// MaxLoops is how many loops this worker runs at once; 0 = the global
+	// cap concurrency.max_loops.
+	MaxLoops int `yaml:"max_loops"`
+	// Labels describe the worker; a type's worker_labels must all be here
+	// for its loops to run on it.
+	Labels []string `yaml:"labels"`
+	// LeaseTTLSecs is the etcd lease the worker keeps alive, holding its
+	// registration, the leases of its loops and its bid to be the
+	// scheduler: this long after a worker dies, its loops go back to
+	// pending and another worker may become the scheduler.
+	LeaseTTLSecs int `yaml:"lease_ttl_secs"`
 }
 
 // Storage is the `storage:` section.
@@ -500,6 +530,7 @@ func Default() *Config {
 		Git:       Git{Worktrees: true},
 		Storage:   Storage{DiskQuotaMinGB: 5},
 		Store:     Store{Backend: "bbolt", Etcd: StoreEtcd{DialTimeoutSecs: 5}},
+		Worker:    Worker{LeaseTTLSecs: 15},
 		Retention: Retention{Days: 30},
 	}
 }

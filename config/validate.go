@@ -172,6 +172,7 @@ func (c *Config) check(v *checker) error {
 	}
 
 	v.store(c.Store)
+	v.worker(c.Worker, c.Git)
 	v.nonNegative("retention.days", c.Retention.Days)
 	v.api(c.API)
 	for i, w := range c.Webhooks {

@@ -31,6 +31,8 @@ var restartKeys = []string{
 	"concurrency.max_api_calls",           // sizes the runner's agent slots
 	"rate_limit.max_concurrent_api_calls", // same
 	"git.worktrees",                       // the git flow is set up at start
+	"git.remote",                          // same
+	"worker",                              // the worker registers at start
 	"api",                                 // the TCP listener and its token are opened at start
 	"store",                               // the store is opened at start
 }
