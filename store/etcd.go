@@ -260,8 +260,9 @@ func (r etcdRPCError) Error() string { return r.err.Error() }
 func (r etcdRPCError) Unwrap() error { return r.err }
 
 type wval struct {
-	v   []byte
-	del bool
+	v     []byte
+	del   bool
+	lease int64 // put with this etcd lease (PutRaw); 0: none
 }
 
 // etcdTx is one transaction on etcd: reads at rev, writes buffered.
@@ -276,6 +277,7 @@ type etcdTx struct {
 	reads      map[string]int64    // key → ModRevision seen at rev (0: absent)
 	prefetched map[string]prefetch // read at rev but not by fn (yet): not compared
 	vals       map[string][]byte   // key → value at rev (nil: absent)
+	leases     map[string]int64    // key → its lease at rev, for keys read by Raw
 	ranges     []keyRange          // ranges cursors fetched, [lo, hi)
 
 	writes map[string]wval // key → its new value or deletion
@@ -494,6 +496,8 @@ func (t *etcdTx) commit() (rev int64, ok bool, err error) {
 		w := t.writes[k]
 		if w.del {
 			ops = append(ops, clientv3.OpDelete(k))
+		} else if w.lease != 0 {
+			ops = append(ops, clientv3.OpPut(k, string(w.v), clientv3.WithLease(clientv3.LeaseID(w.lease))))
 		} else {
 			ops = append(ops, clientv3.OpPut(k, string(w.v)))
 		}
