@@ -65,6 +65,9 @@ type LoopLease struct {
 	Worker    string `json:"worker"`
 	Iteration int    `json:"iteration"`
 	Lease     string `json:"lease"`
+	// Agent is the agent profile the scheduler picked for the iteration
+	// (the loop's own, or a fallback while its own is rate limited).
+	Agent string `json:"agent,omitempty"`
 }
 
 // Keys, relative to the store's prefix.
@@ -555,6 +558,47 @@ func Workers(ctx context.Context, s *store.Store) (workers []WorkerInfo, schedul
 		workers[i].Running = running[workers[i].Name]
 	}
 	return workers, scheduler, nil
+}
+
+// Live is a live worker as the scheduler sees it: its registration, with
+// Running counted from the lease keys, and its etcd lease.
+type Live struct {
+	Info  WorkerInfo
+	Lease int64
+}
+
+// Live lists the live workers with their leases, and every loop lease key
+// (loop id → its LoopLease), read at one revision.
+func (w *Worker) Live(ctx context.Context) ([]Live, map[string]LoopLease, error) {
+	rctx, cancel := w.reqCtx(ctx)
+	defer cancel()
+	resp, err := w.cli.Txn(rctx).Then(
+		clientv3.OpGet(w.prefix+workersDir, clientv3.WithPrefix()),
+		clientv3.OpGet(w.prefix+leasesDir, clientv3.WithPrefix())).Commit()
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster: list workers: %w", err)
+	}
+	holders := map[string]LoopLease{}
+	running := map[string]int{}
+	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
+		var l LoopLease
+		if json.Unmarshal(kv.Value, &l) == nil {
+			holders[strings.TrimPrefix(string(kv.Key), w.prefix+leasesDir)] = l
+			running[l.Worker]++
+		}
+	}
+	var out []Live
+	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
+		var i WorkerInfo
+		if json.Unmarshal(kv.Value, &i) != nil {
+			continue
+		}
+		i.Name = strings.TrimPrefix(string(kv.Key), w.prefix+workersDir)
+		i.Running = running[i.Name]
+		out = append(out, Live{Info: i, Lease: kv.Lease})
+	}
+	slices.SortFunc(out, func(a, b Live) int { return strings.Compare(a.Info.Name, b.Info.Name) })
+	return out, holders, nil
 }
 
 // list reads the registrations of the live workers, by name.

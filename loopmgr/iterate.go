@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/loopr-dev/loopr/cluster"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
@@ -67,6 +69,11 @@ func (m *Manager) prepare(ctx context.Context, l loop.Loop, profile string) (run
 			StallTimeout: time.Duration(a.StallTimeoutSecs) * time.Second,
 		},
 	}
+	worker := ""
+	if m.clustered() {
+		worker = m.o.Cluster.Name()
+	}
+	j.Settings.Env = append(slices.Clip(j.Settings.Env), "LOOPR_WORKER="+worker)
 	// The runner reads the parent's artifact (a regular file under the
 	// home, bounded), so a replaced file fails the iteration, not the manager.
 	j.ParentArtifact = l.TriggeredBy
@@ -151,6 +158,15 @@ func (m *Manager) finish(ctx context.Context, r result) {
 		return
 	}
 	a.cancel()
+	if a.fenced {
+		// The worker lost its session: another may run the loop already.
+		m.log.Warn("result dropped: this worker was fenced while the loop ran", "loop", r.id, "iteration", a.iteration)
+		if m.o.OnFinish != nil {
+			m.o.OnFinish(r.id, time.Now())
+		}
+		m.Wake()
+		return
+	}
 	now := m.now()
 	l := r.job.Loop
 	if l.ID == "" {
@@ -243,6 +259,9 @@ func (m *Manager) finish(ctx context.Context, r result) {
 			m.log.Error("fairness observe", "loop", l.ID, "err", err)
 		}
 	}
+	if m.clustered() {
+		m.release(l.ID)
+	}
 	if m.o.OnFinish != nil {
 		m.o.OnFinish(l.ID, time.Now())
 	}
@@ -290,6 +309,13 @@ func (m *Manager) ours(tx *store.Tx, id string, iteration int) (loop.Loop, error
 	if cur.Status != loop.Running || cur.Lease == nil || cur.Lease.Owner != m.o.Owner || cur.Iteration != iteration {
 		return cur, errStale
 	}
+	if m.clustered() {
+		// The fence: the loop's lease key, read here, is compared at
+		// commit; a worker that lost it records nothing.
+		if err := m.holds(tx, id, iteration); err != nil {
+			return cur, err
+		}
+	}
 	if c := m.charge; c != nil && c.id == id && c.iteration == iteration {
 		// The usage of the iteration being recorded: added to the record
 		// (and to today's total) by whatever writes its outcome.
@@ -303,9 +329,26 @@ func (m *Manager) ours(tx *store.Tx, id string, iteration int) (loop.Loop, error
 }
 
 func (m *Manager) update(id string, fn func(*store.Tx) error) error {
+	if m.clustered() {
+		inner := fn
+		fn = func(tx *store.Tx) error {
+			if err := inner(tx); err != nil {
+				return err
+			}
+			// The loop's lease key goes with the move out of running.
+			if cur, err := tx.Get(id); err == nil && cur.Status != loop.Running {
+				return tx.DeleteRaw(cluster.LeaseKey(id))
+			}
+			return nil
+		}
+	}
 	err := m.svc.Store.Update(fn)
 	if errors.Is(err, errStale) {
 		m.log.Info("result dropped: loop changed while it ran", "loop", id)
+		return nil
+	}
+	if errors.Is(err, store.ErrFenced) {
+		m.log.Warn("result dropped: this worker no longer holds the loop's lease", "loop", id, "err", err)
 		return nil
 	}
 	return err
