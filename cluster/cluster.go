@@ -36,6 +36,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/store"
 )
 
@@ -599,6 +600,23 @@ func (w *Worker) Live(ctx context.Context) ([]Live, map[string]LoopLease, error)
 	}
 	slices.SortFunc(out, func(a, b Live) int { return strings.Compare(a.Info.Name, b.Info.Name) })
 	return out, holders, nil
+}
+
+// Status is the store's workers as `loopr status` shows them; nil on the
+// bbolt file. self is this daemon's worker name ("" for none).
+func Status(ctx context.Context, s *store.Store, self string, ttl time.Duration) (*api.Cluster, error) {
+	if s.EtcdClient() == nil {
+		return nil, nil
+	}
+	ws, sched, err := Workers(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	out := &api.Cluster{Worker: self, Scheduler: sched, LeaseTTLSecs: int(ttl / time.Second), Workers: make([]api.Worker, 0, len(ws))}
+	for _, w := range ws {
+		out.Workers = append(out.Workers, api.Worker(w))
+	}
+	return out, nil
 }
 
 // list reads the registrations of the live workers, by name.
