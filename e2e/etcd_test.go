@@ -72,6 +72,10 @@ func TestEtcdStoreDaemon(t *testing.T) {
 		t.Errorf("loopr status lacks the WORKERS row of %s:\n%s", c.Worker, out)
 	}
 
+	if out := ok(t, r.dir, "debug", "scheduler"); c != nil && !strings.HasPrefix(out, "scheduler: worker "+c.Worker+" (elected among 1)") {
+		t.Errorf("loopr debug scheduler does not name the scheduler %s first:\n%s", c.Worker, out)
+	}
+
 	// A second daemon (another repository, another home) on the same store.
 	r2 := newRepo(t, treeConfig(t, 3, validateCmd(t), "tree")+storeYML)
 	res := run(t, r2.dir, "", "daemon")

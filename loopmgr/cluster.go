@@ -61,6 +61,7 @@ func (m *Manager) follow() error {
 			m.noteChange(ch)
 		}
 		m.Wake()
+		m.o.Notify() // event streams: other daemons' commits too
 	})
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/cluster"
 	"github.com/loopr-dev/loopr/config"
@@ -295,4 +297,120 @@ func events(st *store.Store, id string) []loop.Event {
 	var evs []loop.Event
 	_ = st.View(func(tx *store.Tx) (err error) { evs, err = tx.Events(id); return err })
 	return evs
+}
+
+// TestClusterCancelAndFence: a cancel made on another daemon stops the
+// agent on the worker running the loop; a worker whose session is revoked
+// stops its agents at once and records nothing, and the scheduler puts
+// its loop back with one attempt charged.
+func TestClusterCancelAndFence(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
+	prefix := "/loopr/cancelfence"
+	ttl := 3 * time.Second
+	lg := &ledger{running: map[string]string{}, passes: map[string][]string{}, block: map[string]bool{"a": true, "b": true}}
+	nodes := map[string]*node{"a": startNode(t, srv, prefix, "a", ttl, lg), "b": startNode(t, srv, prefix, "b", ttl, lg)}
+	svc := nodes["a"].svc
+	var ids []string
+	for i := range 3 {
+		l, err := svc.Create(api.CreateRequest{Type: loop.Ralph, Task: fmt.Sprintf("hang %d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, l.ID)
+	}
+	nodes["a"].mgr.Wake()
+	nodes["b"].mgr.Wake()
+	on := func(id string) string {
+		lg.mu.Lock()
+		defer lg.mu.Unlock()
+		return lg.running[id]
+	}
+	waitUntil(t, 10*time.Second, "three agents running", func() bool {
+		return on(ids[0]) != "" && on(ids[1]) != "" && on(ids[2]) != ""
+	})
+	// Cancel ids[0] on the daemon that does not run it.
+	runner := on(ids[0])
+	other := map[string]string{"a": "b", "b": "a"}[runner]
+	if _, err := nodes[other].svc.Act(ids[0], api.ActionCancel, api.ActionRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 5*time.Second, "the cancelled loop's agent stopped on worker "+runner, func() bool { return on(ids[0]) == "" })
+	waitUntil(t, 5*time.Second, "the cancelled loop's lease key deleted", func() bool {
+		_, holders, err := nodes[runner].w.Live(context.Background())
+		_, held := holders[ids[0]]
+		return err == nil && !held
+	})
+	// Revoke the session of the worker running ids[1]: it fences itself.
+	victim := on(ids[1])
+	lease := nodes[victim].w.Lease()
+	if _, err := nodes[victim].st.EtcdClient().Revoke(context.Background(), clientLease(lease)); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 5*time.Second, "the fenced worker's agent stopped", func() bool { return on(ids[1]) != victim })
+	waitUntil(t, 10*time.Second, "the fenced worker's loop charged one attempt", func() bool {
+		l, err := svc.Get(ids[1])
+		return err == nil && l.Iteration == 2
+	})
+	evs := events(svc.Store, ids[1])
+	if !slices.ContainsFunc(evs, func(e loop.Event) bool {
+		return strings.Contains(e.Message, "worker "+victim+" was lost; iteration 1 charged")
+	}) {
+		t.Errorf("no journal event says worker %s was lost", victim)
+	}
+	lg.mu.Lock()
+	lg.block = map[string]bool{}
+	lg.mu.Unlock()
+	waitUntil(t, 20*time.Second, "the fenced loop complete", func() bool {
+		l, err := svc.Get(ids[1])
+		return err == nil && l.Status == loop.Complete
+	})
+	if l, _ := svc.Get(ids[0]); l.Status != loop.Cancelled {
+		t.Errorf("cancelled loop is %s; want cancelled", l.Status)
+	}
+	lg.mu.Lock()
+	defer lg.mu.Unlock()
+	if len(lg.overlap) > 0 {
+		t.Errorf("loops ran on two workers at once: %v", lg.overlap)
+	}
+	if p := lg.passes[ids[1]]; len(p) != 1 {
+		t.Errorf("fenced loop passed %d times (%v); want once", len(p), p)
+	}
+}
+
+func clientLease(id int64) clientv3.LeaseID { return clientv3.LeaseID(id) }
+
+func TestPickWorker(t *testing.T) {
+	t.Parallel()
+	w := func(name string, labels ...string) cluster.Live {
+		return cluster.Live{Info: cluster.WorkerInfo{Name: name, Labels: labels}}
+	}
+	live := []cluster.Live{w("a", "gpu"), w("b"), w("c", "gpu", "big")}
+	for _, tc := range []struct {
+		name   string
+		free   map[string]int
+		gone   map[string]bool
+		labels []string
+		want   string
+	}{
+		{"most free slots", map[string]int{"a": 1, "b": 3, "c": 2}, nil, nil, "b"},
+		{"ties by name", map[string]int{"a": 2, "b": 2, "c": 2}, nil, nil, "a"},
+		{"labels", map[string]int{"a": 1, "b": 3, "c": 2}, nil, []string{"gpu"}, "c"},
+		{"every label", map[string]int{"a": 5, "b": 3, "c": 1}, nil, []string{"gpu", "big"}, "c"},
+		{"full workers skipped", map[string]int{"a": 0, "b": 0, "c": 1}, nil, nil, "c"},
+		{"gone workers skipped", map[string]int{"a": 1, "b": 3, "c": 2}, map[string]bool{"b": true}, nil, "c"},
+		{"none fits", map[string]int{"a": 0, "b": 3, "c": 0}, nil, []string{"gpu"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := pickWorker(live, tc.free, tc.gone, tc.labels)
+			if tc.want == "" {
+				if ok {
+					t.Fatalf("pickWorker() = %s; want none", got.Info.Name)
+				}
+				return
+			}
+			if !ok || got.Info.Name != tc.want {
+				t.Fatalf("pickWorker() = %s, %v; want %s", got.Info.Name, ok, tc.want)
+			}
+		})
+	}
 }
