@@ -49,6 +49,12 @@ type Options struct {
 	Service *control.Service
 	Runner  Runner
 	Git     *gitflow.Repo // nil: loops run in the workspace directly
+	// Cluster makes the manager a worker of several sharing an etcd store
+	// (cluster.go): it runs the loops assigned to it, and schedules while
+	// its worker is the elected scheduler. Owner becomes "worker <name>",
+	// and Fence, if nil, checks the loop's lease key. nil: the only daemon
+	// of its store.
+	Cluster *cluster.Worker
 	Log     *slog.Logger
 	Owner   string           // lease owner, e.g. "pid 1234"
 	Notify  func()           // called after every committed change (event stream)
@@ -67,14 +73,10 @@ type Options struct {
 	// OnUsage, if set, is called with each iteration's usage as it is
 	// recorded: the loop, the agent profile it ran on (metrics).
 	OnUsage func(l loop.Loop, agent string, u loop.Usage)
-	// Cluster makes the manager a worker of several sharing an etcd store
-	// (cluster.go): it runs the loops assigned to it, and schedules while
-	// its worker is the elected scheduler. Owner becomes "worker <name>".
-	// nil: the only daemon of its store.
-	Cluster *cluster.Worker
-	// Fence, called before every git push of a loop's work, returns an
-	// error if the loop's lease is no longer this worker's (the push must
-	// not happen). nil: always ok; with Cluster set, New fills it in.
+	// Fence, if set, says whether this process may still record the
+	// iteration of loop id: nil error = its lease is still ours (nil Fence
+	// = always). The git steps call it before every push and, under the
+	// merge lock, before the plan branch moves.
 	Fence func(ctx context.Context, id string, iteration int) error
 }
 
@@ -108,11 +110,11 @@ type Manager struct {
 
 type active struct {
 	cancel    context.CancelFunc
+	fenced    bool // the worker lost its session: record nothing
 	iteration int
 	agent     string // the agent profile the iteration runs on
 	started   time.Time
 	stopping  bool // shutdown: requeue without cost
-	fenced    bool // the worker lost its session: record nothing
 }
 
 type result struct {
