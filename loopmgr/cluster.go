@@ -148,6 +148,15 @@ func mapKeys[K comparable, V any](mp map[K]V) func(func(K) bool) {
 	}
 }
 
+// dropLeaseKey deletes loop id's lease key in tx if the loop no longer
+// runs: the key goes with the move out of running.
+func dropLeaseKey(tx *store.Tx, id string) error {
+	if cur, err := tx.Get(id); err == nil && cur.Status != loop.Running {
+		return tx.DeleteRaw(cluster.LeaseKey(id))
+	}
+	return nil
+}
+
 // Fenced stops every agent of this worker at once: its etcd session may be
 // gone, so another worker may run its loops; nothing of theirs is
 // recorded. It may be called from any goroutine (cluster.Options.OnLost).

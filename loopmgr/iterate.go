@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/loopr-dev/loopr/cluster"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
@@ -73,7 +71,8 @@ func (m *Manager) prepare(ctx context.Context, l loop.Loop, profile string) (run
 	if m.clustered() {
 		worker = m.o.Cluster.Name()
 	}
-	j.Settings.Env = append(slices.Clip(j.Settings.Env), "LOOPR_WORKER="+worker)
+	env := j.Settings.Env
+	j.Settings.Env = append(env[:len(env):len(env)], "LOOPR_WORKER="+worker) // a copy: never the profile's array
 	// The runner reads the parent's artifact (a regular file under the
 	// home, bounded), so a replaced file fails the iteration, not the manager.
 	j.ParentArtifact = l.TriggeredBy
@@ -336,10 +335,7 @@ func (m *Manager) update(id string, fn func(*store.Tx) error) error {
 				return err
 			}
 			// The loop's lease key goes with the move out of running.
-			if cur, err := tx.Get(id); err == nil && cur.Status != loop.Running {
-				return tx.DeleteRaw(cluster.LeaseKey(id))
-			}
-			return nil
+			return dropLeaseKey(tx, id)
 		}
 	}
 	err := m.svc.Store.Update(fn)
