@@ -66,6 +66,15 @@ type Repo struct {
 	// Timeout bounds each git command whose context has no deadline;
 	// 0 means DefaultTimeout.
 	Timeout time.Duration
+	// Remote names the git remote (git.remote, e.g. origin) that workers
+	// on several machines share: loop branches are fetched from it and
+	// pushed to it, and merges into a plan branch happen on it (remote.go).
+	// "" = this repository only, as on one machine.
+	Remote string
+	// Lock serializes merges into one plan branch across every worker
+	// sharing Remote (an etcd mutex); it is taken with the branch's name,
+	// after this process's own lock. nil = this process's lock only.
+	Lock Locker
 
 	admin sync.Mutex // serializes worktree add, remove and prune
 
