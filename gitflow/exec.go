@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -69,6 +70,11 @@ func (r *Repo) gitEnv(ctx context.Context, dir string, env []string, args ...str
 	argv := append([]string{"-C", dir, "-c", "core.hooksPath=/dev/null"}, args...)
 	cmd := exec.CommandContext(ctx, "git", argv...)
 	cmd.Env = append(baseEnv(), env...)
+	// A session of its own: git and what it starts (ssh, a remote's
+	// receive-pack and its hooks, a credential helper) have no terminal to
+	// prompt on, and a timeout kills all of them, not git alone.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -97,7 +103,8 @@ var scrubbed = map[string]bool{
 
 // baseEnv is the environment of every git command: the daemon's, without
 // repository overrides, in the C locale (error texts are matched) and never
-// prompting on a terminal.
+// prompting on a terminal (a push or fetch that needs a password fails
+// instead of waiting; ssh has no terminal either: see gitEnv).
 func baseEnv() []string {
 	env := make([]string, 0, len(os.Environ())+3)
 	for _, kv := range os.Environ() {
@@ -106,7 +113,9 @@ func baseEnv() []string {
 			env = append(env, kv)
 		}
 	}
-	return append(env, "LC_ALL=C", "LANGUAGE=C", "GIT_TERMINAL_PROMPT=0")
+	// GCM_INTERACTIVE: Git Credential Manager fails instead of opening a
+	// window or a device-code prompt nobody sees.
+	return append(env, "LC_ALL=C", "LANGUAGE=C", "GIT_TERMINAL_PROMPT=0", "GCM_INTERACTIVE=never")
 }
 
 // DefaultTimeout bounds every git command loopr runs whose caller gave no
