@@ -50,7 +50,7 @@ const MergeAttempts = 5
 
 // retryBase is the first wait between merge attempts; it doubles each
 // time, with jitter.
-var retryBase = 100 * time.Millisecond
+var retryBase = 250 * time.Millisecond
 
 // MergeOptions are the extras of MergeWith.
 type MergeOptions struct {
@@ -116,7 +116,13 @@ func (r *Repo) Fetch(ctx context.Context) error {
 	}
 	began := time.Now()
 	refspec := "+refs/heads/loopr/*:" + r.tracking("loopr/*")
-	if _, err := r.git(ctx, r.Root, "fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head", r.Remote, refspec); err != nil {
+	// admin: fetch checks what it received against every ref, the HEADs
+	// of all worktrees included, and fails on one being added meanwhile.
+	// No automatic gc in the middle of loopr's work: the user's own git
+	// commands do that.
+	r.admin.Lock()
+	defer r.admin.Unlock()
+	if _, err := r.git(ctx, r.Root, "-c", "gc.auto=0", "-c", "maintenance.auto=false", "fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head", r.Remote, refspec); err != nil {
 		return fmt.Errorf("fetch from remote %s%s: %w", r.Remote, r.remoteURL(ctx), err)
 	}
 	r.fetchedAt = began
@@ -417,9 +423,12 @@ func (r *Repo) push(ctx context.Context, branch, commit, expect string) error {
 			return fmt.Errorf("%w: %s moved on remote %s (%s)", ErrPushRejected, branch, r.Remote, reason)
 		}
 		if reason, ok := rejected(out, "[remote rejected]"); ok {
+			if lostRace(reason) {
+				return fmt.Errorf("%w: %s moved on remote %s while pushing (%s)", ErrPushRejected, branch, r.Remote, reason)
+			}
 			return fmt.Errorf("remote %s refused the push of %s: %s", r.Remote, branch, reason)
 		}
-		if ctx.Err() != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("remote %s gave no answer in time: %w", r.Remote, err)
 		}
 		return err
@@ -429,6 +438,14 @@ func (r *Repo) push(ctx context.Context, branch, commit, expect string) error {
 	}
 	r.logger().Info("pushed", "branch", branch, "remote", r.Remote, "commit", short(commit))
 	return nil
+}
+
+// lostRace reports whether a remote's refusal is a push that lost a race
+// on the ref: the remote's compare-and-swap of the branch failed, or its
+// lock was held by another push. Anything else (a hook, branch protection)
+// would refuse again.
+func lostRace(reason string) bool {
+	return strings.Contains(reason, "failed to update ref") || strings.Contains(reason, "lock")
 }
 
 // rejected finds a line of `git push --porcelain` output whose flag field
