@@ -219,6 +219,12 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("git: %w", err)
 		}
 	}
+	if git != nil {
+		git.Remote = cfg.Git.Remote
+		if err := git.CheckRemote(ctx); err != nil {
+			return err
+		}
+	}
 	d.git = git
 	switch {
 	case !cfg.Git.Worktrees:

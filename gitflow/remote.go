@@ -405,8 +405,8 @@ func (r *Repo) PushBranch(ctx context.Context, branch, expect string) error {
 	return nil
 }
 
-// push sets the remote's branch to commit if it is at expect ("" = absent),
-// and the tracking ref with it. A refusal because the branch is elsewhere
+// push sets the remote's branch to commit ("" = deletes it) if it is at
+// expect ("" = absent), and the tracking ref with it. A refusal because the branch is elsewhere
 // is ErrPushRejected; one by the remote itself (a hook, branch protection)
 // is another error, with what the remote said.
 func (r *Repo) push(ctx context.Context, branch, commit, expect string) error {
@@ -418,6 +418,7 @@ func (r *Repo) push(ctx context.Context, branch, commit, expect string) error {
 	defer r.remoteMu.Unlock()
 	out, err := r.git(ctx, r.Root, "push", "--porcelain", "--no-verify",
 		"--force-with-lease="+ref+":"+expect, r.Remote, commit+":"+ref)
+	what := "pushed"
 	if err != nil {
 		if reason, ok := rejected(out, "[rejected]"); ok {
 			return fmt.Errorf("%w: %s moved on remote %s (%s)", ErrPushRejected, branch, r.Remote, reason)
@@ -433,10 +434,14 @@ func (r *Repo) push(ctx context.Context, branch, commit, expect string) error {
 		}
 		return err
 	}
-	if _, err := r.git(ctx, r.Root, "update-ref", r.tracking(branch), commit); err != nil {
+	track := []string{"update-ref", r.tracking(branch), commit}
+	if commit == "" {
+		track, what = []string{"update-ref", "-d", r.tracking(branch)}, "deleted on the remote"
+	}
+	if _, err := r.git(ctx, r.Root, track...); err != nil {
 		r.logger().Warn("update tracking ref after push", "ref", r.tracking(branch), "err", err)
 	}
-	r.logger().Info("pushed", "branch", branch, "remote", r.Remote, "commit", short(commit))
+	r.logger().Info(what, "branch", branch, "remote", r.Remote, "commit", short(commit))
 	return nil
 }
 
@@ -545,4 +550,17 @@ func (r *Repo) mergeDetached(ctx context.Context, dir, branch, into, src, onto s
 		return "", err
 	}
 	return strings.TrimSpace(out), nil
+}
+
+// deleteRemote deletes a finished loop's branch on the remote if it is
+// still at commit (the local branch's tip, merged). It only logs a
+// failure: the branch's work is on the plan branch already, and a branch
+// left over is clutter, not loss.
+func (r *Repo) deleteRemote(ctx context.Context, branch, commit string) {
+	if r.Remote == "" {
+		return
+	}
+	if err := r.push(ctx, branch, "", commit); err != nil {
+		r.logger().Warn("delete the finished loop's branch on the remote", "branch", branch, "remote", r.Remote, "err", err)
+	}
 }

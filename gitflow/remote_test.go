@@ -597,3 +597,44 @@ func TestCheckRemote(t *testing.T) {
 		t.Errorf("CheckRemote() without a remote = %v", err)
 	}
 }
+
+func TestRemoteDeleteFinishedBranch(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c := newCluster(t, 2)
+	a, b := c.clones[0], c.clones[1]
+	const plan = "loopr/plan"
+	for _, r := range c.clones {
+		if err := r.EnsurePlanBranch(ctx, plan); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// r1 finished and merged: its branch goes here and on the remote.
+	if _, _, err := iterate(t, a, "r1", "loopr/r1", plan, map[string]string{"1.txt": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Merge(ctx, "loopr/r1", plan); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.RemoveWorktree(ctx, "r1", "loopr/r1"); err != nil {
+		t.Fatal(err)
+	}
+	if tip := c.remoteTip(t, "loopr/r1"); tip != "" {
+		t.Errorf("remote loopr/r1 = %s after the finished loop's cleanup, want it deleted", tip)
+	}
+	// r2's remote branch moved on elsewhere (B): A's stale copy deletes
+	// only A's own branch.
+	if _, _, err := iterate(t, a, "r2", "loopr/r2", plan, map[string]string{"2.txt": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := iterate(t, b, "r2", "loopr/r2", plan, map[string]string{"2b.txt": "2b"}); err != nil {
+		t.Fatal(err)
+	}
+	moved := c.remoteTip(t, "loopr/r2")
+	if err := a.RemoveWorktree(ctx, "r2", "loopr/r2"); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.remoteTip(t, "loopr/r2"); got != moved {
+		t.Errorf("remote loopr/r2 = %q after a stale clone's cleanup, want %s kept", got, moved)
+	}
+}

@@ -66,6 +66,11 @@ type Options struct {
 	// OnUsage, if set, is called with each iteration's usage as it is
 	// recorded: the loop, the agent profile it ran on (metrics).
 	OnUsage func(l loop.Loop, agent string, u loop.Usage)
+	// Fence, if set, says whether this process may still record the
+	// iteration of loop id: nil error = its lease is still ours (nil Fence
+	// = always). The git steps call it before every push and, under the
+	// merge lock, before the plan branch moves.
+	Fence func(ctx context.Context, id string, iteration int) error
 }
 
 // Manager schedules and runs loops.
@@ -95,6 +100,10 @@ type active struct {
 	agent     string // the agent profile the iteration runs on
 	started   time.Time
 	stopping  bool // shutdown: requeue without cost
+	// synced is the tip of the loop's branch on git.remote when the
+	// iteration began ("" = not there): the push after the iteration
+	// expects it. Written and read by the iteration's goroutine only.
+	synced string
 }
 
 type result struct {
@@ -477,7 +486,7 @@ func (m *Manager) launch(ctx context.Context, ls leased, profile string, now tim
 	}
 	m.log.Info("loop started", "loop", id, "type", l.Type, "iteration", l.Iteration, "agent", profile, "title", l.Title)
 	go func() {
-		job, err := m.prepare(rctx, l, profile)
+		job, err := m.prepare(rctx, a, l, profile)
 		var res runner.Result
 		var sv saved
 		if err == nil {
