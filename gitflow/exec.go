@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -70,11 +69,10 @@ func (r *Repo) gitEnv(ctx context.Context, dir string, env []string, args ...str
 	argv := append([]string{"-C", dir, "-c", "core.hooksPath=/dev/null"}, args...)
 	cmd := exec.CommandContext(ctx, "git", argv...)
 	cmd.Env = append(baseEnv(), env...)
-	// A session of its own: git and what it starts (ssh, a remote's
-	// receive-pack and its hooks, a credential helper) have no terminal to
-	// prompt on, and a timeout kills all of them, not git alone.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// git stays in the daemon's process group: the containment (package
+	// contain) takes a child of the daemon outside it for an agent's
+	// stray and kills it. A timeout kills git; what git started (ssh, a
+	// local remote's receive-pack and its hooks) gets WaitDelay to go.
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -104,7 +102,8 @@ var scrubbed = map[string]bool{
 // baseEnv is the environment of every git command: the daemon's, without
 // repository overrides, in the C locale (error texts are matched) and never
 // prompting on a terminal (a push or fetch that needs a password fails
-// instead of waiting; ssh has no terminal either: see gitEnv).
+// instead of waiting for one; ssh asks on the terminal of a daemon started
+// in the foreground unless an agent or BatchMode spares it).
 func baseEnv() []string {
 	env := make([]string, 0, len(os.Environ())+3)
 	for _, kv := range os.Environ() {
