@@ -191,6 +191,12 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("git: %w", err)
 		}
 	}
+	if git != nil {
+		git.Remote = cfg.Git.Remote
+		if err := git.CheckRemote(ctx); err != nil {
+			return err
+		}
+	}
 	d.git = git
 	// On etcd every daemon is a worker of the store's one queue
 	// (package cluster); the one elected scheduler also schedules.

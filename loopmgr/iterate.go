@@ -44,14 +44,14 @@ func (m *Manager) root(l loop.Loop) (loop.Loop, error) {
 
 // prepare builds the job for one iteration: settings, parent artifact and
 // the working directory (a git worktree when enabled).
-func (m *Manager) prepare(ctx context.Context, l loop.Loop, profile string) (runner.Job, error) {
+func (m *Manager) prepare(ctx context.Context, a *active, l loop.Loop, profile string) (runner.Job, error) {
 	c := m.cfg()
 	ls := c.Loop(l.Type)
-	a, ok := c.Profile(profile)
+	ag, ok := c.Profile(profile)
 	if !ok { // gone in a reload since the decision
-		a, _ = c.Profile(c.ProfileOf(&l))
+		ag, _ = c.Profile(c.ProfileOf(&l))
 	}
-	timeout := a.TimeoutSecs
+	timeout := ag.TimeoutSecs
 	if own := c.Loops[l.Type].TimeoutSecs; own > 0 {
 		timeout = own
 	} else if u, ok := c.UserTypes[l.Type]; ok && u.TimeoutSecs > 0 {
@@ -60,11 +60,11 @@ func (m *Manager) prepare(ctx context.Context, l loop.Loop, profile string) (run
 	j := runner.Job{
 		Loop: l, Home: m.svc.Paths.Home, Workdir: m.svc.Paths.Workspace,
 		Settings: runner.Settings{
-			Agent: a.Argv(), Env: a.Env(), Preset: a.Preset,
+			Agent: ag.Argv(), Env: ag.Env(), Preset: ag.Preset,
 			Validate: ls.Validate, PromptFile: m.promptFile(l.Type, ls.Prompt),
 			Timeout:           time.Duration(timeout) * time.Second,
-			RateLimitExitCode: a.RateLimitExitCode, RateLimitPattern: ratePattern(a.RateLimitPattern),
-			StallTimeout: time.Duration(a.StallTimeoutSecs) * time.Second,
+			RateLimitExitCode: ag.RateLimitExitCode, RateLimitPattern: ratePattern(ag.RateLimitPattern),
+			StallTimeout: time.Duration(ag.StallTimeoutSecs) * time.Second,
 		},
 	}
 	worker := ""
@@ -77,11 +77,11 @@ func (m *Manager) prepare(ctx context.Context, l loop.Loop, profile string) (run
 	// home, bounded), so a replaced file fails the iteration, not the manager.
 	j.ParentArtifact = l.TriggeredBy
 	if m.o.Git != nil {
-		dir, err := m.worktree(ctx, l)
+		dir, synced, err := m.worktree(ctx, l)
 		if err != nil {
 			return j, fmt.Errorf("worktree: %w", err)
 		}
-		j.Workdir = dir
+		j.Workdir, a.synced = dir, synced
 	}
 	if j.Workdir != l.Workdir {
 		err := m.svc.Store.Update(func(tx *store.Tx) error {
@@ -119,32 +119,42 @@ func (m *Manager) promptFile(typ, configured string) string {
 
 // worktree makes the loop's working directory: ralph-like loops get a
 // branch loopr/<slug>-<short-id> from their plan's branch; plan/spec/phase loops get a
-// throwaway worktree of the plan branch.
-func (m *Manager) worktree(ctx context.Context, l loop.Loop) (string, error) {
+// throwaway worktree of the plan branch. With git.remote, the plan branch
+// and the loop's branch are the remote's (gitflow.SyncBranch: the previous
+// iteration may have run on another machine); synced is the loop branch's
+// tip there, which the push after the iteration expects.
+func (m *Manager) worktree(ctx context.Context, l loop.Loop) (dir, synced string, err error) {
 	g := m.o.Git
 	root, err := m.root(l)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	base := "HEAD"
 	if root.Type == loop.Plan {
 		pb, err := g.Branch(ctx, root.ID, root.Title)
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		if err := g.EnsurePlanBranch(ctx, pb); err != nil {
-			return "", err
+			return "", "", err
 		}
 		base = pb
 	}
-	if ownBranch(l.Type) {
-		b, err := g.Branch(ctx, l.ID, l.Title)
-		if err != nil {
-			return "", err
-		}
-		return g.AddWorktree(ctx, l.ID, b, base)
+	if !ownBranch(l.Type) {
+		dir, err = g.AddDetachedWorktree(ctx, l.ID, base)
+		return dir, "", err
 	}
-	return g.AddDetachedWorktree(ctx, l.ID, base)
+	b, err := g.Branch(ctx, l.ID, l.Title)
+	if err != nil {
+		return "", "", err
+	}
+	if g.Remote != "" {
+		if synced, err = g.SyncBranch(ctx, b, base); err != nil {
+			return "", "", err
+		}
+	}
+	dir, err = g.AddWorktree(ctx, l.ID, b, base)
+	return dir, synced, err
 }
 
 // finish applies one iteration's result.

@@ -115,6 +115,10 @@ type active struct {
 	agent     string // the agent profile the iteration runs on
 	started   time.Time
 	stopping  bool // shutdown: requeue without cost
+	// synced is the tip of the loop's branch on git.remote when the
+	// iteration began ("" = not there): the push after the iteration
+	// expects it. Written and read by the iteration's goroutine only.
+	synced string
 }
 
 type result struct {
@@ -555,7 +559,7 @@ func (m *Manager) launch(ctx context.Context, ls leased, profile string, now tim
 	}
 	m.log.Info("loop started", "loop", id, "type", l.Type, "iteration", l.Iteration, "agent", profile, "title", l.Title)
 	go func() {
-		job, err := m.prepare(rctx, l, profile)
+		job, err := m.prepare(rctx, a, l, profile)
 		var res runner.Result
 		var sv saved
 		if err == nil {
