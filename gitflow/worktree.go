@@ -70,9 +70,9 @@ func (r *Repo) RemoveWorktree(ctx context.Context, id, branch string) error {
 	if err != nil {
 		return err
 	}
-	r.admin.Lock()
+	unlock := r.lockAdmin(ctx)
 	err = r.removeLocked(ctx, filepath.Join(root, id))
-	r.admin.Unlock()
+	unlock()
 	if err != nil || branch == "" {
 		return err
 	}
@@ -131,8 +131,7 @@ func (r *Repo) Sweep(ctx context.Context, keep func(id string) bool) (removed []
 		}
 		removed = append(removed, name)
 	}
-	r.admin.Lock()
-	defer r.admin.Unlock()
+	defer r.lockAdmin(ctx)()
 	if err := r.prune(ctx); err != nil {
 		return removed, err
 	}
@@ -151,8 +150,7 @@ func (r *Repo) sweepOne(ctx context.Context, dir string, integration bool) error
 		}
 		defer unlock()
 	}
-	r.admin.Lock()
-	defer r.admin.Unlock()
+	defer r.lockAdmin(ctx)()
 	return r.removeLocked(ctx, dir)
 }
 
@@ -223,8 +221,7 @@ func (r *Repo) ensureWorktree(ctx context.Context, name, branch, base string) (d
 		return "", false, err
 	}
 	dir = filepath.Join(root, name)
-	r.admin.Lock()
-	defer r.admin.Unlock()
+	defer r.lockAdmin(ctx)()
 
 	// Forget registrations whose directories are gone, so their branches
 	// are free again.
