@@ -206,7 +206,10 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 		// git's Locker (merges into a plan branch on the remote) is an
-		// etcd mutex of this worker: worker.Locker().
+		// etcd mutex of this worker, shared by every worker of the store.
+		if git != nil {
+			git.Lock = worker.Locker()
+		}
 	}
 	d.worker = worker
 	switch {
