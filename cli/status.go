@@ -14,6 +14,7 @@ import (
 
 func (e *env) statusCmd() *cobra.Command {
 	var jsonOut bool
+	var shown *api.Status // for PostRunE: the workers of an etcd store
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Daemon, counts by status, usage against caps, rate-limit state",
@@ -24,6 +25,7 @@ func (e *env) statusCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				shown = &st
 				if jsonOut {
 					return writeJSON(e.stdout, st)
 				}
@@ -91,14 +93,8 @@ func (e *env) statusCmd() *cobra.Command {
 				if st.Warning != "" {
 					fmt.Fprintf(w, "note\t%s\n", st.Warning)
 				}
-				if err := w.Flush(); err != nil {
+				if err := w.Flush(); err != nil || len(st.Problems) == 0 {
 					return err
-				}
-				if st.Cluster != nil {
-					printWorkers(e, st.Cluster)
-				}
-				if len(st.Problems) == 0 {
-					return nil
 				}
 				fmt.Fprintf(e.stdout, "\nproblems: loops of these types do not start (reason preflight) until fixed\n")
 				w = table(e.stdout)
@@ -110,6 +106,12 @@ func (e *env) statusCmd() *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&jsonOut, "json", false, "print status as JSON")
+	c.PostRunE = func(*cobra.Command, []string) error {
+		if shown != nil && shown.Cluster != nil && !jsonOut {
+			printWorkers(e, shown.Cluster)
+		}
+		return nil
+	}
 	return c
 }
 
@@ -138,30 +140,4 @@ func clipText(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
-}
-
-// printWorkers lists the workers of an etcd store: the WORKERS table.
-func printWorkers(e *env, c *api.Cluster) {
-	fmt.Fprintf(e.stdout, "\nWORKERS (%d, lease %ds)\n", len(c.Workers), c.LeaseTTLSecs)
-	if len(c.Workers) == 0 {
-		fmt.Fprintf(e.stdout, "  none: start `loopr daemon` on a machine that reaches the store\n")
-		return
-	}
-	w := table(e.stdout)
-	fmt.Fprintf(w, "  NAME\tHOST\tRUNNING\tLABELS\t\n")
-	for _, wk := range c.Workers {
-		labels := strings.Join(wk.Labels, ",")
-		if labels == "" {
-			labels = "-"
-		}
-		var marks []string
-		if wk.Scheduler {
-			marks = append(marks, "scheduler")
-		}
-		if wk.Name == c.Worker {
-			marks = append(marks, "this daemon")
-		}
-		fmt.Fprintf(w, "  %s\t%s\t%d/%d\t%s\t%s\n", termsafe.Line(wk.Name), termsafe.Line(wk.Host), wk.Running, wk.MaxLoops, termsafe.Line(labels), strings.Join(marks, ", "))
-	}
-	w.Flush()
 }

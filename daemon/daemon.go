@@ -202,12 +202,14 @@ func Run(ctx context.Context, o Options) error {
 	// (package cluster); the one elected scheduler also schedules.
 	var worker *cluster.Worker
 	if st.Backend() == store.BackendEtcd {
-		if worker, err = d.register(ctx, git); err != nil {
-			return err
+		w, rerr := d.register(ctx, git) // err keeps gitflow.Open's answer (below)
+		if rerr != nil {
+			return rerr
 		}
-		// git's Locker (merges into a plan branch on the remote) is an
-		// etcd mutex of this worker, shared by every worker of the store.
+		worker = w
 		if git != nil {
+			// Merges into a plan branch on git.remote: under an etcd
+			// mutex every worker shares.
 			git.Lock = worker.Locker()
 		}
 	}

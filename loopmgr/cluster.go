@@ -186,8 +186,8 @@ func (m *Manager) holds(tx *store.Tx, id string, iteration int) error {
 	return nil
 }
 
-// fence is Options.Fence on a worker: the loop's lease is still ours.
-func (m *Manager) fence(_ context.Context, id string, iteration int) error {
+// leaseFence is Options.Fence on a worker: the loop's lease is still ours.
+func (m *Manager) leaseFence(_ context.Context, id string, iteration int) error {
 	return m.svc.Store.View(func(tx *store.Tx) error { return m.holds(tx, id, iteration) })
 }
 

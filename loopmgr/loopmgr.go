@@ -154,7 +154,7 @@ func New(o Options) *Manager {
 		results: make(chan result, 64), kill: make(chan []string, 16), active: map[string]*active{},
 		lastRec: map[string]time.Time{}, toLaunch: map[string]bool{}, seen: map[string]store.Change{}}
 	if o.Cluster != nil && o.Fence == nil {
-		m.o.Fence = m.fence
+		m.o.Fence = m.leaseFence
 	}
 	return m
 }
