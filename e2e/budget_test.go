@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -234,6 +238,20 @@ func TestBudgetStopsTheTreeAndRaisingResumes(t *testing.T) {
 	if !strings.Contains(why, "needs you (budget)") {
 		t.Errorf("loopr why does not say budget:\n%s", why)
 	}
+	// An answer is refused (accepted, the gate held it pending, out of
+	// "Needs you"): the CLI exits 2 and the API answers 409, both saying
+	// what to do instead; the plan still waits for its budget.
+	refusal := plan.ID + ": budget spent: $0.30 of $0.25; an answer would leave this plan behind the same gate — raise the budget with loopr budget " + plan.ID + " --usd N and it resumes"
+	if res := run(t, r.dir, "", "answer", plan.ID, "go on"); res.code != 2 || res.stderr != "loopr: "+refusal+"\n" {
+		t.Errorf("loopr answer: exit %d, stderr %q; want 2 and %q", res.code, res.stderr, refusal)
+	}
+	if code, body := postSocket(t, r, "/v1/loops/"+plan.ID+"/answer", `{"answer":"go on"}`); code != 409 ||
+		!strings.Contains(body, `"code":"conflict"`) || !strings.Contains(body, "loopr budget "+plan.ID+" --usd N") {
+		t.Errorf("POST answer = %d %s; want 409 conflict naming loopr budget", code, body)
+	}
+	if l := show(t, r, plan.ID); l.Status != loop.NeedsHuman || l.Needs == nil || l.Needs.Reason != loop.NeedsBudget {
+		t.Fatalf("after the refused answer: %s, needs %+v; want still needs_human (budget)", l.Status, l.Needs)
+	}
 
 	// Restart: still waiting, nothing runs.
 	d.stop()
@@ -270,4 +288,24 @@ func logTime(line string) time.Time {
 	v, _, _ := strings.Cut(rest, " ")
 	t, _ := time.Parse(time.RFC3339Nano, v)
 	return t
+}
+
+// postSocket POSTs body to path over the daemon's socket and returns the
+// status code and the response body.
+func postSocket(t *testing.T, r repo, path, body string) (int, string) {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", filepath.Join(r.home, "loopr.sock"))
+	}}, Timeout: 10 * time.Second}
+	resp, err := hc.Post("http://loopr"+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("POST %s: read: %v", path, err)
+	}
+	return resp.StatusCode, string(b)
 }
