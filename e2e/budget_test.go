@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -235,6 +236,22 @@ func TestBudgetStopsTheTreeAndRaisingResumes(t *testing.T) {
 		t.Errorf("loopr show does not say to raise the budget:\n%s", out)
 	}
 	why := ok(t, r.dir, "why", plan.ID)
+	// The budget text is in the needs_human reason and the budget gate:
+	// the human output says it once; --json keeps both reasons.
+	const spent = "budget spent: $0.30 of $0.25"
+	for _, line := range strings.Split(why, "\n") {
+		if n := strings.Count(line, spent); n > 1 || n == 1 && strings.Contains(line, "✗") && !strings.Contains(line, "needs you (budget)") {
+			t.Errorf("loopr why says %q again: %q\n%s", spent, line, why)
+		}
+	}
+	if sched := ok(t, r.dir, "debug", "scheduler"); strings.Count(sched, spent) != 1 {
+		t.Errorf("loopr debug scheduler says %q %d times, want once:\n%s", spent, strings.Count(sched, spent), sched)
+	}
+	var rows []api.SchedRow
+	mustJSON(t, ok(t, r.dir, "debug", "scheduler", "--json"), &rows)
+	if len(rows) != 1 || !slices.Contains(rows[0].Reasons, "needs_human") || !slices.Contains(rows[0].Reasons, "budget") || !slices.Contains(rows[0].ReasonText, spent) {
+		t.Errorf("debug scheduler --json rows %+v; want the needs_human and budget reasons, both texts", rows)
+	}
 	if !strings.Contains(why, "needs you (budget)") {
 		t.Errorf("loopr why does not say budget:\n%s", why)
 	}
