@@ -15,7 +15,6 @@ import (
 
 func (e *env) statusCmd() *cobra.Command {
 	var jsonOut bool
-	var shown *api.Status // for PostRunE: the workers of an etcd store
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Daemon, counts by status, usage against caps, rate-limit state",
@@ -26,21 +25,20 @@ func (e *env) statusCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				shown = &st
 				if jsonOut {
 					return writeJSON(e.stdout, st)
 				}
-				return printStatus(e.stdout, st, e.now())
+				if err := printStatus(e.stdout, st, e.now()); err != nil {
+					return err
+				}
+				if st.Cluster != nil {
+					printWorkers(e, st.Cluster)
+				}
+				return nil
 			})
 		},
 	}
 	c.Flags().BoolVar(&jsonOut, "json", false, "print status as JSON")
-	c.PostRunE = func(*cobra.Command, []string) error {
-		if shown != nil && shown.Cluster != nil && !jsonOut {
-			printWorkers(e, shown.Cluster)
-		}
-		return nil
-	}
 	return c
 }
 
