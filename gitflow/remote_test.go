@@ -506,15 +506,16 @@ func TestRemoteUnreachable(t *testing.T) {
 	local := gitT(t, r.Root, "rev-parse", branch)
 
 	err = r.Fetch(ctx)
-	if err == nil || !strings.Contains(err.Error(), "fetch from remote origin ("+c.bare+")") {
-		t.Errorf("Fetch() = %v, want an error naming the remote and its URL", err)
+	var re *RemoteError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "fetch from remote origin ("+c.bare+")") {
+		t.Errorf("Fetch() = %v, want a *RemoteError naming the remote and its URL", err)
 	}
 	if _, err := r.SyncBranch(ctx, branch, plan); err == nil {
 		t.Error("SyncBranch() with the remote gone = nil, want an error")
 	}
-	if err := r.PushBranch(ctx, branch, c.remoteTip(t, branch)); err == nil || errors.Is(err, ErrPushRejected) ||
+	if err := r.PushBranch(ctx, branch, c.remoteTip(t, branch)); !errors.As(err, &re) || errors.Is(err, ErrPushRejected) ||
 		!strings.Contains(err.Error(), "push loopr/r1 to remote origin") {
-		t.Errorf("PushBranch() = %v, want an error naming the branch and the remote (not a refusal)", err)
+		t.Errorf("PushBranch() = %v, want a *RemoteError naming the branch and the remote (not a refusal)", err)
 	}
 	if err := r.Merge(ctx, branch, plan); err == nil || !strings.Contains(err.Error(), "fetch from remote origin") {
 		t.Errorf("Merge() = %v, want the fetch's error", err)
