@@ -26,6 +26,17 @@ func remoteConfig(t *testing.T) string {
 	return strings.Replace(cfg, git, git+"  remote: origin\n", 1)
 }
 
+// remoteRepo is a workspace with git.remote: origin and that remote: a
+// bare repository cloned from the workspace.
+func remoteRepo(t *testing.T) (r repo, bare string) {
+	t.Helper()
+	r = newRepo(t, remoteConfig(t))
+	bare = filepath.Join(t.TempDir(), "shared.git")
+	r.git(t, "clone", "-q", "--bare", r.dir, bare)
+	r.git(t, "remote", "add", "origin", bare)
+	return r, bare
+}
+
 // bareGit runs git in the bare repository dir and returns its trimmed
 // stdout.
 func bareGit(t *testing.T, dir string, args ...string) string {
@@ -45,10 +56,7 @@ func bareGit(t *testing.T, dir string, args ...string) string {
 // branch follows, and the user's checkout is untouched.
 func TestGitRemoteTree(t *testing.T) {
 	t.Parallel()
-	r := newRepo(t, remoteConfig(t))
-	bare := filepath.Join(t.TempDir(), "shared.git")
-	r.git(t, "clone", "-q", "--bare", r.dir, bare)
-	r.git(t, "remote", "add", "origin", bare)
+	r, bare := remoteRepo(t)
 	before := r.checkout(t)
 	d := startDaemon(t, r)
 
@@ -108,10 +116,7 @@ func TestGitRemoteTree(t *testing.T) {
 // spent — and runs to completion once the repository is back.
 func TestGitRemoteOutage(t *testing.T) {
 	t.Parallel()
-	r := newRepo(t, remoteConfig(t))
-	bare := filepath.Join(t.TempDir(), "shared.git")
-	r.git(t, "clone", "-q", "--bare", r.dir, bare)
-	r.git(t, "remote", "add", "origin", bare)
+	r, bare := remoteRepo(t)
 	d := startDaemon(t, r)
 	away := bare + ".away"
 	if err := os.Rename(bare, away); err != nil {
