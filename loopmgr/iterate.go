@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/loopr-dev/loopr/artifact"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
+	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/store"
@@ -67,9 +71,18 @@ func (m *Manager) prepare(ctx context.Context, a *active, l loop.Loop, profile s
 			StallTimeout: time.Duration(ag.StallTimeoutSecs) * time.Second,
 		},
 	}
+	worker := ""
+	if m.clustered() {
+		worker = m.o.Cluster.Name()
+	}
+	env := j.Settings.Env
+	j.Settings.Env = append(env[:len(env):len(env)], "LOOPR_WORKER="+worker) // a copy: never the profile's array
 	// The runner reads the parent's artifact (a regular file under the
 	// home, bounded), so a replaced file fails the iteration, not the manager.
 	j.ParentArtifact = l.TriggeredBy
+	if err := m.remoteParentArtifact(&j); err != nil {
+		return j, err
+	}
 	if m.o.Git != nil {
 		dir, synced, err := m.worktree(ctx, l)
 		if err != nil {
@@ -92,6 +105,31 @@ func (m *Manager) prepare(ctx context.Context, a *active, l loop.Loop, profile s
 		j.Loop.Workdir = j.Workdir
 	}
 	return j, nil
+}
+
+// remoteParentArtifact gives the job the parent's artifact when it passed
+// on another machine (an etcd store; the file is not here): the store's
+// copy, also written under this home's loops/<parent>/accepted/, which
+// $LOOPR_PARENT_ARTIFACT then names. With no copy either, the job keeps
+// the path and the runner fails the iteration with the file's reason.
+func (m *Manager) remoteParentArtifact(j *runner.Job) error {
+	path := j.Loop.TriggeredBy
+	if path == "" || j.Loop.Parent == "" || m.svc.Store.Backend() != store.BackendEtcd {
+		return nil
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	data, err := m.svc.ReadArtifact(path)
+	if err != nil {
+		return nil
+	}
+	local := filepath.Join(m.svc.Paths.LoopDir(j.Loop.Parent), "accepted", filepath.Base(path))
+	if err := safefile.WriteAtomic(local, data, 0o600); err != nil {
+		return fmt.Errorf("parent artifact: keep the store's copy here: %w", err)
+	}
+	j.ParentArtifact, j.ParentArtifactText = local, string(data)
+	return nil
 }
 
 // promptFile resolves a type's prompt template: the configured file
@@ -161,6 +199,15 @@ func (m *Manager) finish(ctx context.Context, r result) {
 		return
 	}
 	a.cancel()
+	if a.fenced {
+		// The worker lost its session: another may run the loop already.
+		m.log.Warn("result dropped: this worker was fenced while the loop ran", "loop", r.id, "iteration", a.iteration)
+		if m.o.OnFinish != nil {
+			m.o.OnFinish(r.id, time.Now())
+		}
+		m.Wake()
+		return
+	}
 	now := m.now()
 	l := r.job.Loop
 	if l.ID == "" {
@@ -257,6 +304,9 @@ func (m *Manager) finish(ctx context.Context, r result) {
 			m.log.Error("fairness observe", "loop", l.ID, "err", err)
 		}
 	}
+	if m.clustered() {
+		m.release(l.ID)
+	}
 	if m.o.OnFinish != nil {
 		m.o.OnFinish(l.ID, time.Now())
 	}
@@ -304,6 +354,13 @@ func (m *Manager) ours(tx *store.Tx, id string, iteration int) (loop.Loop, error
 	if cur.Status != loop.Running || cur.Lease == nil || cur.Lease.Owner != m.o.Owner || cur.Iteration != iteration {
 		return cur, errStale
 	}
+	if m.clustered() {
+		// The fence: the loop's lease key, read here, is compared at
+		// commit; a worker that lost it records nothing.
+		if err := m.holds(tx, id, iteration); err != nil {
+			return cur, err
+		}
+	}
 	if c := m.charge; c != nil && c.id == id && c.iteration == iteration {
 		// The usage of the iteration being recorded: added to the record
 		// (and to today's total) by whatever writes its outcome.
@@ -317,9 +374,23 @@ func (m *Manager) ours(tx *store.Tx, id string, iteration int) (loop.Loop, error
 }
 
 func (m *Manager) update(id string, fn func(*store.Tx) error) error {
+	if m.clustered() {
+		inner := fn
+		fn = func(tx *store.Tx) error {
+			if err := inner(tx); err != nil {
+				return err
+			}
+			// The loop's lease key goes with the move out of running.
+			return dropLeaseKey(tx, id)
+		}
+	}
 	err := m.svc.Store.Update(fn)
 	if errors.Is(err, errStale) {
 		m.log.Info("result dropped: loop changed while it ran", "loop", id)
+		return nil
+	}
+	if errors.Is(err, store.ErrFenced) {
+		m.log.Warn("result dropped: this worker no longer holds the loop's lease", "loop", id, "err", err)
 		return nil
 	}
 	return err
@@ -489,6 +560,16 @@ func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, profil
 		}
 	}
 	approval := l.Type == loop.Plan && m.cfg().Loop(l.Type).RequireApproval
+	// On an etcd store the accepted artifact goes into the store with the
+	// pass: children, approve and show may run on another machine. It is
+	// read here, before the transaction (no file I/O inside one).
+	var artData []byte
+	if res.Artifact != "" && m.svc.Store.Backend() == store.BackendEtcd {
+		var err error
+		if artData, err = safefile.ReadIn(m.svc.Paths.Home, res.Artifact, artifact.MaxSize); err != nil {
+			return fmt.Errorf("artifact for the store: %w", err)
+		}
+	}
 	err := m.update(l.ID, func(tx *store.Tx) error {
 		cur, err := m.ours(tx, l.ID, iteration)
 		if err != nil {
@@ -503,6 +584,11 @@ func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, profil
 		if approval {
 			to = loop.AwaitingApproval
 			msg += "; plan awaits approval"
+		}
+		if artData != nil {
+			if err := control.PutArtifact(tx, m.svc.Store, res.Artifact, cur.Artifact, artData); err != nil {
+				return err
+			}
 		}
 		if err := control.Move(tx, cur, to, now, msg, func(n *loop.Loop) {
 			n.Artifact = res.Artifact
