@@ -75,6 +75,8 @@ type Jail struct {
 	seq      atomic.Uint64
 	pgid     int // the daemon's own process group: its git commands live there
 	self     int
+	start    uint64 // the daemon's start time (clock ticks after boot; 0 off Linux)
+	inst     string // instance(self, start): in its cells' names and its strays file
 }
 
 // started is every process started through any jail of this process and
@@ -84,17 +86,18 @@ type Jail struct {
 // holds it for reading from clone until its pid is in pids, a reaper holds
 // it for writing, so none reaps a child os/exec still has to wait for.
 var started = struct {
-	mu    sync.RWMutex
-	state sync.Mutex // guards pids
-	pids  map[int]bool
-}{pids: map[int]bool{}}
+	mu     sync.RWMutex
+	state  sync.Mutex // guards pids and guards
+	pids   map[int]bool
+	guards map[int]bool // the daemons' guards (guard.go): not strays, not agents
+}{pids: map[int]bool{}, guards: map[int]bool{}}
 
-// isStarted reports whether pid was started through a jail and not yet
-// waited for.
+// isStarted reports whether pid was started through a jail (or is a
+// guard) and not yet waited for.
 func isStarted(pid int) bool {
 	started.state.Lock()
 	defer started.state.Unlock()
-	return started.pids[pid]
+	return started.pids[pid] || started.guards[pid]
 }
 
 // Setup chooses the containment for the daemon of home: the strongest the
@@ -114,6 +117,8 @@ func Setup(home string, want string, log *slog.Logger) (*Jail, error) {
 		home = abs
 	}
 	j := &Jail{home: home, log: log, self: os.Getpid(), pgid: getpgrp()}
+	j.start = startTime(j.self)
+	j.inst = instance(j.self, j.start)
 	mode, why := ModeScan, "process group and environment scan"
 	if want != "scan" {
 		if err := setSubreaper(); err != nil {
@@ -168,7 +173,9 @@ func (j *Jail) Start(mk func() *exec.Cmd, name string) (*exec.Cmd, *Cell, error)
 	}
 	var cell *Cell
 	if root := j.cgroupDir(); root != "" {
-		c, err := newCell(root, fmt.Sprintf("%s.%d", safeName(name), j.seq.Add(1)))
+		// The daemon's instance in the name tells its cells from those of
+		// a daemon of the same home started after it died (the guard).
+		c, err := newCell(root, fmt.Sprintf("%s.%s.%d", safeName(name), j.inst, j.seq.Add(1)))
 		if err != nil {
 			j.degrade(err)
 		} else {
