@@ -12,7 +12,9 @@
 //     time (CLONE_INTO_CGROUP), so no descendant can be outside it. Ending
 //     it is `cgroup.kill` (or SIGKILL to each pid in cgroup.procs until it
 //     is empty), then rmdir. A daemon that starts kills and removes the
-//     cgroups a crashed one left.
+//     cgroups a crashed one left. A cell's name carries the daemon's
+//     instance (pid and start time), so a dead daemon's guard (guard.go)
+//     kills its cells and never those of a daemon started after it.
 //   - subreaper: the daemon is a child subreaper (PR_SET_CHILD_SUBREAPER),
 //     so a process that detaches is reparented to the daemon instead of
 //     init. Such strays are attributed to a loop by their environment
@@ -26,6 +28,10 @@
 //     and the loop's LOOPR_LOOP_ID, and everything below it, is killed when
 //     the loop's process ends and, for every loop, when a daemon starts.
 //     Off Linux there is no /proc to scan: the process group is all.
+//
+// And a daemon that dies without a clean stop has its guard, `loopr
+// _guard` (guard.go), kill what it started at once, instead of leaving it
+// to the next daemon's Recover.
 package contain
 
 import (
