@@ -63,7 +63,7 @@ func (m *Manager) save(ctx context.Context, a *active, job runner.Job, res runne
 		}
 		return saved{err: err}
 	}
-	fence := m.fence(l.ID, a.iteration)
+	fence := m.fenceFor(l.ID, a.iteration)
 	if m.o.Git.Remote != "" {
 		// The next iteration may run on another machine: it continues
 		// from the remote's branch. A worker fenced out pushes nothing,
@@ -109,9 +109,9 @@ func (m *Manager) save(ctx context.Context, a *active, job runner.Job, res runne
 	return saved{mergeErr: err}
 }
 
-// fence is Options.Fence for one iteration, for the git steps: nil error
+// fenceFor is Options.Fence for one iteration, for the git steps: nil error
 // while the iteration's lease is still this process's.
-func (m *Manager) fence(id string, iteration int) func(context.Context) error {
+func (m *Manager) fenceFor(id string, iteration int) func(context.Context) error {
 	return func(ctx context.Context) error {
 		if m.o.Fence == nil {
 			return nil
