@@ -81,8 +81,8 @@ type Repo struct {
 	mu      sync.Mutex
 	targets map[string]chan struct{} // one-slot semaphores: merges per target branch
 
-	remoteMu  sync.Mutex // serializes fetches and pushes (they write the same refs)
-	fetchedAt time.Time  // when the last successful fetch began; remoteMu
+	remoteMu sync.Mutex // serializes fetches and pushes (they write the same refs)
+	fetch    fetchState // shares fetches among the callers of Fetch
 }
 
 // Open finds the repository that holds dir. home is loopr's home directory

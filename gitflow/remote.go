@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -113,20 +114,58 @@ func (r *Repo) tracking(branch string) string {
 
 // Fetch brings the remote's loopr/* branches (every plan and loop branch)
 // into refs/remotes/<remote>/loopr/*, pruning those deleted there. Without
-// Remote it does nothing. A fetch that began after this call did is as good
-// as a new one, so callers racing to fetch share it.
+// Remote it does nothing. One fetch runs at a time; one that began after
+// this call did is as good as a new one, so the callers that ask while a
+// fetch runs share the next one (and its outcome).
 func (r *Repo) Fetch(ctx context.Context) error {
 	if r.Remote == "" {
 		return nil
 	}
 	asked := time.Now()
+	f := &r.fetch
+	for {
+		f.mu.Lock()
+		if f.began.After(asked) && !(errors.Is(f.err, context.Canceled) && ctx.Err() == nil) {
+			err := f.err
+			f.mu.Unlock()
+			return err
+		}
+		if wait := f.running; wait != nil {
+			f.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return fmt.Errorf("wait for a fetch from remote %s: %w", r.Remote, ctx.Err())
+			}
+		}
+		done := make(chan struct{})
+		f.running = done
+		f.mu.Unlock()
+
+		began := time.Now()
+		err := r.fetchNow(ctx)
+		f.mu.Lock()
+		f.began, f.err, f.running = began, err, nil
+		f.mu.Unlock()
+		close(done)
+		return err
+	}
+}
+
+// fetchState makes the callers of Fetch share fetches.
+type fetchState struct {
+	mu      sync.Mutex
+	running chan struct{} // closed when the fetch in flight ends; nil: none
+	began   time.Time     // when the last fetch that ended began
+	err     error         // how it ended
+}
+
+// fetchNow runs one fetch.
+func (r *Repo) fetchNow(ctx context.Context) error {
+	refspec := "+refs/heads/loopr/*:" + r.tracking("loopr/*")
 	r.remoteMu.Lock()
 	defer r.remoteMu.Unlock()
-	if r.fetchedAt.After(asked) {
-		return nil
-	}
-	began := time.Now()
-	refspec := "+refs/heads/loopr/*:" + r.tracking("loopr/*")
 	// admin: fetch checks what it received against every ref, the HEADs
 	// of all worktrees included, and fails on one being added meanwhile.
 	// No automatic gc in the middle of loopr's work: the user's own git
@@ -136,7 +175,6 @@ func (r *Repo) Fetch(ctx context.Context) error {
 	if _, err := r.git(ctx, r.Root, "-c", "gc.auto=0", "-c", "maintenance.auto=false", "fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head", r.Remote, refspec); err != nil {
 		return &RemoteError{msg: fmt.Sprintf("fetch from remote %s%s: %v", r.Remote, r.remoteURL(ctx), err), err: err}
 	}
-	r.fetchedAt = began
 	return nil
 }
 

@@ -645,3 +645,49 @@ func TestRemoteDeleteFinishedBranch(t *testing.T) {
 		t.Errorf("remote loopr/r2 = %q after a stale clone's cleanup, want %s kept", got, moved)
 	}
 }
+
+func TestRemoteFetchesShared(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c := newCluster(t, 2)
+	a, b := c.clones[0], c.clones[1]
+	buf := &syncBuffer{}
+	a.Log = slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if err := b.EnsurePlanBranch(ctx, "loopr/plan"); err != nil {
+		t.Fatal(err)
+	}
+	const callers = 12
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
+	start := make(chan struct{})
+	for i := range callers {
+		wg.Go(func() {
+			<-start
+			errs[i] = a.Fetch(ctx)
+		})
+	}
+	close(start)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	fetches := buf.count(" fetch --quiet")
+	t.Logf("%d concurrent Fetch calls ran git fetch %d times", callers, fetches)
+	if fetches < 1 || fetches > 3 {
+		t.Errorf("%d concurrent Fetch calls ran git fetch %d times, want 1 or 2 (3 on a slow machine): callers share fetches", callers, fetches)
+	}
+	// Each caller saw what was pushed before it asked.
+	if _, ok, err := a.tip(ctx, a.tracking("loopr/plan")); err != nil || !ok {
+		t.Errorf("after the fetches, %s = %v, %v; want B's plan branch", a.tracking("loopr/plan"), ok, err)
+	}
+	// A push after those fetches is seen by the next one.
+	if _, _, err := iterate(t, b, "r1", "loopr/r1", "loopr/plan", map[string]string{"x": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := a.tip(ctx, a.tracking("loopr/r1")); got != c.remoteTip(t, "loopr/r1") {
+		t.Errorf("a fetch after B's push sees loopr/r1 at %q, want %s", got, c.remoteTip(t, "loopr/r1"))
+	}
+}
