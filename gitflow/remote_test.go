@@ -691,3 +691,25 @@ func TestRemoteFetchesShared(t *testing.T) {
 		t.Errorf("a fetch after B's push sees loopr/r1 at %q, want %s", got, c.remoteTip(t, "loopr/r1"))
 	}
 }
+
+func TestRemoteLegacyBranchName(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c := newCluster(t, 2)
+	a, b := c.clones[0], c.clones[1]
+	const id = "01HZZZZZZZZZZZZZZZZZZZZZZZ"
+	// A loop of an older loopr has its branch loopr/<id>, pushed by A.
+	if _, _, err := iterate(t, a, "old", LegacyBranch(id), "HEAD", map[string]string{"x": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Branch(ctx, id, "Some title")
+	if err != nil || got != LegacyBranch(id) {
+		t.Errorf("Branch() on a clone that only fetched it = %q, %v; want %q", got, err, LegacyBranch(id))
+	}
+	if got, _ := b.Branch(ctx, "01HYYYYYYYYYYYYYYYYYYYYYYY", "Some title"); got != BranchName("01HYYYYYYYYYYYYYYYYYYYYYYY", "Some title") {
+		t.Errorf("Branch() of a new loop = %q, want the titled name", got)
+	}
+}
