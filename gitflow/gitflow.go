@@ -11,6 +11,11 @@
 // index and working tree — is never touched: every command that runs in the
 // user's repository only reads, creates refs or administers worktrees.
 //
+// With Repo.Remote (git.remote), workers on several machines share the
+// branches through one remote: loop branches are fetched before a loop
+// starts and pushed after each iteration, and merges into a plan branch
+// happen on the remote under a lock every worker shares (remote.go).
+//
 // Every id and branch that becomes a path or a ref is checked first; nothing a
 // caller passes can escape <home>/worktrees.
 package gitflow
