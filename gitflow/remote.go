@@ -517,12 +517,15 @@ func rejected(out, mark string) (string, bool) {
 // mergeRemote is MergeWith with Remote; the caller holds the process's
 // lock of the integration worktree name.
 func (r *Repo) mergeRemote(ctx context.Context, branch, into, name string, o MergeOptions) error {
+	release := func() {}
 	if r.Lock != nil {
 		unlock, err := r.Lock.Lock(ctx, into)
 		if err != nil {
 			return fmt.Errorf("merge of %s into %s: take the lock shared by the workers: %w", branch, into, err)
 		}
-		defer unlock()
+		var once sync.Once
+		release = func() { once.Do(unlock) }
+		defer release()
 	}
 	src, ok, err := r.tip(ctx, "refs/heads/"+branch)
 	if err != nil {
@@ -559,6 +562,7 @@ func (r *Repo) mergeRemote(ctx context.Context, branch, into, name string, o Mer
 		}
 		err = r.push(ctx, into, merged, onto)
 		if err == nil {
+			release() // the rest is this clone's alone
 			r.fastForward(ctx, into, merged)
 			r.logger().Info("merged", "branch", branch, "into", into, "remote", r.Remote, "attempt", attempt)
 			return nil
