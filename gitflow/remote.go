@@ -34,11 +34,11 @@ import (
 //     because the plan branch moved starts again, MergeAttempts times in
 //     all.
 //
-// Fetches write only refs/remotes/<remote>/loopr/*; the local branches
-// that follow the remote are moved only when the move loses nothing (a fast
-// forward, or a loop's own branch in its own worktree). The user's checkout
-// is never touched. Credentials are git's own (ssh agent, credential
-// helper): git never prompts (baseEnv, gitEnv).
+// Fetches write only refs/remotes/<remote>/loopr/*. A local plan branch
+// follows the remote's only by fast forwards; a loop's own branch follows
+// the remote's, which wins over local commits it lacks (SyncBranch). The
+// user's checkout is never touched. Credentials are git's own (ssh agent,
+// credential helper); git's own password prompt is off (baseEnv).
 
 // ErrPushRejected means the remote refused a push because its branch was
 // not where the push expected it (another worker pushed first): fetch and
