@@ -605,15 +605,27 @@ func (r *Repo) mergeDetached(ctx context.Context, dir, branch, into, src, onto s
 	return strings.TrimSpace(out), nil
 }
 
-// deleteRemote deletes a finished loop's branch on the remote if it is
-// still at commit (the local branch's tip, merged). It only logs a
-// failure: the branch's work is on the plan branch already, and a branch
-// left over is clutter, not loss.
-func (r *Repo) deleteRemote(ctx context.Context, branch, commit string) {
+// DeleteRemoteBranch deletes a merged loop's branch on the remote if it is
+// still at the local branch's commit (what was merged); a branch that
+// moved on there, or is not there, is left alone. Without Remote it does
+// nothing.
+func (r *Repo) DeleteRemoteBranch(ctx context.Context, branch string) error {
+	if err := checkOurs(branch); err != nil {
+		return err
+	}
 	if r.Remote == "" {
-		return
+		return nil
 	}
-	if err := r.push(ctx, branch, "", commit); err != nil {
-		r.logger().Warn("delete the finished loop's branch on the remote", "branch", branch, "remote", r.Remote, "err", err)
+	local, ok, err := r.tip(ctx, "refs/heads/"+branch)
+	if err != nil || !ok {
+		return err
 	}
+	err = r.push(ctx, branch, "", local)
+	if errors.Is(err, ErrPushRejected) {
+		return nil // moved on, or gone already
+	}
+	if err != nil {
+		return fmt.Errorf("delete %s on remote %s: %w", branch, r.Remote, err)
+	}
+	return nil
 }

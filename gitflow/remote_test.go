@@ -616,21 +616,24 @@ func TestRemoteDeleteFinishedBranch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// r1 finished and merged: its branch goes here and on the remote.
+	// r1 merged: its branch goes on the remote.
 	if _, _, err := iterate(t, a, "r1", "loopr/r1", plan, map[string]string{"1.txt": "1"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Merge(ctx, "loopr/r1", plan); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.RemoveWorktree(ctx, "r1", "loopr/r1"); err != nil {
+	if err := a.DeleteRemoteBranch(ctx, "loopr/r1"); err != nil {
 		t.Fatal(err)
 	}
 	if tip := c.remoteTip(t, "loopr/r1"); tip != "" {
-		t.Errorf("remote loopr/r1 = %s after the finished loop's cleanup, want it deleted", tip)
+		t.Errorf("remote loopr/r1 = %s after DeleteRemoteBranch, want it deleted", tip)
 	}
-	// r2's remote branch moved on elsewhere (B): A's stale copy deletes
-	// only A's own branch.
+	if err := a.DeleteRemoteBranch(ctx, "loopr/r1"); err != nil {
+		t.Errorf("DeleteRemoteBranch() of a branch gone already = %v, want nil", err)
+	}
+	// r2's remote branch moved on elsewhere (B): A, with a stale copy,
+	// leaves it.
 	if _, _, err := iterate(t, a, "r2", "loopr/r2", plan, map[string]string{"2.txt": "2"}); err != nil {
 		t.Fatal(err)
 	}
@@ -638,7 +641,7 @@ func TestRemoteDeleteFinishedBranch(t *testing.T) {
 		t.Fatal(err)
 	}
 	moved := c.remoteTip(t, "loopr/r2")
-	if err := a.RemoveWorktree(ctx, "r2", "loopr/r2"); err != nil {
+	if err := a.DeleteRemoteBranch(ctx, "loopr/r2"); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.remoteTip(t, "loopr/r2"); got != moved {
