@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/store"
 )
 
 func (e *env) debugCmd() *cobra.Command {
@@ -167,6 +168,9 @@ func saidBefore(earlier []string, text string) bool {
 // printSchedulerWorker names, on an etcd store, the worker that is the
 // elected scheduler: the one that acts on this plan.
 func printSchedulerWorker(ctx context.Context, e *env, b Backend) {
+	if e.cfg == nil || e.cfg.Store.Backend != store.BackendEtcd {
+		return // one daemon schedules: no status round trip
+	}
 	st, err := b.Status(ctx)
 	if err != nil || st.Cluster == nil {
 		return
