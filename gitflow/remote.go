@@ -407,6 +407,17 @@ func (r *Repo) moveBranch(ctx context.Context, branch, old, to string) error {
 	if err != nil {
 		return err
 	}
+	if canon(filepath.Dir(dir)) != canon(root) && r.Lock != nil {
+		// Workers sharing this clone from several homes: the worktree is
+		// another home's, of a worker that lost the loop (it died, or was
+		// fenced); the loop's lease is this worker's now (as AddWorktree's
+		// --force).
+		r.logger().Warn("moving a loop branch checked out in another worktree", "branch", branch, "worktree", dir, "to", short(to))
+		if _, err := r.git(ctx, r.Root, "update-ref", "-m", "loopr: take "+r.Remote+"'s", "refs/heads/"+branch, to, old); err != nil {
+			return fmt.Errorf("take branch %s from remote %s: %w", branch, r.Remote, err)
+		}
+		return nil
+	}
 	if canon(filepath.Dir(dir)) != canon(root) {
 		return fmt.Errorf("branch %s is checked out in %s, so loopr cannot move it to remote %s's commit %s: check out another branch there", branch, dir, r.Remote, short(to))
 	}

@@ -716,3 +716,49 @@ func TestRemoteLegacyBranchName(t *testing.T) {
 		t.Errorf("Branch() of a new loop = %q, want the titled name", got)
 	}
 }
+
+func TestRemoteSeveralHomesOneClone(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c := newCluster(t, 2)
+	a, other := c.clones[0], c.clones[1]
+	// A second worker works in A's clone from a home of its own.
+	a2, err := Open(a.Root, filepath.Join(t.TempDir(), "home2"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2.Remote = "origin"
+	const plan, branch = "loopr/plan", "loopr/r1"
+	for _, r := range []*Repo{a, other, a2} {
+		if err := r.EnsurePlanBranch(ctx, plan); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Iteration 1 in A's first home (its worktree keeps the branch checked
+	// out), iteration 2 on the other clone.
+	if _, _, err := iterate(t, a, "r1", branch, plan, map[string]string{"1.txt": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := iterate(t, other, "r1", branch, plan, map[string]string{"2.txt": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	tip2 := c.remoteTip(t, branch)
+	// Iteration 3 in A's clone from the second home. Without a shared
+	// lock, the other home's worktree is not this worker's to overrule.
+	if _, err := a2.SyncBranch(ctx, branch, plan); err == nil || !strings.Contains(err.Error(), "is checked out in") {
+		t.Fatalf("SyncBranch() without Lock = %v, want a refusal naming the other worktree", err)
+	}
+	a2.Lock = &memLocker{}
+	dir, expect, err := iterate(t, a2, "r1", branch, plan, map[string]string{"3.txt": "3"})
+	if err != nil || expect != tip2 {
+		t.Fatalf("iteration 3 from the second home: expect %q, err %v; want %q, nil", expect, err, tip2)
+	}
+	for _, f := range []string{"1.txt", "2.txt", "3.txt"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("second home's worktree: %v", err)
+		}
+	}
+	if got := gitT(t, c.bare, "rev-parse", "refs/heads/"+branch+"^"); got != tip2 {
+		t.Errorf("remote %s^ = %s, want iteration 2's %s", branch, got, tip2)
+	}
+}
