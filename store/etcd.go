@@ -19,7 +19,6 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
 )
 
@@ -85,7 +84,6 @@ type etcdStore struct {
 
 	fw      atomic.Pointer[etcdFollow] // nil until the first Follow
 	lastRev atomic.Int64               // the newest revision this store committed or read
-	session *concurrency.Session       // the daemon's claim (Claim), or nil
 
 	closeOnce sync.Once
 	closeErr  error
@@ -93,7 +91,7 @@ type etcdStore struct {
 
 // OpenEtcd opens the store kept in etcd under c.Prefix and migrates it to
 // SchemaVersion (several daemons may open one store at once: it takes no
-// lock; see Claim). It returns an error naming the endpoints if etcd does
+// lock: several daemons share it as workers, package cluster). It returns an error naming the endpoints if etcd does
 // not answer within c.DialTimeout. Of opt, only Now, Log and ReadOnly
 // (which keeps a store of an older schema from being migrated) apply:
 // etcd has no file lock to wait for and syncs as its server is told.
@@ -151,15 +149,6 @@ func OpenEtcd(c EtcdConfig, opt Options) (*Store, error) {
 
 func (e *etcdStore) close() error {
 	e.closeOnce.Do(func() {
-		if e.session != nil {
-			// Revoke the lease: the claim goes at once. (Session.Close
-			// would wait up to the lease's TTL for an unreachable etcd;
-			// then the claim goes when the lease runs out.)
-			ctx, cancel := e.reqCtx()
-			_, _ = e.cli.Revoke(ctx, e.session.Lease())
-			cancel()
-			e.session.Orphan()
-		}
 		e.cancel()
 		if fw := e.fw.Load(); fw != nil {
 			<-fw.done
