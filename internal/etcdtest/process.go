@@ -2,6 +2,7 @@ package etcdtest
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -235,6 +236,51 @@ func (p *Processes) Alive(i int) bool {
 	default:
 		return true
 	}
+}
+
+// Leader is the index of the member that is the raft leader, asked of
+// the live members through etcd's JSON gateway (/v3/maintenance/status);
+// it fails the test when none knows a leader.
+func (p *Processes) Leader() int {
+	p.tb.Helper()
+	c := &http.Client{Timeout: 2 * time.Second}
+	var last string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		ids := map[string]int{} // member id → index
+		leader := ""
+		for i, m := range p.Members {
+			if !p.Alive(i) {
+				continue
+			}
+			resp, err := c.Post(m.Endpoint()+"/v3/maintenance/status", "application/json", strings.NewReader("{}"))
+			if err != nil {
+				last = err.Error()
+				continue
+			}
+			var st struct {
+				Header struct {
+					MemberID json.Number `json:"member_id"`
+				} `json:"header"`
+				Leader json.Number `json:"leader"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+			if err != nil {
+				last = err.Error()
+				continue
+			}
+			ids[st.Header.MemberID.String()] = i
+			if st.Leader != "" && st.Leader != "0" {
+				leader = st.Leader.String()
+			}
+		}
+		if i, ok := ids[leader]; ok {
+			return i
+		}
+		last = fmt.Sprintf("leader %q among members %v", leader, ids)
+	}
+	p.tb.Fatalf("etcdtest: no member knows the leader (%s)", last)
+	return -1
 }
 
 // waitHealthy polls the member's /health until it says true: the member

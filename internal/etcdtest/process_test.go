@@ -31,6 +31,15 @@ func TestProcesses(t *testing.T) {
 		}
 	}
 	put(0, 10)
+	leader := p.Leader()
+	if leader < 0 || leader >= 3 {
+		t.Fatalf("Leader() = %d", leader)
+	}
+	p.Kill(leader)
+	if next := p.Leader(); next == leader {
+		t.Fatalf("Leader() = %d, the member killed", next)
+	}
+	p.Restart(leader)
 	p.Kill(0)
 	if p.Alive(0) {
 		t.Fatal("member 0 alive after Kill")

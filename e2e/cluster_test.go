@@ -1,0 +1,555 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/gitflow"
+	"github.com/loopr-dev/loopr/internal/etcdtest"
+	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/store"
+)
+
+// TestClusterOfThreeDaemons is issue 14's multi-process test: one queue
+// on a 3-member etcd cluster of real etcd processes, worked by three loopr
+// daemons — each its own "machine": its own home and its own clone of one
+// bare repository (git.remote: origin) — running a 60-loop tree with a
+// scripted agent (testdata/clusteragent.sh). Mid-run it kills with SIGKILL
+// one worker that is running loops, then the current scheduler, and one
+// etcd member (the raft leader), which it restarts. It asserts:
+//
+//   - every loop ends complete, with exactly one transition to complete in
+//     the journal;
+//   - no loop ran on two workers at once (the agent holds an flock per
+//     loop id and logs an overlap);
+//   - the killed worker's interrupted loops were charged an attempt, and
+//     every worker ran loops;
+//   - every ralph's output file is on the plan branch of the BARE
+//     repository;
+//   - another daemon names a new scheduler within 2× worker.lease_ttl_secs
+//     of the scheduler's SIGKILL (measured and logged);
+//   - no agent process is left once the daemons have stopped.
+func TestClusterOfThreeDaemons(t *testing.T) {
+	t.Parallel()
+	needTool(t, "flock", "util-linux")
+	const ttl = 4 // worker.lease_ttl_secs
+	etcd := etcdtest.StartProcesses(t, 3, etcdtest.ProcOptions{
+		// A SIGKILLed process loses nothing to a missing fsync (the page
+		// cache outlives it); only a machine's crash would.
+		NoFsync: true,
+	})
+	c := newCluster(t, etcd, ttl)
+	// Deferred, not a Cleanup: it runs before the daemons are stopped.
+	defer func() {
+		if t.Failed() {
+			c.explain()
+		}
+	}()
+	began := time.Now()
+	for i := range c.nodes {
+		c.start(i)
+	}
+
+	var plan loop.Loop
+	mustJSON(t, ok(t, c.nodes[0].r.dir, "plan", "Build the cluster widget", "--json"), &plan)
+
+	// A third of the ralphs done: kill a worker that is running loops.
+	c.waitRalphs(16, 90*time.Second)
+	sched := c.scheduler(60 * time.Second)
+	var victim *clusterNode
+	waitEvery(t, 30*time.Second, slowPoll, "a worker other than the scheduler to run loops", func() bool {
+		cl := c.cluster(c.live(), 5*time.Second)
+		for _, w := range cl.Workers {
+			if w.Name != sched.name && w.Running > 0 {
+				victim = c.node(w.Name)
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("%s killed (SIGKILL) while running loops, %s into the run", victim.name, time.Since(began).Round(time.Second))
+	c.kill(victim)
+	killed := time.Now()
+	waitEvery(t, 6*ttl*time.Second, quickPoll, victim.name+" to leave the cluster", func() bool {
+		cl := c.cluster(c.live(), 5*time.Second)
+		return !slices.ContainsFunc(cl.Workers, func(w clusterWorker) bool { return w.Name == victim.name })
+	})
+	lost := time.Since(killed)
+	t.Logf("%s left the cluster %s after its SIGKILL", victim.name, lost.Round(100*time.Millisecond))
+	c.start(slices.Index(c.nodes, victim)) // back on its own home: the name is free again
+
+	// Kill the scheduler: another daemon must name a new one within 2× TTL.
+	sched = c.scheduler(30 * time.Second)
+	t.Logf("%s, the scheduler, killed (SIGKILL), %s into the run", sched.name, time.Since(began).Round(time.Second))
+	c.kill(sched)
+	killed = time.Now()
+	var next string
+	waitEvery(t, 6*ttl*time.Second, quickPoll, "another daemon to name a new scheduler", func() bool {
+		cl := c.cluster(c.live(), 5*time.Second)
+		next = cl.Scheduler
+		return next != "" && next != sched.name
+	})
+	failover := time.Since(killed)
+	t.Logf("scheduler failover: %s named %s after the SIGKILL of %s (lease TTL %d s)", next, failover.Round(100*time.Millisecond), sched.name, ttl)
+	if limit := 2 * ttl * time.Second; failover > limit {
+		t.Errorf("scheduler failover took %s, want within 2× the lease TTL (%s)", failover.Round(100*time.Millisecond), limit)
+	}
+
+	// The etcd leader goes away mid-run and comes back.
+	leader := etcd.Leader()
+	t.Logf("etcd member %s (the leader) killed (SIGKILL), %s into the run", etcd.Members[leader].Name, time.Since(began).Round(time.Second))
+	etcd.Kill(leader)
+	time.Sleep(2 * time.Second)
+	etcd.Restart(leader)
+	c.start(slices.Index(c.nodes, sched))
+
+	waitEvery(t, 150*time.Second, slowPoll, "the 60 loops to complete", func() bool {
+		st := c.status(c.live())
+		return settled(st.Status) && st.Counts[loop.Complete] > 0
+	})
+	took := time.Since(began)
+	loops := list(t, c.live().r)
+	c.checkTree(loops)
+
+	// The journal, read from etcd: one transition to complete per loop.
+	evs := c.journal()
+	completed := map[loop.ID]int{}
+	lostMsgs := 0
+	for _, e := range evs {
+		if e.Kind == loop.EventTransition && e.To == loop.Complete {
+			completed[e.Loop]++
+		}
+		if strings.Contains(e.Message, "was lost") {
+			lostMsgs++
+		}
+	}
+	charged := 0
+	for _, l := range loops {
+		if n := completed[l.ID]; n != 1 {
+			t.Errorf("loop %s (%s %q): %d transitions to complete in the journal, want exactly 1", l.ID, l.Type, l.Title, n)
+		}
+		if l.Iteration > 1 {
+			charged++
+		}
+	}
+
+	runs := c.runs()
+	if b, _ := os.ReadFile(filepath.Join(c.shared, "overlap.log")); len(b) > 0 {
+		t.Errorf("a loop ran on two workers at once (agent-side flock held by another run):\n%s", b)
+	}
+	interrupted, byWorker := 0, map[string]int{}
+	for _, r := range runs {
+		byWorker[r.worker]++
+		if !r.ended {
+			interrupted++
+		}
+	}
+	for _, n := range c.nodes {
+		if byWorker[n.name] == 0 {
+			t.Errorf("worker %s ran no agent (runs by worker: %v)", n.name, byWorker)
+		}
+	}
+	if interrupted == 0 || lostMsgs == 0 || charged == 0 {
+		t.Errorf("the kills interrupted %d agent runs, the journal says %d times that a worker was lost, %d loops were charged an attempt; want each > 0 (a SIGKILLed worker was running loops)", interrupted, lostMsgs, charged)
+	}
+
+	// Every ralph's work is on the plan branch of the bare repository.
+	branch := gitflow.BranchName(plan.ID, plan.Title)
+	files := strings.Fields(gitOut(t, c.bare, "ls-tree", "-r", "--name-only", branch, "out/"))
+	ralphs := 0
+	for _, l := range loops {
+		if l.Type != loop.Ralph {
+			continue
+		}
+		ralphs++
+		f := "out/" + string(l.ID) + ".txt"
+		if !slices.Contains(files, f) {
+			t.Errorf("%s (ralph %q) is not on %s in the bare repository", f, l.Title, branch)
+			continue
+		}
+		if body := gitOut(t, c.bare, "show", branch+":"+f); !strings.HasPrefix(body, "done by "+string(l.ID)+" ") {
+			t.Errorf("%s on %s: %q", f, branch, body)
+		}
+	}
+	if len(files) != ralphs {
+		t.Errorf("%d files under out/ on %s, want one per ralph (%d): %q", len(files), branch, ralphs, files)
+	}
+
+	for _, n := range c.nodes {
+		if code := n.d.stop(); code != 0 {
+			t.Errorf("%s: exit %d after SIGTERM:\n%s", n.name, code, tail(n.d.output(), 30))
+		}
+	}
+	c.noAgentsLeft(3 * time.Second)
+	t.Logf("%d loops complete in %s on 3 workers (agent runs by worker %v); %d runs interrupted by the kills, %d loops charged an attempt, %d 'worker lost' events; failover %s",
+		len(loops), took.Round(time.Second), byWorker, interrupted, charged, lostMsgs, failover.Round(100*time.Millisecond))
+}
+
+// cluster is the test's three "machines" and what they share.
+type cluster struct {
+	t      *testing.T
+	etcd   *etcdtest.Processes
+	prefix string
+	bare   string // the shared bare repository (git.remote origin)
+	shared string // the agents' shared directory: locks, runs.log, overlap.log
+	nodes  []*clusterNode
+}
+
+// clusterNode is one worker: a clone of the bare repository (its
+// workspace, with its home inside) and the daemon running there.
+type clusterNode struct {
+	name string // worker.name
+	r    repo
+	d    *daemonProc
+}
+
+// newCluster makes the bare repository (one commit: a README and a
+// .gitignore for the per-clone loopr.yml) and three clones w1, w2, w3, each
+// with a loopr.yml for the etcd store, git.remote origin and a worker
+// section of its own.
+func newCluster(t *testing.T, etcd *etcdtest.Processes, ttl int) *cluster {
+	t.Helper()
+	c := &cluster{t: t, etcd: etcd, prefix: "/loopr/cluster-test", shared: t.TempDir()}
+	root := t.TempDir()
+	c.bare = filepath.Join(root, "shared.git")
+	gitOut(t, root, "init", "-q", "--bare", "-b", "main", c.bare)
+	seed := filepath.Join(root, "seed")
+	gitOut(t, root, "clone", "-q", c.bare, seed)
+	for name, body := range map[string]string{"README.md": "# cluster e2e\n", ".gitignore": "/loopr.yml\n"} {
+		if err := os.WriteFile(filepath.Join(seed, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitOut(t, seed, "add", "-A")
+	gitOut(t, seed, "-c", "user.name=e2e", "-c", "user.email=e2e@localhost", "-c", "commit.gpgsign=false",
+		"commit", "-q", "--no-verify", "-m", "initial commit")
+	gitOut(t, seed, "push", "-q", "origin", "main")
+
+	argv, _ := json.Marshal([]string{"sh", abs(t, "testdata/clusteragent.sh"), c.shared, "1"})
+	endpoints, _ := json.Marshal(etcd.Endpoints())
+	for i := 1; i <= 3; i++ {
+		n := &clusterNode{name: fmt.Sprintf("w%d", i)}
+		dir := filepath.Join(root, n.name)
+		gitOut(t, root, "clone", "-q", c.bare, dir)
+		n.r = repo{dir: dir, home: filepath.Join(dir, ".loopr"), logs: t.TempDir()}
+		cfg := fmt.Sprintf(`scheduler:
+  poll_interval_secs: 1
+concurrency:
+  max_loops: 20
+  max_api_calls: 20
+rate_limit:
+  initial_backoff_secs: 1
+  max_backoff_secs: 4
+  recovery_period_secs: 0
+retry:
+  backoff_base_secs: 1
+  backoff_factor: 1
+  backoff_max_secs: 1
+agent:
+  preset: command
+  command: %s
+  timeout_secs: 60
+loops:
+  plan: {require_approval: false, max_iterations: 5}
+  spec: {max_iterations: 5}
+  phase: {max_iterations: 5}
+  ralph: {max_iterations: 5, validate: [], conflict_group: ""}
+git:
+  worktrees: true
+  remote: origin
+storage:
+  disk_quota_min_gb: 0
+store:
+  backend: etcd
+  etcd:
+    endpoints: %s
+    prefix: %s
+worker:
+  name: %s
+  max_loops: 3
+  lease_ttl_secs: %d
+`, argv, endpoints, c.prefix, n.name, ttl)
+		if err := os.WriteFile(filepath.Join(dir, "loopr.yml"), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	return c
+}
+
+// start starts node i's daemon (again, after a kill). E2E_CLUSTER marks
+// every process it starts, for noAgentsLeft.
+func (c *cluster) start(i int) {
+	c.t.Helper()
+	n := c.nodes[i]
+	n.d = startDaemonEnv(c.t, n.r, "E2E_CLUSTER="+c.shared)
+}
+
+// kill kills a node's daemon with SIGKILL, as a lost machine would.
+func (c *cluster) kill(n *clusterNode) {
+	c.t.Helper()
+	n.d.crash(c.t)
+}
+
+// live is the first node whose daemon runs.
+func (c *cluster) live() *clusterNode {
+	c.t.Helper()
+	for _, n := range c.nodes {
+		if n.d != nil && !n.d.exited() {
+			return n
+		}
+	}
+	c.t.Fatal("no daemon of the cluster is running")
+	return nil
+}
+
+func (c *cluster) node(name string) *clusterNode {
+	c.t.Helper()
+	for _, n := range c.nodes {
+		if n.name == name {
+			return n
+		}
+	}
+	c.t.Fatalf("no worker named %q in the cluster", name)
+	return nil
+}
+
+// clusterStatus is `loopr status --json` with the cluster section of an
+// etcd store (docs/several-machines.md), decoded from the JSON: the test
+// holds the daemon to the documented fields, not to a Go type.
+type clusterStatus struct {
+	api.Status
+	Cluster *clusterInfo `json:"cluster"`
+}
+
+type clusterInfo struct {
+	Worker       string          `json:"worker"`
+	Scheduler    string          `json:"scheduler"`
+	LeaseTTLSecs int             `json:"lease_ttl_secs"`
+	Workers      []clusterWorker `json:"workers"`
+}
+
+type clusterWorker struct {
+	Name      string   `json:"name"`
+	Host      string   `json:"host"`
+	PID       int      `json:"pid"`
+	Home      string   `json:"home"`
+	MaxLoops  int      `json:"max_loops"`
+	Labels    []string `json:"labels"`
+	Scheduler bool     `json:"scheduler"`
+	Running   int      `json:"running"`
+}
+
+// status is `loopr status --json` on node n, which must answer from its
+// daemon.
+func (c *cluster) status(n *clusterNode) clusterStatus {
+	c.t.Helper()
+	var st clusterStatus
+	mustJSON(c.t, ok(c.t, n.r.dir, "status", "--json"), &st)
+	if !st.Daemon {
+		c.t.Fatalf("loopr status on %s: no daemon answered", n.name)
+	}
+	return st
+}
+
+// cluster is node n's cluster section, waiting up to timeout for it to
+// appear.
+func (c *cluster) cluster(n *clusterNode, timeout time.Duration) clusterInfo {
+	c.t.Helper()
+	var cl *clusterInfo
+	waitFor(c.t, timeout, "the cluster section of loopr status --json on "+n.name, func() bool {
+		cl = c.status(n).Cluster
+		return cl != nil
+	})
+	if cl.Worker != n.name {
+		c.t.Fatalf("loopr status on %s says it is worker %q", n.name, cl.Worker)
+	}
+	return *cl
+}
+
+// scheduler is the node a live daemon names as the scheduler.
+func (c *cluster) scheduler(timeout time.Duration) *clusterNode {
+	c.t.Helper()
+	var name string
+	waitEvery(c.t, timeout, slowPoll, "a scheduler to be elected", func() bool {
+		name = c.cluster(c.live(), 5*time.Second).Scheduler
+		return name != ""
+	})
+	return c.node(name)
+}
+
+// waitRalphs waits until n ralph loops are complete.
+func (c *cluster) waitRalphs(n int, timeout time.Duration) {
+	c.t.Helper()
+	waitEvery(c.t, timeout, slowPoll, fmt.Sprintf("%d ralph loops to complete", n), func() bool {
+		done := 0
+		for _, l := range list(c.t, c.live().r) {
+			if l.Type == loop.Ralph && l.Status == loop.Complete {
+				done++
+			}
+		}
+		return done >= n
+	})
+}
+
+// checkTree asserts the 60-loop tree of clusteragent.sh: 1 plan, 3 specs,
+// 9 phases, 47 ralphs, all complete.
+func (c *cluster) checkTree(loops []loop.Loop) {
+	c.t.Helper()
+	byType := map[string]int{}
+	for _, l := range loops {
+		byType[l.Type]++
+		if l.Status != loop.Complete {
+			c.t.Errorf("loop %s (%s %q) is %s, want complete (reason %q)", l.ID, l.Type, l.Title, l.Status, l.Reason)
+		}
+	}
+	want := map[string]int{loop.Plan: 1, loop.Spec: 3, loop.Phase: 9, loop.Ralph: 47}
+	for typ, n := range want {
+		if byType[typ] != n {
+			c.t.Errorf("%d %s loops, want %d", byType[typ], typ, n)
+		}
+	}
+	if len(loops) != 60 {
+		c.t.Fatalf("%d loops, want the tree of 60:\n%s", len(loops), describe(loops))
+	}
+}
+
+// journal reads every event of the store from etcd.
+func (c *cluster) journal() []loop.Event {
+	c.t.Helper()
+	s, err := store.OpenEtcd(store.EtcdConfig{Endpoints: c.etcd.Endpoints(), Prefix: c.prefix}, store.Options{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer s.Close()
+	var evs []loop.Event
+	if err := s.View(func(tx *store.Tx) (err error) { evs, err = tx.EventsSince(0, 0); return err }); err != nil {
+		c.t.Fatal(err)
+	}
+	return evs
+}
+
+// clusterRun is one agent run of runs.log.
+type clusterRun struct {
+	id, worker string
+	iteration  int
+	ended      bool
+}
+
+// runs parses the agents' run log: one run per start line, ended when
+// the same pid wrote its end line.
+func (c *cluster) runs() []clusterRun {
+	c.t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.shared, "runs.log"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var runs []clusterRun
+	at := map[string]int{} // pid → index in runs
+	for line := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line) // id worker iteration start|end unix-ns pid
+		if len(f) != 6 {
+			c.t.Fatalf("runs.log: malformed line %q", line)
+		}
+		it, _ := strconv.Atoi(f[2])
+		switch f[3] {
+		case "start":
+			at[f[5]] = len(runs)
+			runs = append(runs, clusterRun{id: f[0], worker: f[1], iteration: it})
+		case "end":
+			if i, ok := at[f[5]]; ok {
+				runs[i].ended = true
+			}
+		}
+	}
+	return runs
+}
+
+// noAgentsLeft fails the test if any process started by the cluster's
+// daemons (marked by E2E_CLUSTER in its environment) is still alive
+// after grace.
+func (c *cluster) noAgentsLeft(grace time.Duration) {
+	c.t.Helper()
+	var left []string
+	deadline := time.Now().Add(grace)
+	for {
+		left = left[:0]
+		dirs, _ := filepath.Glob("/proc/[0-9]*")
+		for _, d := range dirs {
+			env, err := os.ReadFile(filepath.Join(d, "environ"))
+			if err != nil || !slices.Contains(strings.Split(string(env), "\x00"), "E2E_CLUSTER="+c.shared) {
+				continue
+			}
+			cmdline, _ := os.ReadFile(filepath.Join(d, "cmdline"))
+			left = append(left, filepath.Base(d)+" "+strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " "))
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(poll)
+	}
+	if len(left) > 0 {
+		c.t.Errorf("%d processes of the cluster's daemons still run after every daemon stopped:\n%s", len(left), strings.Join(left, "\n"))
+	}
+}
+
+// explain logs what the next person needs to see why the test failed:
+// each daemon's last log lines, the agents' run log, the loops.
+func (c *cluster) explain() {
+	for _, n := range c.nodes {
+		if n.d != nil {
+			c.t.Logf("daemon %s (%s), last lines of %s:\n%s", n.name, n.r.dir, n.d.log, tail(n.d.output(), 40))
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(c.shared, "runs.log"))
+	c.t.Logf("runs.log, last lines:\n%s", tail(string(b), 60))
+	for _, n := range c.nodes {
+		if n.d != nil && !n.d.exited() {
+			if r := run(c.t, n.r.dir, "", "list"); r.code == 0 {
+				c.t.Logf("loopr list on %s:\n%s", n.name, r.stdout)
+			}
+			if r := run(c.t, n.r.dir, "", "status"); r.code == 0 {
+				c.t.Logf("loopr status on %s:\n%s", n.name, r.stdout)
+			}
+			break
+		}
+	}
+}
+
+// gitOut runs git in dir and returns its stdout, trimmed.
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %s (in %s): %v\n%s", strings.Join(args, " "), dir, err, stderr.String())
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// needTool skips the test when a command it needs is missing, but fails
+// it under CI (.ci/run installs pkg).
+func needTool(t *testing.T, name, pkg string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s not found on PATH: .ci/run installs %s; CI must run this test", name, pkg)
+		}
+		t.Skipf("%s not found on PATH (install %s to run this test)", name, pkg)
+	}
+}
+
+// quickPoll paces waits whose duration is measured.
+func quickPoll() time.Duration { return poll }
