@@ -207,9 +207,11 @@ type cluster struct {
 // clusterNode is one worker: a clone of the bare repository (its
 // workspace, with its home inside) and the daemon running there.
 type clusterNode struct {
-	name string // worker.name
-	r    repo
-	d    *daemonProc
+	name   string // worker.name
+	r      repo
+	d      *daemonProc
+	starts int    // daemons started here so far
+	marker string // E2E_NODE of the running daemon: <name>.<starts>
 }
 
 // newCluster makes the bare repository (one commit: a README and a
@@ -287,17 +289,25 @@ worker:
 }
 
 // start starts node i's daemon (again, after a kill). E2E_CLUSTER marks
-// every process it starts, for noAgentsLeft.
+// every process the cluster's daemons start, E2E_NODE those of this one.
 func (c *cluster) start(i int) {
 	c.t.Helper()
 	n := c.nodes[i]
-	n.d = startDaemonEnv(c.t, n.r, "E2E_CLUSTER="+c.shared)
+	n.starts++
+	n.marker = fmt.Sprintf("%s.%d", n.name, n.starts)
+	n.d = startDaemonEnv(c.t, n.r, "E2E_CLUSTER="+c.shared, "E2E_NODE="+n.marker)
 }
 
-// kill kills a node's daemon with SIGKILL, as a lost machine would.
+// kill kills a node's daemon with SIGKILL, as a lost machine would, and
+// asserts that its agents (and every other process it started) are gone
+// within 2 s: its guard kills them (loopr _guard), so no agent of a dead
+// worker runs on while its loop is given to another.
 func (c *cluster) kill(n *clusterNode) {
 	c.t.Helper()
 	n.d.crash(c.t)
+	if left := c.processes("E2E_NODE="+n.marker, 2*time.Second); len(left) > 0 {
+		c.t.Errorf("2 s after the SIGKILL of %s, %d processes it started still run:\n%s", n.name, len(left), strings.Join(left, "\n"))
+	}
 }
 
 // live is the first node whose daemon runs.
@@ -479,26 +489,34 @@ func (c *cluster) runs() []clusterRun {
 // after grace.
 func (c *cluster) noAgentsLeft(grace time.Duration) {
 	c.t.Helper()
+	if left := c.processes("E2E_CLUSTER="+c.shared, grace); len(left) > 0 {
+		c.t.Errorf("%d processes of the cluster's daemons still run after every daemon stopped:\n%s", len(left), strings.Join(left, "\n"))
+	}
+}
+
+// processes waits up to grace for every process with env (NAME=value) in
+// its environment to be gone, and returns those left ("pid argv").
+func (c *cluster) processes(env string, grace time.Duration) []string {
 	var left []string
 	deadline := time.Now().Add(grace)
 	for {
 		left = left[:0]
 		dirs, _ := filepath.Glob("/proc/[0-9]*")
 		for _, d := range dirs {
-			env, err := os.ReadFile(filepath.Join(d, "environ"))
-			if err != nil || !slices.Contains(strings.Split(string(env), "\x00"), "E2E_CLUSTER="+c.shared) {
+			b, err := os.ReadFile(filepath.Join(d, "environ"))
+			if err != nil || !slices.Contains(strings.Split(string(b), "\x00"), env) {
 				continue
+			}
+			if st, _ := os.ReadFile(filepath.Join(d, "stat")); strings.Contains(string(st), ") Z ") {
+				continue // a zombie has exited; its parent has yet to reap it
 			}
 			cmdline, _ := os.ReadFile(filepath.Join(d, "cmdline"))
 			left = append(left, filepath.Base(d)+" "+strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " "))
 		}
 		if len(left) == 0 || time.Now().After(deadline) {
-			break
+			return left
 		}
 		time.Sleep(poll)
-	}
-	if len(left) > 0 {
-		c.t.Errorf("%d processes of the cluster's daemons still run after every daemon stopped:\n%s", len(left), strings.Join(left, "\n"))
 	}
 }
 
