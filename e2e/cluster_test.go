@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -124,12 +125,17 @@ func TestClusterOfThreeDaemons(t *testing.T) {
 	evs := c.journal()
 	completed := map[loop.ID]int{}
 	lostMsgs := 0
+	startedOn := map[string]string{} // "<loop> <iteration>" → the worker the journal names
+	startRe := regexp.MustCompile(`\biteration (\d+) started on worker (\S+)`)
 	for _, e := range evs {
 		if e.Kind == loop.EventTransition && e.To == loop.Complete {
 			completed[e.Loop]++
 		}
 		if strings.Contains(e.Message, "was lost") {
 			lostMsgs++
+		}
+		if m := startRe.FindStringSubmatch(e.Message); m != nil {
+			startedOn[string(e.Loop)+" "+m[1]] = strings.TrimRight(m[2], ".,;:)")
 		}
 	}
 	charged := 0
@@ -151,6 +157,10 @@ func TestClusterOfThreeDaemons(t *testing.T) {
 		byWorker[r.worker]++
 		if !r.ended {
 			interrupted++
+		}
+		// The agent's LOOPR_WORKER is the worker the journal says ran it.
+		if w := startedOn[fmt.Sprintf("%s %d", r.id, r.iteration)]; w != r.worker {
+			t.Errorf("loop %s iteration %d: the agent ran on worker %q, the journal says %q", r.id, r.iteration, r.worker, w)
 		}
 	}
 	for _, n := range c.nodes {
@@ -176,8 +186,11 @@ func TestClusterOfThreeDaemons(t *testing.T) {
 			t.Errorf("%s (ralph %q) is not on %s in the bare repository", f, l.Title, branch)
 			continue
 		}
-		if body := gitOut(t, c.bare, "show", branch+":"+f); !strings.HasPrefix(body, "done by "+string(l.ID)+" ") {
-			t.Errorf("%s on %s: %q", f, branch, body)
+		// The work merged is that of the iteration recorded as passed,
+		// never that of a run fenced out with its worker.
+		w := startedOn[fmt.Sprintf("%s %d", l.ID, l.Iteration)]
+		if body, want := gitOut(t, c.bare, "show", branch+":"+f), fmt.Sprintf("done by %s on %s, iteration %d", l.ID, w, l.Iteration); body != want {
+			t.Errorf("%s on %s: %q, want %q (the iteration that passed)", f, branch, body, want)
 		}
 	}
 	if len(files) != ralphs {
