@@ -3,6 +3,8 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,20 +25,25 @@ import (
 
 // TestClusterOfThreeDaemons is issue 14's multi-process test: one queue
 // on a 3-member etcd cluster of real etcd processes, worked by three loopr
-// daemons — each its own "machine": its own home and its own clone of one
-// bare repository (git.remote: origin) — running a 60-loop tree with a
-// scripted agent (testdata/clusteragent.sh). Mid-run it kills with SIGKILL
-// one worker that is running loops, then the current scheduler, and one
-// etcd member (the raft leader), which it restarts. It asserts:
+// daemons — each its own "machine": its own home, its own clone of one
+// bare repository (git.remote: origin) and its own TCP proxies to the etcd
+// members — running a 60-loop tree with a scripted agent
+// (testdata/clusteragent.sh). Mid-run it kills with SIGKILL one worker
+// that is running loops, cuts another off from etcd (its proxies drop
+// every connection) and heals the cut, kills the current scheduler, and
+// kills and restarts one etcd member (the raft leader). It asserts:
 //
 //   - every loop ends complete, with exactly one transition to complete in
 //     the journal;
 //   - no loop ran on two workers at once (the agent holds an flock per
 //     loop id and logs an overlap);
-//   - the killed worker's interrupted loops were charged an attempt, and
-//     every worker ran loops;
+//   - a killed worker's processes are gone within 2 s (its guard), and a
+//     worker cut off from etcd stops its agents within the lease TTL, stays
+//     up, and joins again once the cut heals;
+//   - the interrupted loops were charged an attempt; every worker ran
+//     loops, each agent run on the worker the journal names;
 //   - every ralph's output file is on the plan branch of the BARE
-//     repository;
+//     repository, as its passing iteration wrote it;
 //   - another daemon names a new scheduler within 2× worker.lease_ttl_secs
 //     of the scheduler's SIGKILL (measured and logged);
 //   - no agent process is left once the daemons have stopped.
@@ -63,33 +71,46 @@ func TestClusterOfThreeDaemons(t *testing.T) {
 	var plan loop.Loop
 	mustJSON(t, ok(t, c.nodes[0].r.dir, "plan", "Build the cluster widget", "--json"), &plan)
 
-	// A third of the ralphs done: kill a worker that is running loops.
-	c.waitRalphs(16, 90*time.Second)
-	sched := c.scheduler(60 * time.Second)
-	var victim *clusterNode
-	waitEvery(t, 30*time.Second, slowPoll, "a worker other than the scheduler to run loops", func() bool {
-		cl := c.cluster(c.live(), 5*time.Second)
-		for _, w := range cl.Workers {
-			if w.Name != sched.name && w.Running > 0 {
-				victim = c.node(w.Name)
-				return true
-			}
-		}
-		return false
-	})
+	// 1. A fifth of the ralphs done: SIGKILL a worker that runs loops.
+	c.waitRalphs(10, 90*time.Second)
+	victim := c.busyWorker()
 	t.Logf("%s killed (SIGKILL) while running loops, %s into the run", victim.name, time.Since(began).Round(time.Second))
 	c.kill(victim)
 	killed := time.Now()
-	waitEvery(t, 6*ttl*time.Second, quickPoll, victim.name+" to leave the cluster", func() bool {
-		cl := c.cluster(c.live(), 5*time.Second)
-		return !slices.ContainsFunc(cl.Workers, func(w clusterWorker) bool { return w.Name == victim.name })
-	})
-	lost := time.Since(killed)
-	t.Logf("%s left the cluster %s after its SIGKILL", victim.name, lost.Round(100*time.Millisecond))
+	c.waitGone(victim, 6*ttl*time.Second)
+	t.Logf("%s left the cluster %s after its SIGKILL", victim.name, time.Since(killed).Round(100*time.Millisecond))
 	c.start(slices.Index(c.nodes, victim)) // back on its own home: the name is free again
 
-	// Kill the scheduler: another daemon must name a new one within 2× TTL.
-	sched = c.scheduler(30 * time.Second)
+	// 2. Cut a worker off from etcd while its agents run: it must stop
+	// them before its lease can have run out, stay up, and come back.
+	c.waitRalphs(18, 90*time.Second)
+	cut := c.busyWorker()
+	waitFor(t, 20*time.Second, "an agent of "+cut.name+" to run", func() bool { return len(c.agents(cut)) > 0 })
+	t.Logf("%s cut off from etcd with %d agent processes running, %s into the run", cut.name, len(c.agents(cut)), time.Since(began).Round(time.Second))
+	c.setCut(cut, true)
+	cutAt := time.Now()
+	waitFor(t, 3*ttl*time.Second, "the agents of "+cut.name+" to stop once it is cut off", func() bool { return len(c.agents(cut)) == 0 })
+	fenced := time.Since(cutAt)
+	t.Logf("%s stopped its agents %s after it was cut off (lease TTL %d s)", cut.name, fenced.Round(100*time.Millisecond), ttl)
+	if fenced > ttl*time.Second {
+		t.Errorf("%s stopped its agents %s after it was cut off from etcd, want within the lease TTL (%d s): its loops may have been given to another worker meanwhile", cut.name, fenced.Round(100*time.Millisecond), ttl)
+	}
+	c.waitGone(cut, 6*ttl*time.Second)
+	if cut.d.exited() {
+		t.Fatalf("%s exited while cut off from etcd: %v\n%s", cut.name, cut.d.cmd.ProcessState, tail(cut.d.output(), 30))
+	}
+	c.setCut(cut, false)
+	healed := time.Now()
+	waitEvery(t, 6*ttl*time.Second, quickPoll, cut.name+" to join the cluster again", func() bool {
+		cl := c.cluster(c.live(), 5*time.Second)
+		return slices.ContainsFunc(cl.Workers, func(w clusterWorker) bool { return w.Name == cut.name })
+	})
+	t.Logf("%s registered again %s after the cut was healed", cut.name, time.Since(healed).Round(100*time.Millisecond))
+
+	// 3. SIGKILL the scheduler: another daemon must name a new one within
+	// 2× TTL.
+	c.waitRalphs(26, 90*time.Second)
+	sched := c.scheduler(30 * time.Second)
 	t.Logf("%s, the scheduler, killed (SIGKILL), %s into the run", sched.name, time.Since(began).Round(time.Second))
 	c.kill(sched)
 	killed = time.Now()
@@ -105,7 +126,7 @@ func TestClusterOfThreeDaemons(t *testing.T) {
 		t.Errorf("scheduler failover took %s, want within 2× the lease TTL (%s)", failover.Round(100*time.Millisecond), limit)
 	}
 
-	// The etcd leader goes away mid-run and comes back.
+	// 4. The etcd leader goes away mid-run and comes back.
 	leader := etcd.Leader()
 	t.Logf("etcd member %s (the leader) killed (SIGKILL), %s into the run", etcd.Members[leader].Name, time.Since(began).Round(time.Second))
 	etcd.Kill(leader)
@@ -152,9 +173,12 @@ func TestClusterOfThreeDaemons(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(c.shared, "overlap.log")); len(b) > 0 {
 		t.Errorf("a loop ran on two workers at once (agent-side flock held by another run):\n%s", b)
 	}
-	interrupted, byWorker := 0, map[string]int{}
+	interrupted, byWorker, afterHeal := 0, map[string]int{}, 0
 	for _, r := range runs {
 		byWorker[r.worker]++
+		if r.worker == cut.name && r.started.After(healed) {
+			afterHeal++
+		}
 		if !r.ended {
 			interrupted++
 		}
@@ -167,6 +191,9 @@ func TestClusterOfThreeDaemons(t *testing.T) {
 		if byWorker[n.name] == 0 {
 			t.Errorf("worker %s ran no agent (runs by worker: %v)", n.name, byWorker)
 		}
+	}
+	if afterHeal == 0 {
+		t.Errorf("%s ran no agent after it was reconnected to etcd", cut.name)
 	}
 	if interrupted == 0 || lostMsgs == 0 || charged == 0 {
 		t.Errorf("the kills interrupted %d agent runs, the journal says %d times that a worker was lost, %d loops were charged an attempt; want each > 0 (a SIGKILLed worker was running loops)", interrupted, lostMsgs, charged)
@@ -203,8 +230,8 @@ func TestClusterOfThreeDaemons(t *testing.T) {
 		}
 	}
 	c.noAgentsLeft(3 * time.Second)
-	t.Logf("%d loops complete in %s on 3 workers (agent runs by worker %v); %d runs interrupted by the kills, %d loops charged an attempt, %d 'worker lost' events; failover %s",
-		len(loops), took.Round(time.Second), byWorker, interrupted, charged, lostMsgs, failover.Round(100*time.Millisecond))
+	t.Logf("%d loops complete in %s on 3 workers (agent runs by worker %v); %d runs interrupted by the kills and the cut, %d loops charged an attempt, %d 'worker lost' events; agents stopped %s after the cut; scheduler failover %s",
+		len(loops), took.Round(time.Second), byWorker, interrupted, charged, lostMsgs, fenced.Round(100*time.Millisecond), failover.Round(100*time.Millisecond))
 }
 
 // cluster is the test's three "machines" and what they share.
@@ -220,11 +247,13 @@ type cluster struct {
 // clusterNode is one worker: a clone of the bare repository (its
 // workspace, with its home inside) and the daemon running there.
 type clusterNode struct {
-	name   string // worker.name
-	r      repo
-	d      *daemonProc
-	starts int    // daemons started here so far
-	marker string // E2E_NODE of the running daemon: <name>.<starts>
+	name    string // worker.name
+	r       repo
+	d       *daemonProc
+	starts  int    // daemons started here so far
+	marker  string // E2E_NODE of the running daemon: <name>.<starts>
+	proxies []*cutProxy
+	cut     bool // its proxies to etcd are cut
 }
 
 // newCluster makes the bare repository (one commit: a README and a
@@ -249,10 +278,18 @@ func newCluster(t *testing.T, etcd *etcdtest.Processes, ttl int) *cluster {
 		"commit", "-q", "--no-verify", "-m", "initial commit")
 	gitOut(t, seed, "push", "-q", "origin", "main")
 
-	argv, _ := json.Marshal([]string{"sh", abs(t, "testdata/clusteragent.sh"), c.shared, "1"})
-	endpoints, _ := json.Marshal(etcd.Endpoints())
+	argv, _ := json.Marshal([]string{"sh", abs(t, "testdata/clusteragent.sh"), c.shared, "2"})
 	for i := 1; i <= 3; i++ {
 		n := &clusterNode{name: fmt.Sprintf("w%d", i)}
+		// The node reaches each etcd member through a proxy of its own,
+		// which the test can cut: a network partition of this node alone.
+		var urls []string
+		for _, e := range etcd.Endpoints() {
+			p := newCutProxy(t, strings.TrimPrefix(e, "http://"))
+			n.proxies = append(n.proxies, p)
+			urls = append(urls, "http://"+p.addr())
+		}
+		endpoints, _ := json.Marshal(urls)
 		dir := filepath.Join(root, n.name)
 		gitOut(t, root, "clone", "-q", c.bare, dir)
 		n.r = repo{dir: dir, home: filepath.Join(dir, ".loopr"), logs: t.TempDir()}
@@ -323,11 +360,11 @@ func (c *cluster) kill(n *clusterNode) {
 	}
 }
 
-// live is the first node whose daemon runs.
+// live is the first node whose daemon runs and reaches etcd.
 func (c *cluster) live() *clusterNode {
 	c.t.Helper()
 	for _, n := range c.nodes {
-		if n.d != nil && !n.d.exited() {
+		if n.d != nil && !n.d.exited() && !n.cut {
 			return n
 		}
 	}
@@ -410,6 +447,56 @@ func (c *cluster) scheduler(timeout time.Duration) *clusterNode {
 	return c.node(name)
 }
 
+// busyWorker waits for a worker other than the scheduler to run loops,
+// and returns it.
+func (c *cluster) busyWorker() *clusterNode {
+	c.t.Helper()
+	var busy *clusterNode
+	waitEvery(c.t, 30*time.Second, slowPoll, "a worker other than the scheduler to run loops", func() bool {
+		cl := c.cluster(c.live(), 5*time.Second)
+		for _, w := range cl.Workers {
+			if w.Name != cl.Scheduler && w.Running > 0 && !c.node(w.Name).cut {
+				busy = c.node(w.Name)
+				return true
+			}
+		}
+		return false
+	})
+	return busy
+}
+
+// waitGone waits until the workers a live daemon lists no longer include
+// n: its session's lease has run out.
+func (c *cluster) waitGone(n *clusterNode, timeout time.Duration) {
+	c.t.Helper()
+	waitEvery(c.t, timeout, quickPoll, n.name+" to leave the cluster", func() bool {
+		cl := c.cluster(c.live(), 5*time.Second)
+		return !slices.ContainsFunc(cl.Workers, func(w clusterWorker) bool { return w.Name == n.name })
+	})
+}
+
+// setCut cuts node n off from etcd (every connection of its proxies
+// dropped, new ones held unanswered) or heals the cut.
+func (c *cluster) setCut(n *clusterNode, cut bool) {
+	n.cut = cut
+	for _, p := range n.proxies {
+		p.setCut(cut)
+	}
+}
+
+// agents are the agent processes of node n's daemon: the processes with
+// its marker other than loopr itself (the daemon, its guard) and git.
+func (c *cluster) agents(n *clusterNode) []string {
+	var out []string
+	for _, p := range c.processes("E2E_NODE="+n.marker, 0) {
+		argv := strings.Fields(p)
+		if len(argv) > 1 && argv[1] != bin && filepath.Base(argv[1]) != "git" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // waitRalphs waits until n ralph loops are complete.
 func (c *cluster) waitRalphs(n int, timeout time.Duration) {
 	c.t.Helper()
@@ -465,6 +552,7 @@ func (c *cluster) journal() []loop.Event {
 type clusterRun struct {
 	id, worker string
 	iteration  int
+	started    time.Time
 	ended      bool
 }
 
@@ -484,10 +572,11 @@ func (c *cluster) runs() []clusterRun {
 			c.t.Fatalf("runs.log: malformed line %q", line)
 		}
 		it, _ := strconv.Atoi(f[2])
+		ns, _ := strconv.ParseInt(f[4], 10, 64)
 		switch f[3] {
 		case "start":
 			at[f[5]] = len(runs)
-			runs = append(runs, clusterRun{id: f[0], worker: f[1], iteration: it})
+			runs = append(runs, clusterRun{id: f[0], worker: f[1], iteration: it, started: time.Unix(0, ns)})
 		case "end":
 			if i, ok := at[f[5]]; ok {
 				runs[i].ended = true
@@ -579,6 +668,91 @@ func needTool(t *testing.T, name, pkg string) {
 			t.Fatalf("%s not found on PATH: .ci/run installs %s; CI must run this test", name, pkg)
 		}
 		t.Skipf("%s not found on PATH (install %s to run this test)", name, pkg)
+	}
+}
+
+// cutProxy forwards TCP connections from a port of 127.0.0.1 to target
+// until it is cut: then it drops every connection and holds new ones
+// unanswered, as a lost route does, until it is healed.
+type cutProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	cut    bool
+	conns  map[net.Conn]bool
+}
+
+func newCutProxy(t *testing.T, target string) *cutProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	go p.serve()
+	t.Cleanup(func() {
+		ln.Close()
+		p.setCut(false)
+	})
+	return p
+}
+
+func (p *cutProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *cutProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		go p.handle(c)
+	}
+}
+
+func (p *cutProxy) handle(c net.Conn) {
+	p.mu.Lock()
+	p.conns[c] = true
+	cut := p.cut
+	p.mu.Unlock()
+	if cut {
+		return // held, unanswered, until the cut is healed
+	}
+	d, err := net.Dial("tcp", p.target)
+	if err != nil {
+		p.drop(c)
+		return
+	}
+	p.mu.Lock()
+	if p.cut {
+		p.mu.Unlock()
+		d.Close()
+		return
+	}
+	p.conns[d] = true
+	p.mu.Unlock()
+	go func() { _, _ = io.Copy(d, c); p.drop(d); p.drop(c) }()
+	_, _ = io.Copy(c, d)
+	p.drop(c)
+	p.drop(d)
+}
+
+func (p *cutProxy) drop(c net.Conn) {
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+	c.Close()
+}
+
+// setCut cuts the proxy or heals it; either way every connection it
+// holds is closed.
+func (p *cutProxy) setCut(cut bool) {
+	p.mu.Lock()
+	p.cut = cut
+	conns := p.conns
+	p.conns = map[net.Conn]bool{}
+	p.mu.Unlock()
+	for c := range conns {
+		c.Close()
 	}
 }
 
