@@ -257,6 +257,35 @@ type Status struct {
 	// NeedsYou lists the loops waiting for a person (status needs_human),
 	// longest waiting first, at most MaxNeedsYou of them.
 	NeedsYou []NeedsYou `json:"needs_you,omitzero"`
+	// Cluster, on an etcd store, lists the workers sharing its queue;
+	// absent on the bbolt file.
+	Cluster *Cluster `json:"cluster,omitempty"`
+}
+
+// Cluster is the workers of an etcd store (docs/several-machines.md).
+type Cluster struct {
+	Worker       string   `json:"worker"`    // this daemon's worker name ("" from the CLI without a daemon)
+	Scheduler    string   `json:"scheduler"` // the elected scheduler, "" if none
+	LeaseTTLSecs int      `json:"lease_ttl_secs"`
+	Workers      []Worker `json:"workers"`
+}
+
+// Worker is one live worker: what it registered, whether it is the
+// scheduler and how many loops it runs (the fields of cluster.WorkerInfo).
+type Worker struct {
+	Name      string    `json:"name"`
+	Host      string    `json:"host"`
+	PID       int       `json:"pid"`
+	Home      string    `json:"home"`
+	Workspace string    `json:"workspace"`
+	Repo      string    `json:"repo,omitempty"`
+	Remote    string    `json:"remote,omitempty"`
+	MaxLoops  int       `json:"max_loops"`
+	Labels    []string  `json:"labels,omitempty"`
+	Version   string    `json:"version"`
+	StartedAt time.Time `json:"started_at"`
+	Scheduler bool      `json:"scheduler"`
+	Running   int       `json:"running"`
 }
 
 // MaxNeedsYou bounds Status.NeedsYou.

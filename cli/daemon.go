@@ -51,9 +51,10 @@ func (e *env) daemonCmd() *cobra.Command {
 		Long: `Run loopr's daemon in the foreground until SIGINT or SIGTERM: it schedules
 and runs loops and serves the API on <home>/loopr.sock. With --detach it
 starts itself in the background, logging to <home>/logs/daemon.log, and
-returns once the daemon answers. With --standby, on an etcd store that
-another daemon holds, it waits and takes the store over when that daemon
-stops or its claim runs out (docs/several-machines.md).
+returns once the daemon answers. On an etcd store every daemon is a worker
+of the store's one queue; with --standby it is a worker that runs no
+loops (worker.max_loops 0) but may be elected the scheduler
+(docs/several-machines.md).
 
 loopr daemon status says whether one runs (exit 0) or not (exit 3); loopr
 daemon stop stops it and waits until it is gone; loopr daemon restart does
@@ -68,10 +69,10 @@ both and starts a new one in the background.`,
 				return err
 			}
 			if standby && e.cfg.Store.Backend != store.BackendEtcd {
-				return &UsageError{errors.New("--standby needs store.backend etcd: on the bbolt file one daemon per home already waits for no one")}
+				return &UsageError{errors.New("--standby needs store.backend etcd: on the bbolt file the one daemon of the home runs every loop")}
 			}
 			if standby && detach {
-				return &UsageError{errors.New("--standby with --detach: a standby answers only once it holds the store; run it in the foreground (under a service manager)")}
+				return &UsageError{errors.New("--standby with --detach: run the standby worker in the foreground (under a service manager), or set worker.max_loops and use --detach")}
 			}
 			if detach {
 				return e.detachDaemon(cmd.Context(), logLevel)
@@ -80,7 +81,7 @@ both and starts a new one in the background.`,
 		},
 	}
 	c.Flags().BoolVar(&detach, "detach", false, "run in the background (log: <home>/logs/daemon.log)")
-	c.Flags().BoolVar(&standby, "standby", false, "on an etcd store another daemon holds: wait, and take it over when that daemon stops or dies")
+	c.Flags().BoolVar(&standby, "standby", false, "on an etcd store: a worker that runs no loops but may be elected the scheduler")
 	c.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	c.AddCommand(e.daemonSubcommands()...)
 	return c

@@ -37,6 +37,9 @@ func (e *env) debugCmd() *cobra.Command {
 				}
 			}
 			return e.withReader(func(b Backend) error {
+				if !jsonOut {
+					printSchedulerWorker(cmd.Context(), e, b)
+				}
 				if rs, ok := b.(schedStreamer); ok && !jsonOut {
 					return printScheduler(e, func(row func(*api.SchedRow) error) error {
 						_, err := rs.SchedulerRows(cmd.Context(), now, func(_ *api.SchedulerView, r *api.SchedRow) error { return row(r) })
@@ -129,4 +132,18 @@ func runnableText(ok bool, reasons []string) string {
 		return "no"
 	}
 	return "no (" + strings.Join(reasons, ", ") + ")"
+}
+
+// printSchedulerWorker names, on an etcd store, the worker that is the
+// elected scheduler: the one that acts on this plan.
+func printSchedulerWorker(ctx context.Context, e *env, b Backend) {
+	st, err := b.Status(ctx)
+	if err != nil || st.Cluster == nil {
+		return
+	}
+	if st.Cluster.Scheduler == "" {
+		fmt.Fprintf(e.stdout, "scheduler: none elected (no live worker); nothing starts until a daemon runs\n\n")
+		return
+	}
+	fmt.Fprintf(e.stdout, "scheduler: worker %s (elected among %d); it starts the loops below marked yes\n\n", st.Cluster.Scheduler, len(st.Cluster.Workers))
 }

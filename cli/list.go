@@ -9,8 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loopr-dev/loopr/api"
-	"github.com/loopr-dev/loopr/artifact"
-	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/internal/termsafe"
 	"github.com/loopr-dev/loopr/loop"
 )
@@ -124,7 +122,7 @@ ID is a loop id or a unique prefix of one (at least 4 characters).`,
 					if l.Artifact == "" {
 						return fmt.Errorf("%s has no accepted artifact yet (%s)", l.ID, l.Status)
 					}
-					text, err := e.readArtifact(l)
+					text, err := e.readArtifact(b, l)
 					if err != nil {
 						return err
 					}
@@ -133,7 +131,7 @@ ID is a loop id or a unique prefix of one (at least 4 characters).`,
 				}
 				printLoop(e, l, tu)
 				if l.Artifact != "" {
-					text, err := e.readArtifact(l)
+					text, err := e.readArtifact(b, l)
 					if err != nil {
 						fmt.Fprintf(e.stdout, "\nartifact: %v\n", err)
 					} else {
@@ -151,14 +149,14 @@ ID is a loop id or a unique prefix of one (at least 4 characters).`,
 
 // readArtifact reads l's accepted artifact as a regular file of at most
 // artifact.MaxSize bytes beneath the home (nothing planted there can block,
-// redirect or leak), with what a terminal would act on escaped: agents
-// wrote it.
-func (e *env) readArtifact(l loop.Loop) (string, error) {
-	b, err := safefile.ReadIn(e.paths.Home, l.Artifact, artifact.MaxSize)
+// redirect or leak), or the etcd store's copy when it passed on another
+// machine, with what a terminal would act on escaped: agents wrote it.
+func (e *env) readArtifact(b Backend, l loop.Loop) (string, error) {
+	text, err := e.readAccepted(b, l)
 	if err != nil {
 		return "", fmt.Errorf("artifact of %s: %w", l.ID, err)
 	}
-	return termsafe.Text(string(b)), nil
+	return termsafe.Text(text), nil
 }
 
 // ensureNewline ends s with a newline.

@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/cluster"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/store"
 )
 
 // local is the Backend over the store opened directly (no daemon running).
@@ -31,10 +33,19 @@ func (b *local) Why(_ context.Context, id string, now time.Time) (api.Why, error
 func (b *local) Scheduler(_ context.Context, now time.Time) (api.SchedulerView, error) {
 	return b.svc.Scheduler(now)
 }
-func (b *local) Status(_ context.Context) (api.Status, error) {
+func (b *local) Status(ctx context.Context) (api.Status, error) {
 	st, err := b.svc.Status(b.svc.Now())
 	st.Version = Version
 	st.Warning = "daemon not running: no loops are being run"
+	if err == nil && b.svc.Store.Backend() == store.BackendEtcd {
+		// Workers on other machines run loops: say which.
+		if c, cerr := cluster.Status(ctx, b.svc.Store, "", time.Duration(b.svc.Config().Worker.LeaseTTLSecs)*time.Second); cerr == nil && c != nil {
+			st.Cluster = c
+			if len(c.Workers) > 0 {
+				st.Warning = "no daemon on this machine; the workers below run the loops"
+			}
+		}
+	}
 	return st, err
 }
 func (b *local) Export(_ context.Context, w io.Writer) (int, error) { return b.svc.Store.Export(w) }

@@ -14,6 +14,7 @@ import (
 
 func (e *env) statusCmd() *cobra.Command {
 	var jsonOut bool
+	var shown *api.Status // for PostRunE: the workers of an etcd store
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Daemon, counts by status, usage against caps, rate-limit state",
@@ -24,6 +25,7 @@ func (e *env) statusCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				shown = &st
 				if jsonOut {
 					return writeJSON(e.stdout, st)
 				}
@@ -104,6 +106,12 @@ func (e *env) statusCmd() *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&jsonOut, "json", false, "print status as JSON")
+	c.PostRunE = func(*cobra.Command, []string) error {
+		if shown != nil && shown.Cluster != nil && !jsonOut {
+			printWorkers(e, shown.Cluster)
+		}
+		return nil
+	}
 	return c
 }
 

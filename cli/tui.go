@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/store"
 	"github.com/loopr-dev/loopr/tui"
 )
 
@@ -76,21 +78,34 @@ func (e *env) tuiOptions(c *client.Client) tui.Options {
 		Version:   Version,
 		Policy:    control.Policy(e.cfg),
 		ReadArtifact: func(_ context.Context, l loop.Loop) (string, error) {
-			return readAccepted(e.paths.Home, l)
+			return e.readAccepted(nil, l)
 		},
 	}
 }
 
 // readAccepted reads loop l's accepted artifact, the copy loopr validated
 // under the home: a regular file reached without a symlink below the home,
-// at most artifact.MaxSize bytes.
-func readAccepted(home string, l loop.Loop) (string, error) {
+// at most artifact.MaxSize bytes; on an etcd store, the store's copy when
+// the loop passed on another machine.
+func (e *env) readAccepted(b Backend, l loop.Loop) (string, error) {
 	if l.Artifact == "" {
 		return "", fmt.Errorf("%s %s has no accepted artifact", l.Type, l.ID)
 	}
-	b, err := safefile.ReadIn(home, l.Artifact, artifact.MaxSize)
-	if err != nil {
-		return "", err
+	data, err := safefile.ReadIn(e.paths.Home, l.Artifact, artifact.MaxSize)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) || e.cfg == nil || e.cfg.Store.Backend != store.BackendEtcd {
+		return string(data), err
 	}
-	return string(b), nil
+	// Not here: it passed on another machine. The local backend has the
+	// store open; through a daemon, open it for this read.
+	if lb, ok := b.(*local); ok {
+		data, err = lb.svc.ReadArtifact(l.Artifact)
+		return string(data), err
+	}
+	st, oerr := control.OpenStore(e.cfg, e.paths, store.Options{ReadOnly: true})
+	if oerr != nil {
+		return "", fmt.Errorf("%w; and the store's copy: %v", err, oerr)
+	}
+	defer st.Close()
+	data, err = control.ReadArtifact(st, e.paths.Home, l.Artifact)
+	return string(data), err
 }

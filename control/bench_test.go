@@ -24,10 +24,23 @@ import (
 // in twenty in a retry backoff, each naming its phase's artifact (a real
 // file) — and 45 running loops of 50 allowed (caps near full).
 func decisionStore(b *testing.B, n int, policies bool) (*control.Service, time.Time) {
+	return decisionStoreOn(b, n, policies, "")
+}
+
+// decisionStoreOn is decisionStore on the bbolt file (etcd == ""), or on
+// the etcd store at that endpoint, every phase artifact also kept as the
+// store's copy.
+func decisionStoreOn(b *testing.B, n int, policies bool, etcd string) (*control.Service, time.Time) {
 	b.Helper()
 	dir := b.TempDir()
 	paths := workspace.Paths{Workspace: dir, Home: filepath.Join(dir, ".loopr")}
-	st, err := store.Open(paths.DB(), store.Options{NoSync: true}) // setup speed; decisions only read
+	var st *store.Store
+	var err error
+	if etcd == "" {
+		st, err = store.Open(paths.DB(), store.Options{NoSync: true}) // setup speed; decisions only read
+	} else {
+		st, err = store.OpenEtcd(store.EtcdConfig{Endpoints: []string{etcd}, Prefix: "/loopr/decision"}, store.Options{})
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -79,6 +92,7 @@ func fillDecisionStore(b *testing.B, st *store.Store, dir string, paths workspac
 	for i := range specs {
 		loops = append(loops, mk(fmt.Sprintf("sp%06d", i), loop.Spec, fmt.Sprintf("pl%06d", i%plans), 1, loop.Complete, 3*time.Hour))
 	}
+	var copies []string // artifacts kept in the etcd store only
 	art := filepath.Join(dir, "artifacts")
 	if err := os.MkdirAll(art, 0o700); err != nil {
 		b.Fatal(err)
@@ -91,6 +105,9 @@ func fillDecisionStore(b *testing.B, st *store.Store, dir string, paths workspac
 			l.Artifact = filepath.Join(art, l.ID+".md")
 			if err := os.WriteFile(l.Artifact, []byte("# Phase\n"), 0o600); err != nil {
 				b.Fatal(err)
+			}
+			if etcd != "" {
+				copies = append(copies, l.Artifact)
 			}
 		}
 		loops = append(loops, l)
@@ -119,12 +136,30 @@ func fillDecisionStore(b *testing.B, st *store.Store, dir string, paths workspac
 			loops = append(loops, l)
 		}
 	}
+	chunkSize := 5000
+	if etcd != "" {
+		chunkSize = 500 // etcd's --max-txn-ops
+	}
 	for len(loops) > 0 {
 		chunk := loops[:min(len(loops), chunkSize)]
 		loops = loops[len(chunk):]
 		if err := st.Update(func(tx *store.Tx) error {
 			for _, l := range chunk {
 				if err := tx.Create(l); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for len(copies) > 0 {
+		chunk := copies[:min(len(copies), chunkSize)]
+		copies = copies[len(chunk):]
+		if err := st.Update(func(tx *store.Tx) error {
+			for _, path := range chunk {
+				if err := tx.PutRaw(control.ArtifactKey(path), []byte("# Phase\n"), 0); err != nil {
 					return err
 				}
 			}
@@ -268,6 +303,71 @@ func BenchmarkDecision(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkDecisionEtcdArtifacts is BenchmarkDecision at 100k pending on
+// an etcd store, twice: with the phase artifacts as files here, then with
+// the files gone and only the store's copies left (the phases passed on
+// other machines); and the same decision on the bbolt file in the same
+// run. x-files (copies only ÷ files here) is what the artifact_missing
+// check costs on etcd: a decision asks etcd (one keys-only request) only
+// for paths neither a file here nor seen in the store before; x-bbolt is
+// the whole difference, which includes the decision's one read of the
+// rate-limit and fairness state from etcd.
+func BenchmarkDecisionEtcdArtifacts(b *testing.B) {
+	const n = 100_000
+	decide := func(b *testing.B, svc *control.Service, at time.Time, rounds int) time.Duration {
+		began := time.Now()
+		for range rounds {
+			at = at.Add(time.Second)
+			d, err := svc.Decide(at)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(d.Start) != 5 || !d.Fast {
+				b.Fatalf("Decide started %d (fast %v), want 5 by the incremental walk", len(d.Start), d.Fast)
+			}
+		}
+		return time.Since(began) / time.Duration(rounds)
+	}
+	local, now := decisionStoreOn(b, n, false, "")
+	if err := local.EnableIndex(); err != nil {
+		b.Fatal(err)
+	}
+	srv := etcdtest.Start(b, etcdtest.Options{NoFsync: true}) // setup speed; decisions only read
+	svc, _ := decisionStoreOn(b, n, false, srv.Endpoint())
+	if err := svc.EnableIndex(); err != nil {
+		b.Fatal(err)
+	}
+	files := decide(b, svc, now, 200)
+	ph, err := svc.Get("ph000000")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Rename(filepath.Dir(ph.Artifact), filepath.Dir(ph.Artifact)+".gone"); err != nil {
+		b.Fatal(err)
+	}
+	first := decide(b, svc, now.Add(time.Hour), 1) // asks etcd, fills the cache of copies seen
+	b.ReportAllocs()
+	b.ResetTimer()
+	at := now.Add(2 * time.Hour)
+	for b.Loop() {
+		at = at.Add(time.Second)
+		d, err := svc.Decide(at)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(d.Start) != 5 || !d.Fast {
+			b.Fatalf("Decide on etcd started %d (fast %v), want 5 by the incremental walk", len(d.Start), d.Fast)
+		}
+	}
+	per := b.Elapsed() / time.Duration(b.N)
+	bolt := decide(b, local, now.Add(3*time.Hour), 200)
+	b.ReportMetric(float64(first.Microseconds())/1000, "first-ms")
+	b.ReportMetric(float64(files.Microseconds())/1000, "files-ms")
+	b.ReportMetric(float64(bolt.Microseconds())/1000, "bbolt-ms")
+	b.ReportMetric(float64(per)/float64(files), "x-files")
+	b.ReportMetric(float64(per)/float64(bolt), "x-bbolt")
 }
 
 // BenchmarkDecisionProfiles is BenchmarkDecision at 100k with the agent

@@ -73,6 +73,7 @@ type Service struct {
 	budgets atomic.Int32 // whether any loop has a budget: budgetsUnknown, None or Some (budget.go)
 
 	gates gateState                         // preflight and no_git (preflight.go)
+	arts  storeArtifacts                    // artifact copies seen in the store (artifacts.go)
 	look  func(file string) (string, error) // finds a program on PATH; nil: exec.LookPath
 }
 

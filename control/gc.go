@@ -168,8 +168,9 @@ func (s *Service) prunable(cutoff time.Time) ([]api.GCLoop, int, error) {
 // cutoff, and have no children left. It returns what it deleted.
 func (s *Service) deleteLoops(batch []api.GCLoop, cutoff time.Time) ([]api.GCLoop, error) {
 	var removed []api.GCLoop
+	var arts []string // the artifacts whose store copies went
 	err := s.Store.Update(func(tx *store.Tx) error {
-		removed = removed[:0]
+		removed, arts = removed[:0], arts[:0]
 		for _, g := range batch {
 			l, err := tx.Get(g.ID)
 			if errors.Is(err, store.ErrNotFound) {
@@ -191,6 +192,10 @@ func (s *Service) deleteLoops(batch []api.GCLoop, cutoff time.Time) ([]api.GCLoo
 			if err := tx.Delete(l.ID); err != nil {
 				return err
 			}
+			if err := DropArtifact(tx, s.Store, l.Artifact, ""); err != nil {
+				return err
+			}
+			arts = append(arts, l.Artifact)
 			g.Status = l.Status
 			removed = append(removed, g)
 		}
@@ -199,6 +204,7 @@ func (s *Service) deleteLoops(batch []api.GCLoop, cutoff time.Time) ([]api.GCLoo
 	if err != nil {
 		return nil, fmt.Errorf("gc: %w", err)
 	}
+	s.forgetArtifacts(arts)
 	return removed, nil
 }
 

@@ -2,7 +2,6 @@ package control
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -119,29 +118,9 @@ func (s *Service) env(fair bool) (readyset.Env, float64, error) {
 	free, low, text := s.diskGate()
 	env.DiskLow, env.DiskLowText = low, text
 	env.Preflight, env.NoGit, env.NoGitText = s.gateInputs()
-	env.ArtifactExists = artifactExists
-	env.ArtifactsExist = artifactsExist
+	env.ArtifactExists = s.artifactExists
+	env.ArtifactsExist = s.artifactsExist
 	return env, free, nil
-}
-
-func artifactExists(path string) bool { _, err := os.Stat(path); return err == nil }
-
-// artifactsExist checks many artifact paths with a few stats in flight at
-// once: 10k of them (the parents of 100k waiting loops) are a good part of
-// a debug plan's time one by one.
-func artifactsExist(paths []string) []bool {
-	ok := make([]bool, len(paths))
-	workers := min(4, max(1, len(paths)/256))
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for i := w; i < len(paths); i += workers {
-				ok[i] = artifactExists(paths[i])
-			}
-		})
-	}
-	wg.Wait()
-	return ok
 }
 
 // indexSnapshot is Snapshot read from the index instead of the store.

@@ -356,8 +356,9 @@ func (s *Service) readAccepted(id string) (*acceptedArtifact, error) {
 	if l.Artifact == "" {
 		return nil, Invalid("artifact", "loop %s has no artifact to approve; iterate or reject it", id)
 	}
-	// Under the home, no symlink may lead the read elsewhere.
-	data, err := safefile.ReadIn(s.Paths.Home, l.Artifact, artifact.MaxSize)
+	// Under the home, no symlink may lead the read elsewhere; a plan that
+	// passed on another machine is read from the store's copy.
+	data, err := s.ReadArtifact(l.Artifact)
 	var nr *safefile.NotRegularError
 	var tl *safefile.TooLargeError
 	switch {
@@ -400,7 +401,10 @@ func (s *Service) Iterate(tx *store.Tx, l loop.Loop, feedback string, now time.T
 		n.Artifact = ""
 		n.RunnableAt = time.Time{}
 	})
-	return changed, err
+	if err != nil {
+		return changed, err
+	}
+	return changed, DropArtifact(tx, s.Store, l.Artifact, "")
 }
 
 // Answer releases a loop that needs a person: back to pending with text

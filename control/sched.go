@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -139,19 +138,25 @@ func (s *Service) Snapshot() (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	present := map[string]bool{}
+	var paths []string
+	for i := range snap.Waiting {
+		if path := snap.Waiting[i].Loop.TriggeredBy; path != "" {
+			if _, seen := present[path]; !seen {
+				present[path] = false
+				paths = append(paths, path)
+			}
+		}
+	}
+	if len(paths) > 0 {
+		for i, ok := range s.artifactsExist(paths) {
+			present[paths[i]] = ok
+		}
+	}
 	for i := range snap.Waiting {
 		c := &snap.Waiting[i]
-		path := c.Loop.TriggeredBy
-		if path == "" {
-			continue
+		if path := c.Loop.TriggeredBy; path != "" {
+			c.ArtifactMissing = !present[path]
 		}
-		ok, seen := present[path]
-		if !seen {
-			_, err := os.Stat(path)
-			ok = err == nil
-			present[path] = ok
-		}
-		c.ArtifactMissing = !ok
 	}
 	snap.DiskFreeGB, snap.DiskLow, snap.DiskLowText = s.diskGate()
 	snap.Preflight, snap.NoGit, snap.NoGitText = s.gateInputs()

@@ -37,6 +37,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/loopr-dev/loopr/cluster"
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
@@ -60,15 +61,10 @@ type Options struct {
 	// WebhookBackoff is the wait before a webhook delivery's first retry;
 	// it doubles before each further one. 0 means 1 s.
 	WebhookBackoff time.Duration
-	// Standby, on an etcd store another daemon holds, waits for that
-	// daemon's claim to go and then takes the store over, instead of
-	// refusing to start.
+	// Standby, on an etcd store, makes the daemon a worker that runs no
+	// loops (max_loops 0) but may be elected scheduler.
 	Standby bool
 }
-
-// ClaimTTL is the lease of a daemon's claim on an etcd store: how long
-// after a daemon died another may take the store over.
-const ClaimTTL = 15 * time.Second
 
 // ShutdownTimeout bounds how long Run waits for HTTP requests in flight
 // when it stops.
@@ -129,30 +125,6 @@ func Run(ctx context.Context, o Options) error {
 			return err // "store is in use by pid N; is the daemon running?"
 		}
 		return fmt.Errorf("open store: %w", err)
-	}
-	// On etcd, the store's claim is what the file lock is on bbolt: one
-	// daemon per store, gone ClaimTTL after its daemon dies.
-	host, _ := os.Hostname()
-	holder := fmt.Sprintf("pid %d on host %s, home %s", os.Getpid(), host, paths.Home)
-	claimLost, err := st.Claim(holder, ClaimTTL)
-	for le := (*store.LockedError)(nil); o.Standby && errors.As(err, &le); {
-		// A standby waits for the active daemon's claim to go (a clean
-		// stop, or its lease running out), then takes the store over.
-		log.Info("standby: waiting to take the store over", "store", st.Where(), "held by", le.Holder)
-		if err = st.WaitUnclaimed(ctx); err != nil {
-			break
-		}
-		claimLost, err = st.Claim(holder, ClaimTTL)
-		if err == nil {
-			log.Info("standby: took the store over", "store", st.Where())
-		}
-	}
-	if err != nil {
-		st.Close()
-		if ctx.Err() != nil {
-			return nil // stopped while standing by
-		}
-		return err
 	}
 	pid := os.Getpid()
 	d := &daemon{
@@ -219,7 +191,29 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("git: %w", err)
 		}
 	}
+	if git != nil {
+		git.Remote = cfg.Git.Remote
+		if err := git.CheckRemote(ctx); err != nil {
+			return err
+		}
+	}
 	d.git = git
+	// On etcd every daemon is a worker of the store's one queue
+	// (package cluster); the one elected scheduler also schedules.
+	var worker *cluster.Worker
+	if st.Backend() == store.BackendEtcd {
+		w, rerr := d.register(ctx, git) // err keeps gitflow.Open's answer (below)
+		if rerr != nil {
+			return rerr
+		}
+		worker = w
+		if git != nil {
+			// Merges into a plan branch on git.remote: under an etcd
+			// mutex every worker shares.
+			git.Lock = worker.Locker()
+		}
+	}
+	d.worker = worker
 	switch {
 	case !cfg.Git.Worktrees:
 		d.svc.SetGit(control.NoGitText("git.worktrees is false"))
@@ -237,8 +231,20 @@ func Run(ctx context.Context, o Options) error {
 		Service: d.svc, Runner: run, Git: git, Log: log,
 		Owner: "pid " + strconv.Itoa(pid), Notify: d.hub.poke,
 		OnTick: d.metrics.onTick, OnDispatch: d.metrics.onDispatch, OnUsage: d.metrics.onUsage,
+		Cluster: worker,
 	})
 	d.mgr = mgr
+	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWorker()
+	workerDone := make(chan struct{})
+	if worker != nil {
+		go func() {
+			defer close(workerDone)
+			_ = worker.Run(workerCtx)
+		}()
+	} else {
+		close(workerDone)
+	}
 
 	ln, err := listen(sock)
 	if err != nil {
@@ -281,9 +287,15 @@ func Run(ctx context.Context, o Options) error {
 	defer stopAux()
 	var followers, aux sync.WaitGroup
 	followers.Go(func() { d.metrics.follow(auxCtx, startSeq) })
-	followers.Go(func() { d.webhooks.run(auxCtx, startSeq) })
-	followers.Go(func() { d.notifier.run(auxCtx, startSeq) })
-	aux.Go(func() { d.cleaner(auxCtx) })
+	if worker == nil {
+		followers.Go(func() { d.webhooks.run(auxCtx, startSeq) })
+		followers.Go(func() { d.notifier.run(auxCtx, startSeq) })
+		aux.Go(func() { d.cleaner(auxCtx) })
+	} else {
+		// Once per cluster: only the scheduler delivers webhooks, runs
+		// notify.command and the retention cleaner.
+		followers.Go(func() { d.schedulerDuties(auxCtx, worker) })
+	}
 	aux.Go(func() { _ = jail.Run(auxCtx) }) // reaps strays reparented to the daemon
 	aux.Go(func() { d.watchConfig(auxCtx, hup) })
 
@@ -297,8 +309,6 @@ func Run(ctx context.Context, o Options) error {
 	mgrExited := false
 	select {
 	case <-ctx.Done():
-	case <-claimLost:
-		runErr = errors.New("lost the claim on the etcd store (etcd unreachable for longer than its lease): stopping, since another daemon may now take the store over")
 	case err := <-mgrDone:
 		mgrExited = true
 		runErr = fmt.Errorf("loop manager: %w", err)
@@ -318,6 +328,10 @@ func Run(ctx context.Context, o Options) error {
 			runErr = fmt.Errorf("loop manager: %w", err)
 		}
 	}
+	// After the manager requeued its loops (their lease keys deleted): the
+	// registration, the election bid and the session go at once.
+	stopWorker()
+	<-workerDone
 	d.hub.close() // streams and followers send what the journal holds, then end
 	sctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 	defer cancel()
@@ -346,8 +360,9 @@ type daemon struct {
 	svc     *control.Service
 	mgr     *loopmgr.Manager
 	hub     *hub
-	git     *gitflow.Repo // nil: no git flow
-	jail    *contain.Jail // how agents' processes are contained
+	git     *gitflow.Repo   // nil: no git flow
+	worker  *cluster.Worker // this daemon as a worker of an etcd store; nil on bbolt
+	jail    *contain.Jail   // how agents' processes are contained
 
 	cfg      atomic.Pointer[config.Config]
 	metrics  *metrics

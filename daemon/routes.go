@@ -3,6 +3,7 @@ package daemon
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/cluster"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/store"
@@ -411,6 +413,15 @@ func (d *daemon) status() (api.Status, error) {
 	}
 	if w := d.diskWarning(); w != "" {
 		st.Warning = strings.TrimPrefix(st.Warning+"; "+w, "; ")
+	}
+	if d.worker != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c, err := cluster.Status(ctx, d.store, d.worker.Name(), d.worker.TTL())
+		if err != nil {
+			st.Warning = strings.TrimPrefix(st.Warning+"; workers: "+err.Error(), "; ")
+		}
+		st.Cluster = c
 	}
 	return st, nil
 }

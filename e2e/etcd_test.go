@@ -24,10 +24,11 @@ import (
 
 // TestEtcdStoreDaemon runs the real daemon with store.backend etcd, on a
 // real etcd embedded on 127.0.0.1 (issue 14): a whole plan tree completes
-// with no loopr.db written; a second daemon on the same store is refused
-// with a line naming the first; `loopr store check` refuses; with the
-// daemon stopped, the direct CLI reads and writes the etcd store, and a
-// new daemon sees what it wrote.
+// with no loopr.db written; status names the daemon's worker, which is the
+// scheduler; a second daemon in another repository on the same store is
+// refused (no git.remote) with a line naming the first worker; `loopr
+// store check` refuses; with the daemon stopped, the direct CLI reads and
+// writes the etcd store, and a new daemon sees what it wrote.
 func TestEtcdStoreDaemon(t *testing.T) {
 	t.Parallel()
 	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
@@ -64,13 +65,23 @@ func TestEtcdStoreDaemon(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(r.home, "loopr.db")); err == nil {
 		t.Error("the daemon wrote loopr.db although the store is on etcd")
 	}
+	c := status(t, r).Cluster
+	if c == nil || c.Worker == "" || c.Scheduler != c.Worker || len(c.Workers) != 1 || c.Workers[0].Running != 0 || c.LeaseTTLSecs != 15 {
+		t.Errorf("status cluster = %+v; want this daemon's worker alone, the scheduler, lease 15 s", c)
+	} else if out := ok(t, r.dir, "status"); !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(c.Worker) + ` +\S+ +0/\d+ +- +scheduler, this daemon$`).MatchString(out) {
+		t.Errorf("loopr status lacks the WORKERS row of %s:\n%s", c.Worker, out)
+	}
 
-	// A second daemon (another workspace, another home) on the same store.
+	if out := ok(t, r.dir, "debug", "scheduler"); c != nil && !strings.HasPrefix(out, "scheduler: worker "+c.Worker+" (elected among 1)") {
+		t.Errorf("loopr debug scheduler does not name the scheduler %s first:\n%s", c.Worker, out)
+	}
+
+	// A second daemon (another repository, another home) on the same store.
 	r2 := newRepo(t, treeConfig(t, 3, validateCmd(t), "tree")+storeYML)
 	res := run(t, r2.dir, "", "daemon")
-	if res.code == 0 || !strings.Contains(res.stderr, "is in use by the daemon pid") ||
-		!strings.Contains(res.stderr, "one daemon per store for now") {
-		t.Errorf("second daemon on the store: exit %d, stderr %q; want a refusal naming the first", res.code, res.stderr)
+	if res.code == 0 || !strings.Contains(res.stderr, "worker "+c.Worker+" shares this store from host") ||
+		!strings.Contains(res.stderr, "set git.remote in loopr.yml") {
+		t.Errorf("second daemon on the store from another repository: exit %d, stderr %q; want a refusal naming the first worker and git.remote", res.code, res.stderr)
 	}
 
 	if code := d.stop(); code != 0 {
@@ -90,8 +101,8 @@ func TestEtcdStoreDaemon(t *testing.T) {
 	var added loop.Loop
 	mustJSON(t, ok(t, r.dir, "add", "--type", "ralph", "--task", "Written without a daemon", "--json"), &added)
 
-	// The claim went with the first daemon's clean stop: another starts at
-	// once, and runs what the CLI added.
+	// The registration went with the first daemon's clean stop: another
+	// starts at once, and runs what the CLI added.
 	d2 := startDaemon(t, r)
 	waitEvery(t, 30*time.Second, slowPoll, "the loop added without a daemon to finish", func() bool {
 		if d2.exited() {
@@ -126,13 +137,11 @@ func TestEtcdStoreDaemon(t *testing.T) {
 }
 
 // TestEtcdStoreTakeover: the daemon on an etcd store is killed with
-// SIGKILL mid-run. Until its claim's lease runs out a daemon from another
-// home (another machine, as far as the store can tell) is refused with a
-// line naming the dead one; the claim is gone about daemon.ClaimTTL after
-// the kill, and a new daemon takes the store over, recovers the
-// interrupted loops (one attempt charged each) and runs the tree to
-// completion. (It runs in the first workspace: the loops' branches are in
-// that repository; git across machines is not there yet.)
+// SIGKILL mid-run and started again at once in the same home: its dead
+// registration (same host, same home, a pid that is gone) is ended at the
+// start instead of waiting out the lease, and the new daemon — the only
+// worker, so the scheduler — recovers the interrupted loops (one attempt
+// charged each) and runs the tree to completion.
 func TestEtcdStoreTakeover(t *testing.T) {
 	t.Parallel()
 	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
@@ -146,27 +155,18 @@ func TestEtcdStoreTakeover(t *testing.T) {
 		b, _ := os.ReadFile(runLog)
 		return strings.Contains(string(b), "start ")
 	})
-	pid := d.cmd.Process.Pid
 	d.crash(t)
 	killed := time.Now()
-
-	// Another home on the same store: refused while the lease lives.
-	r2 := newRepo(t, treeConfig(t, 5, validateCmd(t), "crash", runLog, "2")+storeYML)
-	res := run(t, r2.dir, "", "daemon")
-	if want := fmt.Sprintf("is in use by the daemon pid %d", pid); res.code == 0 || !strings.Contains(res.stderr, want) {
-		t.Fatalf("daemon right after the crash: exit %d, stderr %q; want a refusal with %q", res.code, res.stderr, want)
-	}
-	cli := etcdClientE2E(t, srv.Endpoint())
-	waitFor(t, 30*time.Second, "the dead daemon's claim to expire", func() bool {
-		resp, err := cli.Get(t.Context(), "/loopr/takeover/daemon", clientv3.WithCountOnly())
-		return err == nil && resp.Count == 0
-	})
-	expired := time.Since(killed)
-	t.Logf("claim expired %s after the SIGKILL", expired.Round(100*time.Millisecond))
-	if expired > 20*time.Second {
-		t.Errorf("claim expired %s after the holder died, want within about 15 s", expired)
-	}
 	d2 := startDaemon(t, r)
+	waitFor(t, 10*time.Second, "the restarted daemon to be the scheduler", func() bool {
+		c := status(t, r).Cluster
+		return c != nil && c.Scheduler != "" && len(c.Workers) == 1 && c.Workers[0].PID == d2.cmd.Process.Pid
+	})
+	took := time.Since(killed)
+	t.Logf("restarted daemon scheduling %s after the SIGKILL (lease 15 s)", took.Round(100*time.Millisecond))
+	if took > 10*time.Second {
+		t.Errorf("the restarted daemon took %s to schedule; want well within the 15 s lease (the dead registration ended at start)", took)
+	}
 	waitEvery(t, 90*time.Second, slowPoll, "the plan tree to settle", func() bool {
 		if d2.exited() {
 			t.Fatalf("daemon exited: %v\n%s", d2.cmd.ProcessState, tail(d2.output(), 40))
@@ -189,20 +189,25 @@ func etcdClientE2E(t *testing.T, endpoint string) *clientv3.Client {
 	return cli
 }
 
-// TestEtcdStandbyFailover: a second daemon (`loopr --home B daemon
-// --standby`) waits while the first holds the etcd store; the first is
-// killed with SIGKILL mid-run, and the standby takes the store over —
-// serving its socket within 2× the claim's lease — recovers the
-// interrupted loops and runs the tree to completion. Both daemons share
-// the workspace (one machine, two homes): git across machines is not
-// there yet.
+// TestEtcdStandbyFailover: daemon A (home A) is a worker and the
+// scheduler; daemon B (`loopr --home B daemon --standby`, same workspace)
+// is a worker that runs no loops. A is killed with SIGKILL mid-run: B is
+// elected scheduler within 2× the lease TTL (worker.lease_ttl_secs 4),
+// recovers A's interrupted loops (one attempt charged each), and once A
+// is started again (its dead registration ended at once) assigns the
+// tree to it, to completion. B never runs a loop.
 func TestEtcdStandbyFailover(t *testing.T) {
 	t.Parallel()
 	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
-	storeYML := fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%q]\n    prefix: /loopr/standby\n", srv.Endpoint())
+	storeYML := fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%q]\n    prefix: /loopr/standby\nworker:\n  lease_ttl_secs: 4\n", srv.Endpoint())
 	runLog := filepath.Join(t.TempDir(), "runs.log")
 	r := newRepo(t, treeConfig(t, 5, validateCmd(t), "crash", runLog, "2")+storeYML)
 	a := startDaemon(t, r)
+	waitFor(t, 15*time.Second, "A to be the scheduler", func() bool {
+		c := status(t, r).Cluster
+		return c != nil && c.Scheduler != "" && c.Scheduler == c.Worker
+	})
+	nameA := status(t, r).Cluster.Worker
 
 	homeB := filepath.Join(t.TempDir(), "b")
 	logB := filepath.Join(r.logs, "standby.log")
@@ -224,15 +229,32 @@ func TestEtcdStandbyFailover(t *testing.T) {
 		_ = b.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-bDone:
-		case <-time.After(5 * time.Second):
+		case <-time.After(10 * time.Second):
 			_ = b.Process.Kill()
 			<-bDone
 		}
 	})
 	logged := func() string { out, _ := os.ReadFile(logB); return string(out) }
-	waitFor(t, 15*time.Second, "the standby to wait", func() bool {
-		return strings.Contains(logged(), "standby: waiting to take the store over")
+	var nameB string
+	waitFor(t, 15*time.Second, "the standby to register", func() bool {
+		select {
+		case <-bDone:
+			t.Fatalf("standby exited: %v\n%s", b.ProcessState, tail(logged(), 40))
+		default:
+		}
+		res := run(t, r.dir, "", "--home", homeB, "status", "--json")
+		var st api.Status
+		if res.code != 0 || json.Unmarshal([]byte(res.stdout), &st) != nil || !st.Daemon || st.Cluster == nil {
+			return false
+		}
+		nameB = st.Cluster.Worker
+		return len(st.Cluster.Workers) == 2
 	})
+	for _, w := range bStatus(t, r.dir, homeB).Cluster.Workers {
+		if w.Name == nameB && (w.MaxLoops != 0 || w.Scheduler) {
+			t.Errorf("standby worker %+v: want max_loops 0, not the scheduler", w)
+		}
+	}
 
 	var plan loop.Loop
 	mustJSON(t, ok(t, r.dir, "plan", "Survive a lost machine", "--json"), &plan)
@@ -240,26 +262,25 @@ func TestEtcdStandbyFailover(t *testing.T) {
 		out, _ := os.ReadFile(runLog)
 		return strings.Contains(string(out), "start ")
 	})
-	if s := bStatus(t, r.dir, homeB); s.Daemon {
-		t.Fatalf("the standby answers while the first daemon holds the store: %+v", s)
-	}
 	a.crash(t)
 	killed := time.Now()
-	waitFor(t, 45*time.Second, "the standby to take over and answer", func() bool {
-		select {
-		case <-bDone:
-			t.Fatalf("standby exited: %v\n%s", b.ProcessState, tail(logged(), 40))
-		default:
-		}
-		s := bStatus(t, r.dir, homeB)
-		return s.Daemon && s.PID == b.Process.Pid
+	waitFor(t, 20*time.Second, "the standby to be elected scheduler", func() bool {
+		c := bStatus(t, r.dir, homeB).Cluster
+		return c != nil && c.Scheduler == nameB
 	})
 	failover := time.Since(killed)
-	t.Logf("standby answered %s after the SIGKILL", failover.Round(100*time.Millisecond))
-	if limit := 2 * 15 * time.Second; failover > limit {
-		t.Errorf("failover took %s, want within 2× the claim's lease (%s)", failover, limit)
+	t.Logf("standby elected scheduler %s after the SIGKILL (lease 4 s)", failover.Round(100*time.Millisecond))
+	if limit := 2 * 4 * time.Second; failover > limit {
+		t.Errorf("failover took %s, want within 2× the lease TTL (%s)", failover, limit)
 	}
+	waitFor(t, 20*time.Second, "the loops of A recovered", func() bool {
+		return bStatus(t, r.dir, homeB).Counts[loop.Running] == 0
+	})
+	a2 := startDaemon(t, r) // A again: the standby assigns it the tree
 	waitEvery(t, 90*time.Second, slowPoll, "the plan tree to settle", func() bool {
+		if a2.exited() {
+			t.Fatalf("daemon A exited: %v\n%s", a2.cmd.ProcessState, tail(a2.output(), 40))
+		}
 		st := bStatus(t, r.dir, homeB)
 		return settled(st) && st.Counts[loop.Complete] > 0
 	})
@@ -267,6 +288,25 @@ func TestEtcdStandbyFailover(t *testing.T) {
 	mustJSON(t, ok(t, r.dir, "--home", homeB, "list", "--json"), &loops)
 	checkTree(t, loops)
 	completeWithARetry(t, loops)
+	s, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: "/loopr/standby"}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var evs []loop.Event
+	if err := s.View(func(tx *store.Tx) (err error) { evs, err = tx.EventsSince(0, 0); return err }); err != nil {
+		t.Fatal(err)
+	}
+	lost := false
+	for _, e := range evs {
+		if strings.Contains(e.Message, "started on worker "+nameB) {
+			t.Errorf("the standby ran a loop: %s %s", e.Loop, e.Message)
+		}
+		lost = lost || strings.Contains(e.Message, "worker "+nameA+" was lost; iteration")
+	}
+	if !lost {
+		t.Errorf("no journal event says worker %s was lost", nameA)
+	}
 }
 
 // bStatus is `loopr --home home status --json` in dir.

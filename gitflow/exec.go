@@ -69,6 +69,10 @@ func (r *Repo) gitEnv(ctx context.Context, dir string, env []string, args ...str
 	argv := append([]string{"-C", dir, "-c", "core.hooksPath=/dev/null"}, args...)
 	cmd := exec.CommandContext(ctx, "git", argv...)
 	cmd.Env = append(baseEnv(), env...)
+	// git stays in the daemon's process group: the containment (package
+	// contain) takes a child of the daemon outside it for an agent's
+	// stray and kills it. A timeout kills git; what git started (ssh, a
+	// local remote's receive-pack and its hooks) gets WaitDelay to go.
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -97,7 +101,9 @@ var scrubbed = map[string]bool{
 
 // baseEnv is the environment of every git command: the daemon's, without
 // repository overrides, in the C locale (error texts are matched) and never
-// prompting on a terminal.
+// prompting on a terminal (a push or fetch that needs a password fails
+// instead of waiting for one; ssh asks on the terminal of a daemon started
+// in the foreground unless an agent or BatchMode spares it).
 func baseEnv() []string {
 	env := make([]string, 0, len(os.Environ())+3)
 	for _, kv := range os.Environ() {
@@ -106,7 +112,9 @@ func baseEnv() []string {
 			env = append(env, kv)
 		}
 	}
-	return append(env, "LC_ALL=C", "LANGUAGE=C", "GIT_TERMINAL_PROMPT=0")
+	// GCM_INTERACTIVE: Git Credential Manager fails instead of opening a
+	// window or a device-code prompt nobody sees.
+	return append(env, "LC_ALL=C", "LANGUAGE=C", "GIT_TERMINAL_PROMPT=0", "GCM_INTERACTIVE=never")
 }
 
 // DefaultTimeout bounds every git command loopr runs whose caller gave no

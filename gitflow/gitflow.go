@@ -66,11 +66,23 @@ type Repo struct {
 	// Timeout bounds each git command whose context has no deadline;
 	// 0 means DefaultTimeout.
 	Timeout time.Duration
+	// Remote names the git remote (git.remote, e.g. origin) that workers
+	// on several machines share: loop branches are fetched from it and
+	// pushed to it, and merges into a plan branch happen on it (remote.go).
+	// "" = this repository only, as on one machine.
+	Remote string
+	// Lock serializes merges into one plan branch across every worker
+	// sharing Remote (an etcd mutex); it is taken with the branch's name,
+	// after this process's own lock. nil = this process's lock only.
+	Lock Locker
 
 	admin sync.Mutex // serializes worktree add, remove and prune
 
 	mu      sync.Mutex
 	targets map[string]chan struct{} // one-slot semaphores: merges per target branch
+
+	remoteMu  sync.Mutex // serializes fetches and pushes (they write the same refs)
+	fetchedAt time.Time  // when the last successful fetch began; remoteMu
 }
 
 // Open finds the repository that holds dir. home is loopr's home directory
@@ -106,10 +118,16 @@ func Open(dir, home string, log *slog.Logger) (*Repo, error) {
 
 // EnsurePlanBranch creates a plan's integration branch (Branch) at the
 // current HEAD unless it exists. It uses `git branch`, never checkout: the
-// user's current branch and working tree stay as they are.
+// user's current branch and working tree stay as they are. With Remote, the
+// branch is the remote's: fetched when it is there, else created and pushed
+// (a concurrent create that loses takes the remote's); the local branch
+// follows when that loses nothing.
 func (r *Repo) EnsurePlanBranch(ctx context.Context, branch string) error {
 	if err := checkOurs(branch); err != nil {
 		return err
+	}
+	if r.Remote != "" {
+		return r.ensureRemotePlan(ctx, branch)
 	}
 	if ok, err := r.branchExists(ctx, branch); err != nil || ok {
 		return err

@@ -18,7 +18,21 @@ import (
 // a detached HEAD, so the target branch is not "checked out" there and the
 // user may check it out, or delete it, as they please. If the user has into
 // checked out in a worktree of their own, Merge fails rather than touch it.
+//
+// With Remote, the merge is into the remote's into (remote.go): see
+// MergeWith.
 func (r *Repo) Merge(ctx context.Context, branch, into string) error {
+	return r.MergeWith(ctx, branch, into, MergeOptions{})
+}
+
+// MergeWith is Merge with options. With Remote, it takes this process's
+// lock and then Lock (shared by every worker), fetches, merges branch onto
+// the remote's into at a detached HEAD in the integration worktree, calls
+// the fence, and pushes the merge with --force-with-lease; a push refused
+// because into moved meanwhile (someone pushed without the lock) starts
+// again from the fetch, MergeAttempts times in all. The local into follows
+// when it can (a fast forward, not checked out).
+func (r *Repo) MergeWith(ctx context.Context, branch, into string, o MergeOptions) error {
 	if err := checkBranch(branch); err != nil {
 		return err
 	}
@@ -34,6 +48,9 @@ func (r *Repo) Merge(ctx context.Context, branch, into string) error {
 		return err
 	}
 	defer unlock()
+	if r.Remote != "" {
+		return r.mergeRemote(ctx, branch, into, name, o)
+	}
 
 	for _, b := range []string{branch, into} {
 		ok, err := r.branchExists(ctx, b)
@@ -51,6 +68,11 @@ func (r *Repo) Merge(ctx context.Context, branch, into string) error {
 	if err := r.cleanIntegration(ctx, dir); err != nil {
 		return err
 	}
+	if o.Fence != nil {
+		if err := o.Fence(ctx); err != nil {
+			return fmt.Errorf("merge of %s into %s: not merged: %w", branch, into, err)
+		}
+	}
 	if _, err := r.git(ctx, dir, "checkout", "--quiet", into, "--"); err != nil {
 		return fmt.Errorf("merge into %s: check out in %s: %w", into, dir, err)
 	}
@@ -63,12 +85,16 @@ func (r *Repo) Merge(ctx context.Context, branch, into string) error {
 
 	message := fmt.Sprintf("loopr: merge %s into %s", branch, into)
 	args := append(identityArgs(), "merge", "--no-ff", "--no-edit", "--no-verify", "-m", message, "refs/heads/"+branch)
-	_, mergeErr := r.gitEnv(ctx, dir, identityEnv, args...)
-	if mergeErr == nil {
-		r.logger().Info("merged", "branch", branch, "into", into)
-		return nil
+	if _, err := r.gitEnv(ctx, dir, identityEnv, args...); err != nil {
+		return r.mergeFailed(ctx, dir, branch, into, err)
 	}
+	r.logger().Info("merged", "branch", branch, "into", into)
+	return nil
+}
 
+// mergeFailed cleans the integration worktree dir after a merge that did
+// not succeed and says why: a *ConflictError when files conflict.
+func (r *Repo) mergeFailed(ctx context.Context, dir, branch, into string, mergeErr error) error {
 	var output string
 	var ge *gitError
 	if errors.As(mergeErr, &ge) {

@@ -264,7 +264,8 @@ func gitIn(dir string) (int, bool) {
 
 // Ahead counts the commits on branch that base does not have: the work of
 // a loop whose branch was made from base (its plan's branch, or HEAD).
-// Zero means the loop has changed nothing yet, in any iteration.
+// Zero means the loop has changed nothing yet, in any iteration. With
+// Remote, a branch base is the remote's as last fetched.
 func (r *Repo) Ahead(ctx context.Context, branch, base string) (int, error) {
 	if err := checkBranch(branch); err != nil {
 		return 0, err
@@ -272,7 +273,11 @@ func (r *Repo) Ahead(ctx context.Context, branch, base string) (int, error) {
 	if base == "" || base[0] == '-' {
 		return 0, fmt.Errorf("%w: revision %q", ErrInvalidID, base)
 	}
-	out, err := r.git(ctx, r.Root, "rev-list", "--count", base+".."+branch)
+	from, err := r.baseCommit(ctx, base)
+	if err != nil {
+		return 0, fmt.Errorf("count the commits of %s past %s: %w", branch, base, err)
+	}
+	out, err := r.git(ctx, r.Root, "rev-list", "--count", from+"..refs/heads/"+branch)
 	if err != nil {
 		return 0, fmt.Errorf("count the commits of %s past %s: %w", branch, base, err)
 	}

@@ -28,7 +28,8 @@ func (r *Repo) AddWorktree(ctx context.Context, id, branch, base string) (dir st
 }
 
 // AddDetachedWorktree makes <home>/worktrees/<id> a worktree with a detached
-// HEAD at base (the plan branch, for plan, spec and phase loops), whose
+// HEAD at base (the plan branch, for plan, spec and phase loops; with
+// Remote, the remote's as last fetched), whose
 // changes are never kept. A worktree already there is reset to base's
 // current commit: tracked changes and untracked files are discarded (ignored
 // files, such as build caches, stay).
@@ -36,7 +37,7 @@ func (r *Repo) AddDetachedWorktree(ctx context.Context, id, base string) (string
 	if err := checkID(id); err != nil {
 		return "", err
 	}
-	commit, err := r.resolve(ctx, base)
+	commit, err := r.baseCommit(ctx, base)
 	if err != nil {
 		return "", err
 	}
@@ -79,18 +80,21 @@ func (r *Repo) RemoveWorktree(ctx context.Context, id, branch string) error {
 }
 
 // DeleteBranch deletes branch (git branch -D) unless it is missing. It
-// refuses names outside loopr/.
+// refuses names outside loopr/. With Remote, the remote's branch goes too
+// if it is at the same commit (see deleteRemote).
 func (r *Repo) DeleteBranch(ctx context.Context, branch string) error {
 	if err := checkOurs(branch); err != nil {
 		return err
 	}
-	if ok, err := r.branchExists(ctx, branch); err != nil || !ok {
+	tip, ok, err := r.tip(ctx, "refs/heads/"+branch)
+	if err != nil || !ok {
 		return err
 	}
 	if _, err := r.git(ctx, r.Root, "branch", "-D", branch); err != nil {
 		return fmt.Errorf("delete branch %s: %w", branch, err)
 	}
 	r.logger().Info("deleted branch", "branch", branch)
+	r.deleteRemote(ctx, branch, tip)
 	return nil
 }
 
@@ -276,7 +280,7 @@ func (r *Repo) ensureWorktree(ctx context.Context, name, branch, base string) (d
 		if base == "" {
 			return "", false, fmt.Errorf("worktree %s: branch %s does not exist and no base was given", name, branch)
 		}
-		commit, err := r.resolve(ctx, base)
+		commit, err := r.baseCommit(ctx, base)
 		if err != nil {
 			return "", false, err
 		}

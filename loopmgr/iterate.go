@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/loopr-dev/loopr/artifact"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
+	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/store"
@@ -44,14 +48,14 @@ func (m *Manager) root(l loop.Loop) (loop.Loop, error) {
 
 // prepare builds the job for one iteration: settings, parent artifact and
 // the working directory (a git worktree when enabled).
-func (m *Manager) prepare(ctx context.Context, l loop.Loop, profile string) (runner.Job, error) {
+func (m *Manager) prepare(ctx context.Context, a *active, l loop.Loop, profile string) (runner.Job, error) {
 	c := m.cfg()
 	ls := c.Loop(l.Type)
-	a, ok := c.Profile(profile)
+	ag, ok := c.Profile(profile)
 	if !ok { // gone in a reload since the decision
-		a, _ = c.Profile(c.ProfileOf(&l))
+		ag, _ = c.Profile(c.ProfileOf(&l))
 	}
-	timeout := a.TimeoutSecs
+	timeout := ag.TimeoutSecs
 	if own := c.Loops[l.Type].TimeoutSecs; own > 0 {
 		timeout = own
 	} else if u, ok := c.UserTypes[l.Type]; ok && u.TimeoutSecs > 0 {
@@ -60,22 +64,31 @@ func (m *Manager) prepare(ctx context.Context, l loop.Loop, profile string) (run
 	j := runner.Job{
 		Loop: l, Home: m.svc.Paths.Home, Workdir: m.svc.Paths.Workspace,
 		Settings: runner.Settings{
-			Agent: a.Argv(), Env: a.Env(), Preset: a.Preset,
+			Agent: ag.Argv(), Env: ag.Env(), Preset: ag.Preset,
 			Validate: ls.Validate, PromptFile: m.promptFile(l.Type, ls.Prompt),
 			Timeout:           time.Duration(timeout) * time.Second,
-			RateLimitExitCode: a.RateLimitExitCode, RateLimitPattern: ratePattern(a.RateLimitPattern),
-			StallTimeout: time.Duration(a.StallTimeoutSecs) * time.Second,
+			RateLimitExitCode: ag.RateLimitExitCode, RateLimitPattern: ratePattern(ag.RateLimitPattern),
+			StallTimeout: time.Duration(ag.StallTimeoutSecs) * time.Second,
 		},
 	}
+	worker := ""
+	if m.clustered() {
+		worker = m.o.Cluster.Name()
+	}
+	env := j.Settings.Env
+	j.Settings.Env = append(env[:len(env):len(env)], "LOOPR_WORKER="+worker) // a copy: never the profile's array
 	// The runner reads the parent's artifact (a regular file under the
 	// home, bounded), so a replaced file fails the iteration, not the manager.
 	j.ParentArtifact = l.TriggeredBy
+	if err := m.remoteParentArtifact(&j); err != nil {
+		return j, err
+	}
 	if m.o.Git != nil {
-		dir, err := m.worktree(ctx, l)
+		dir, synced, err := m.worktree(ctx, l)
 		if err != nil {
 			return j, fmt.Errorf("worktree: %w", err)
 		}
-		j.Workdir = dir
+		j.Workdir, a.synced = dir, synced
 	}
 	if j.Workdir != l.Workdir {
 		err := m.svc.Store.Update(func(tx *store.Tx) error {
@@ -92,6 +105,31 @@ func (m *Manager) prepare(ctx context.Context, l loop.Loop, profile string) (run
 		j.Loop.Workdir = j.Workdir
 	}
 	return j, nil
+}
+
+// remoteParentArtifact gives the job the parent's artifact when it passed
+// on another machine (an etcd store; the file is not here): the store's
+// copy, also written under this home's loops/<parent>/accepted/, which
+// $LOOPR_PARENT_ARTIFACT then names. With no copy either, the job keeps
+// the path and the runner fails the iteration with the file's reason.
+func (m *Manager) remoteParentArtifact(j *runner.Job) error {
+	path := j.Loop.TriggeredBy
+	if path == "" || j.Loop.Parent == "" || m.svc.Store.Backend() != store.BackendEtcd {
+		return nil
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	data, err := m.svc.ReadArtifact(path)
+	if err != nil {
+		return nil
+	}
+	local := filepath.Join(m.svc.Paths.LoopDir(j.Loop.Parent), "accepted", filepath.Base(path))
+	if err := safefile.WriteAtomic(local, data, 0o600); err != nil {
+		return fmt.Errorf("parent artifact: keep the store's copy here: %w", err)
+	}
+	j.ParentArtifact, j.ParentArtifactText = local, string(data)
+	return nil
 }
 
 // promptFile resolves a type's prompt template: the configured file
@@ -113,32 +151,42 @@ func (m *Manager) promptFile(typ, configured string) string {
 
 // worktree makes the loop's working directory: ralph-like loops get a
 // branch loopr/<slug>-<short-id> from their plan's branch; plan/spec/phase loops get a
-// throwaway worktree of the plan branch.
-func (m *Manager) worktree(ctx context.Context, l loop.Loop) (string, error) {
+// throwaway worktree of the plan branch. With git.remote, the plan branch
+// and the loop's branch are the remote's (gitflow.SyncBranch: the previous
+// iteration may have run on another machine); synced is the loop branch's
+// tip there, which the push after the iteration expects.
+func (m *Manager) worktree(ctx context.Context, l loop.Loop) (dir, synced string, err error) {
 	g := m.o.Git
 	root, err := m.root(l)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	base := "HEAD"
 	if root.Type == loop.Plan {
 		pb, err := g.Branch(ctx, root.ID, root.Title)
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		if err := g.EnsurePlanBranch(ctx, pb); err != nil {
-			return "", err
+			return "", "", err
 		}
 		base = pb
 	}
-	if ownBranch(l.Type) {
-		b, err := g.Branch(ctx, l.ID, l.Title)
-		if err != nil {
-			return "", err
-		}
-		return g.AddWorktree(ctx, l.ID, b, base)
+	if !ownBranch(l.Type) {
+		dir, err = g.AddDetachedWorktree(ctx, l.ID, base)
+		return dir, "", err
 	}
-	return g.AddDetachedWorktree(ctx, l.ID, base)
+	b, err := g.Branch(ctx, l.ID, l.Title)
+	if err != nil {
+		return "", "", err
+	}
+	if g.Remote != "" {
+		if synced, err = g.SyncBranch(ctx, b, base); err != nil {
+			return "", "", err
+		}
+	}
+	dir, err = g.AddWorktree(ctx, l.ID, b, base)
+	return dir, synced, err
 }
 
 // finish applies one iteration's result.
@@ -151,6 +199,15 @@ func (m *Manager) finish(ctx context.Context, r result) {
 		return
 	}
 	a.cancel()
+	if a.fenced {
+		// The worker lost its session: another may run the loop already.
+		m.log.Warn("result dropped: this worker was fenced while the loop ran", "loop", r.id, "iteration", a.iteration)
+		if m.o.OnFinish != nil {
+			m.o.OnFinish(r.id, time.Now())
+		}
+		m.Wake()
+		return
+	}
 	now := m.now()
 	l := r.job.Loop
 	if l.ID == "" {
@@ -243,6 +300,9 @@ func (m *Manager) finish(ctx context.Context, r result) {
 			m.log.Error("fairness observe", "loop", l.ID, "err", err)
 		}
 	}
+	if m.clustered() {
+		m.release(l.ID)
+	}
 	if m.o.OnFinish != nil {
 		m.o.OnFinish(l.ID, time.Now())
 	}
@@ -290,6 +350,13 @@ func (m *Manager) ours(tx *store.Tx, id string, iteration int) (loop.Loop, error
 	if cur.Status != loop.Running || cur.Lease == nil || cur.Lease.Owner != m.o.Owner || cur.Iteration != iteration {
 		return cur, errStale
 	}
+	if m.clustered() {
+		// The fence: the loop's lease key, read here, is compared at
+		// commit; a worker that lost it records nothing.
+		if err := m.holds(tx, id, iteration); err != nil {
+			return cur, err
+		}
+	}
 	if c := m.charge; c != nil && c.id == id && c.iteration == iteration {
 		// The usage of the iteration being recorded: added to the record
 		// (and to today's total) by whatever writes its outcome.
@@ -303,9 +370,23 @@ func (m *Manager) ours(tx *store.Tx, id string, iteration int) (loop.Loop, error
 }
 
 func (m *Manager) update(id string, fn func(*store.Tx) error) error {
+	if m.clustered() {
+		inner := fn
+		fn = func(tx *store.Tx) error {
+			if err := inner(tx); err != nil {
+				return err
+			}
+			// The loop's lease key goes with the move out of running.
+			return dropLeaseKey(tx, id)
+		}
+	}
 	err := m.svc.Store.Update(fn)
 	if errors.Is(err, errStale) {
 		m.log.Info("result dropped: loop changed while it ran", "loop", id)
+		return nil
+	}
+	if errors.Is(err, store.ErrFenced) {
+		m.log.Warn("result dropped: this worker no longer holds the loop's lease", "loop", id, "err", err)
 		return nil
 	}
 	return err
@@ -475,6 +556,16 @@ func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, profil
 		}
 	}
 	approval := l.Type == loop.Plan && m.cfg().Loop(l.Type).RequireApproval
+	// On an etcd store the accepted artifact goes into the store with the
+	// pass: children, approve and show may run on another machine. It is
+	// read here, before the transaction (no file I/O inside one).
+	var artData []byte
+	if res.Artifact != "" && m.svc.Store.Backend() == store.BackendEtcd {
+		var err error
+		if artData, err = safefile.ReadIn(m.svc.Paths.Home, res.Artifact, artifact.MaxSize); err != nil {
+			return fmt.Errorf("artifact for the store: %w", err)
+		}
+	}
 	err := m.update(l.ID, func(tx *store.Tx) error {
 		cur, err := m.ours(tx, l.ID, iteration)
 		if err != nil {
@@ -489,6 +580,11 @@ func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, profil
 		if approval {
 			to = loop.AwaitingApproval
 			msg += "; plan awaits approval"
+		}
+		if artData != nil {
+			if err := control.PutArtifact(tx, m.svc.Store, res.Artifact, cur.Artifact, artData); err != nil {
+				return err
+			}
 		}
 		if err := control.Move(tx, cur, to, now, msg, func(n *loop.Loop) {
 			n.Artifact = res.Artifact

@@ -28,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/loopr-dev/loopr/cluster"
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
@@ -48,6 +49,12 @@ type Options struct {
 	Service *control.Service
 	Runner  Runner
 	Git     *gitflow.Repo // nil: loops run in the workspace directly
+	// Cluster makes the manager a worker of several sharing an etcd store
+	// (cluster.go): it runs the loops assigned to it, and schedules while
+	// its worker is the elected scheduler. Owner becomes "worker <name>",
+	// and Fence, if nil, checks the loop's lease key. nil: the only daemon
+	// of its store.
+	Cluster *cluster.Worker
 	Log     *slog.Logger
 	Owner   string           // lease owner, e.g. "pid 1234"
 	Notify  func()           // called after every committed change (event stream)
@@ -66,6 +73,11 @@ type Options struct {
 	// OnUsage, if set, is called with each iteration's usage as it is
 	// recorded: the loop, the agent profile it ran on (metrics).
 	OnUsage func(l loop.Loop, agent string, u loop.Usage)
+	// Fence, if set, says whether this process may still record the
+	// iteration of loop id: nil error = its lease is still ours (nil Fence
+	// = always). The git steps call it before every push and, under the
+	// merge lock, before the plan branch moves.
+	Fence func(ctx context.Context, id string, iteration int) error
 }
 
 // Manager schedules and runs loops.
@@ -87,14 +99,26 @@ type Manager struct {
 	unrecRun map[string]int       // loop → results in a row not recorded, for the backoff; owned by Run
 	stopped  bool
 	tick     TickStats
+
+	// Several workers (cluster.go); unused without Options.Cluster.
+	fmu       sync.Mutex
+	seen      map[string]store.Change // records changed since the last worker tick (the follower); fmu guards it
+	toLaunch  map[string]bool         // loops assigned here, not yet started; owned by Run
+	lastLost  time.Time               // last look for loops of lost workers; owned by Run
+	wasLeader bool                    // the worker was the scheduler at the last tick; owned by Run
 }
 
 type active struct {
 	cancel    context.CancelFunc
+	fenced    bool // the worker lost its session: record nothing
 	iteration int
 	agent     string // the agent profile the iteration runs on
 	started   time.Time
 	stopping  bool // shutdown: requeue without cost
+	// synced is the tip of the loop's branch on git.remote when the
+	// iteration began ("" = not there): the push after the iteration
+	// expects it. Written and read by the iteration's goroutine only.
+	synced string
 }
 
 type result struct {
@@ -123,9 +147,16 @@ func New(o Options) *Manager {
 	if o.Notify == nil {
 		o.Notify = func() {}
 	}
-	return &Manager{o: o, svc: o.Service, log: o.Log, wake: make(chan struct{}, 1),
+	if o.Cluster != nil {
+		o.Owner = cluster.OwnerPrefix + o.Cluster.Name()
+	}
+	m := &Manager{o: o, svc: o.Service, log: o.Log, wake: make(chan struct{}, 1),
 		results: make(chan result, 64), kill: make(chan []string, 16), active: map[string]*active{},
-		lastRec: map[string]time.Time{}}
+		lastRec: map[string]time.Time{}, toLaunch: map[string]bool{}, seen: map[string]store.Change{}}
+	if o.Cluster != nil && o.Fence == nil {
+		m.o.Fence = m.leaseFence
+	}
+	return m
 }
 
 // Wake asks the manager to run a scheduling tick now.
@@ -178,13 +209,23 @@ func (m *Manager) Run(ctx context.Context) error {
 	if err := m.recover(ctx); err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
+	if m.clustered() {
+		if err := m.follow(); err != nil {
+			return fmt.Errorf("follow the store: %w", err)
+		}
+	}
 	poll := m.cfg().PollInterval()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
+		var changed <-chan struct{} // the worker's lease or leadership (nil: never)
+		if m.clustered() {
+			changed = m.o.Cluster.Changed()
+		}
 		select {
 		case <-ctx.Done():
 			return m.shutdown()
+		case <-changed:
 		case r := <-m.results:
 			m.finish(ctx, r)
 			continue // drain results before the next tick
@@ -217,6 +258,21 @@ func (m *Manager) tickOnce(ctx context.Context) time.Duration {
 	began := time.Now()
 	now := m.now()
 	m.retryUnrecorded(now)
+	if m.clustered() {
+		m.workerTick(ctx, now)
+		if !m.o.Cluster.Scheduler() {
+			if m.wasLeader {
+				m.log.Info("no longer the scheduler", "worker", m.o.Cluster.Name())
+			}
+			m.wasLeader = false
+			return 0
+		}
+		if !m.wasLeader {
+			m.log.Info("scheduling as the elected scheduler", "worker", m.o.Cluster.Name())
+			m.wasLeader, m.lastLost = true, time.Time{}
+		}
+		m.recoverLost(ctx, now)
+	}
 	if err := m.sweep(now); err != nil {
 		m.log.Error("sweep", "err", err)
 	}
@@ -255,12 +311,29 @@ func (m *Manager) tickOnce(ctx context.Context) time.Duration {
 	if ctx.Err() != nil {
 		start = nil
 	}
-	for i, ls := range m.leaseAll(start, now, &agents, d.Limits) {
+	var started []leased
+	if m.clustered() {
+		started = m.assignAll(ctx, start, now, &agents, d.Limits)
+	} else {
+		started = m.leaseAll(start, now, &agents, d.Limits)
+	}
+	for i, ls := range started {
 		if ls.err != nil {
-			m.log.Warn("start", "loop", start[i], "err", ls.err)
+			if errors.Is(ls.err, errNoWorker) {
+				m.log.Debug("start", "loop", start[i], "err", ls.err)
+			} else {
+				m.log.Warn("start", "loop", start[i], "err", ls.err)
+			}
 			continue
 		}
-		m.launch(ctx, ls, ls.profile, now)
+		if m.clustered() {
+			m.o.Notify() // its worker starts it when its follower sees it
+			if m.o.OnDispatch != nil {
+				m.o.OnDispatch(ls.waited, max(now.Sub(ls.ready), 0))
+			}
+		} else {
+			m.launch(ctx, ls, ls.profile, now)
+		}
 		selected++
 		for _, c := range d.Charges {
 			if c.ID == ls.l.ID {
@@ -270,6 +343,9 @@ func (m *Manager) tickOnce(ctx context.Context) time.Duration {
 	}
 	if err := m.svc.Charge(charges, now); err != nil {
 		m.log.Error("fairness charge", "err", err)
+	}
+	if m.clustered() && selected > 0 {
+		m.workerTick(ctx, now) // start what was assigned to this worker now
 	}
 	st := TickStats{At: now, Waiting: d.Waiting, Eligible: d.Eligible, Selected: selected,
 		Running: d.Running + selected, Slots: d.Slots, Duration: time.Since(began)}
@@ -394,7 +470,7 @@ func (m *Manager) leaseAll(ids []string, now time.Time, agents *scheduler.Agents
 	err := m.svc.Store.Update(func(tx *store.Tx) error {
 		for i, id := range ids {
 			out[i] = leased{}
-			if err := m.lease(tx, id, now, agents, limits, &out[i]); err != nil {
+			if err := m.lease(tx, id, now, agents, limits, &out[i], ""); err != nil {
 				if !errors.Is(err, errNotPending) && !errors.Is(err, store.ErrNotFound) {
 					return err // the store failed: nothing starts
 				}
@@ -414,8 +490,9 @@ func (m *Manager) leaseAll(ids []string, now time.Time, agents *scheduler.Agents
 // errNotPending: the loop changed since the decision.
 var errNotPending = errors.New("not pending")
 
-// lease moves one loop to running under this manager's lease in tx.
-func (m *Manager) lease(tx *store.Tx, id string, now time.Time, agents *scheduler.Agents, limits map[string]ratelimit.State, ls *leased) error {
+// lease moves one loop to running under this manager's lease in tx, or,
+// when worker is set, under the lease of that worker (assignAll).
+func (m *Manager) lease(tx *store.Tx, id string, now time.Time, agents *scheduler.Agents, limits map[string]ratelimit.State, ls *leased, worker string) error {
 	cur, err := tx.Get(id)
 	if err != nil {
 		return err
@@ -432,8 +509,13 @@ func (m *Manager) lease(tx *store.Tx, id string, now time.Time, agents *schedule
 		}
 		ls.waited, ls.ready = cur, ReadyAt(cur, parentDone)
 	}
-	lease := &loop.Lease{Owner: m.o.Owner, ExpiresAt: now.Add(m.leaseFor(cur.Type))}
+	owner := m.o.Owner
 	msg := fmt.Sprintf("iteration %d started", cur.Iteration)
+	if worker != "" {
+		owner = cluster.OwnerPrefix + worker
+		msg += " on worker " + worker
+	}
+	lease := &loop.Lease{Owner: owner, ExpiresAt: now.Add(m.leaseFor(cur.Type))}
 	// The profile the iteration runs on: the loop's own, or a fallback
 	// while its own is limited — said in the journal, since nothing else
 	// records which agent ran an iteration.
@@ -443,7 +525,7 @@ func (m *Manager) lease(tx *store.Tx, id string, now time.Time, agents *schedule
 	}
 	if err := control.Move(tx, cur, loop.Running, now, msg, func(n *loop.Loop) {
 		n.Lease = lease
-		if m.o.Git == nil {
+		if m.o.Git == nil && worker == "" {
 			// Known now: recorded with the start, not by a second
 			// fsynced transaction before the agent may run (prepare).
 			n.Workdir = m.svc.Paths.Workspace
@@ -460,7 +542,7 @@ func (m *Manager) launch(ctx context.Context, ls leased, profile string, now tim
 	l := ls.l
 	id := l.ID
 	m.o.Notify()
-	if m.o.OnDispatch != nil {
+	if m.o.OnDispatch != nil && !m.clustered() { // a worker's scheduler reported it
 		m.o.OnDispatch(ls.waited, max(now.Sub(ls.ready), 0))
 	}
 	// Only the manager cancels an iteration, after marking why (a user's
@@ -477,7 +559,7 @@ func (m *Manager) launch(ctx context.Context, ls leased, profile string, now tim
 	}
 	m.log.Info("loop started", "loop", id, "type", l.Type, "iteration", l.Iteration, "agent", profile, "title", l.Title)
 	go func() {
-		job, err := m.prepare(rctx, l, profile)
+		job, err := m.prepare(rctx, a, l, profile)
 		var res runner.Result
 		var sv saved
 		if err == nil {
@@ -515,6 +597,9 @@ func (m *Manager) shutdown() error {
 		m.finish(context.Background(), r)
 	}
 	m.retryUnrecorded(m.now())
+	if m.clustered() {
+		m.requeueAssigned(m.now())
+	}
 	return nil
 }
 

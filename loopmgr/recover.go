@@ -54,6 +54,11 @@ func (m *Manager) recover(ctx context.Context) error {
 	if n := killOrphans(m.svc.Paths.Home, ids); n > 0 {
 		m.log.Warn("killed processes a crashed daemon left running", "count", n)
 	}
+	if m.clustered() {
+		// Other workers run these: the scheduler recovers those of lost
+		// workers (recoverLost), and their pids are of other machines.
+		stale = nil
+	}
 	for _, l := range stale {
 		if l.Lease != nil && l.Lease.PID > 0 {
 			killGroup(l.Lease.PID, l.Lease.PIDStart)

@@ -35,8 +35,10 @@ type saved struct {
 }
 
 // save commits the agent's work onto the loop's branch (repairing what
-// gitflow.SaveWork can) and, when the iteration passed, merges the branch
-// into its plan's branch.
+// gitflow.SaveWork can), pushes it to git.remote when set, and, when the
+// iteration passed, merges the branch into its plan's branch (on the
+// remote, under the lock the workers share). The fence is checked before
+// every push and before the plan branch moves.
 func (m *Manager) save(ctx context.Context, a *active, job runner.Job, res runner.Result) saved {
 	l := job.Loop
 	if m.o.Git == nil || !ownBranch(l.Type) || job.Workdir == "" {
@@ -60,6 +62,23 @@ func (m *Manager) save(ctx context.Context, a *active, job runner.Job, res runne
 			err = fmt.Errorf("git gave no answer within %s: %w", timeout, err)
 		}
 		return saved{err: err}
+	}
+	fence := m.fenceFor(l.ID, a.iteration)
+	if m.o.Git.Remote != "" {
+		// The next iteration may run on another machine: it continues
+		// from the remote's branch. A worker fenced out pushes nothing,
+		// and a push whose lease on the branch is stale (another worker
+		// pushed since this iteration began) is refused.
+		err := fence(gctx)
+		if err == nil {
+			err = m.o.Git.PushBranch(gctx, branch, a.synced)
+		}
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("git gave no answer within %s: %w", timeout, err)
+			}
+			return saved{err: err}
+		}
 	}
 	if res.Outcome != runner.Passed {
 		return saved{}
@@ -85,7 +104,18 @@ func (m *Manager) save(ctx context.Context, a *active, job runner.Job, res runne
 		}
 	}
 	if root.Type == loop.Plan && root.ID != l.ID {
-		err = m.o.Git.Merge(gctx, branch, into)
+		err = m.o.Git.MergeWith(gctx, branch, into, gitflow.MergeOptions{Fence: fence})
 	}
 	return saved{mergeErr: err}
+}
+
+// fenceFor is Options.Fence for one iteration, for the git steps: nil error
+// while the iteration's lease is still this process's.
+func (m *Manager) fenceFor(id string, iteration int) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if m.o.Fence == nil {
+			return nil
+		}
+		return m.o.Fence(ctx, id, iteration)
+	}
 }

@@ -13,8 +13,9 @@
 // every key and range it read, running fn again if another writer got
 // there first. Followers on etcd are fed by a watch (etcdfollow.go), so
 // they see other processes' commits too. CheckFile, Repair, the
-// corruption guard and Batch's group commit are bbolt's alone; Claim is
-// what the file lock is on bbolt: one daemon per etcd store.
+// corruption guard and Batch's group commit are bbolt's alone. Raw keys
+// (raw.go) hold, on etcd only, what the daemons sharing a store as
+// workers keep beside the records (package cluster).
 //
 // # Layout
 //

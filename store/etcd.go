@@ -19,7 +19,6 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
 )
 
@@ -85,7 +84,6 @@ type etcdStore struct {
 
 	fw      atomic.Pointer[etcdFollow] // nil until the first Follow
 	lastRev atomic.Int64               // the newest revision this store committed or read
-	session *concurrency.Session       // the daemon's claim (Claim), or nil
 
 	closeOnce sync.Once
 	closeErr  error
@@ -93,7 +91,7 @@ type etcdStore struct {
 
 // OpenEtcd opens the store kept in etcd under c.Prefix and migrates it to
 // SchemaVersion (several daemons may open one store at once: it takes no
-// lock; see Claim). It returns an error naming the endpoints if etcd does
+// lock: several daemons share it as workers, package cluster). It returns an error naming the endpoints if etcd does
 // not answer within c.DialTimeout. Of opt, only Now, Log and ReadOnly
 // (which keeps a store of an older schema from being migrated) apply:
 // etcd has no file lock to wait for and syncs as its server is told.
@@ -151,15 +149,6 @@ func OpenEtcd(c EtcdConfig, opt Options) (*Store, error) {
 
 func (e *etcdStore) close() error {
 	e.closeOnce.Do(func() {
-		if e.session != nil {
-			// Revoke the lease: the claim goes at once. (Session.Close
-			// would wait up to the lease's TTL for an unreachable etcd;
-			// then the claim goes when the lease runs out.)
-			ctx, cancel := e.reqCtx()
-			_, _ = e.cli.Revoke(ctx, e.session.Lease())
-			cancel()
-			e.session.Orphan()
-		}
 		e.cancel()
 		if fw := e.fw.Load(); fw != nil {
 			<-fw.done
@@ -260,8 +249,9 @@ func (r etcdRPCError) Error() string { return r.err.Error() }
 func (r etcdRPCError) Unwrap() error { return r.err }
 
 type wval struct {
-	v   []byte
-	del bool
+	v     []byte
+	del   bool
+	lease int64 // put with this etcd lease (PutRaw); 0: none
 }
 
 // etcdTx is one transaction on etcd: reads at rev, writes buffered.
@@ -276,6 +266,7 @@ type etcdTx struct {
 	reads      map[string]int64    // key → ModRevision seen at rev (0: absent)
 	prefetched map[string]prefetch // read at rev but not by fn (yet): not compared
 	vals       map[string][]byte   // key → value at rev (nil: absent)
+	leases     map[string]int64    // key → its lease at rev, for keys read by Raw
 	ranges     []keyRange          // ranges cursors fetched, [lo, hi)
 
 	writes map[string]wval // key → its new value or deletion
@@ -494,6 +485,8 @@ func (t *etcdTx) commit() (rev int64, ok bool, err error) {
 		w := t.writes[k]
 		if w.del {
 			ops = append(ops, clientv3.OpDelete(k))
+		} else if w.lease != 0 {
+			ops = append(ops, clientv3.OpPut(k, string(w.v), clientv3.WithLease(clientv3.LeaseID(w.lease))))
 		} else {
 			ops = append(ops, clientv3.OpPut(k, string(w.v)))
 		}

@@ -85,31 +85,6 @@ func TestEtcdBackend(t *testing.T) {
 	t.Run("follower reloads after compaction", func(t *testing.T) {
 		followerReload(t, srv)
 	})
-	t.Run("one daemon claims the store", func(t *testing.T) {
-		prefix := fmt.Sprintf("/loopr/claim%d", prefixSeq.Add(1))
-		a := openEtcd(t, srv, prefix)
-		b, err := OpenEtcd(EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: prefix}, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close()
-		if _, err := a.Claim("pid 1 on host a, home /a", 5*time.Second); err != nil {
-			t.Fatalf("first Claim() error: %v", err)
-		}
-		_, err = b.Claim("pid 2 on host b, home /b", 5*time.Second)
-		var le *LockedError
-		if !errors.As(err, &le) || !strings.Contains(err.Error(), "in use by the daemon pid 1 on host a, home /a") {
-			t.Fatalf("second Claim() error = %v, want a *LockedError naming the first", err)
-		}
-		// The direct CLI path needs no claim: b still reads and writes.
-		mustUpdate(t, b, func(tx *Tx) error { return tx.Create(newLoop("cli", loop.Pending, "")) })
-		if err := a.Close(); err != nil { // revokes the lease
-			t.Fatal(err)
-		}
-		if _, err := b.Claim("pid 2 on host b, home /b", 5*time.Second); err != nil {
-			t.Fatalf("Claim() after the holder closed: %v", err)
-		}
-	})
 	t.Run("etcd restarts under a following store", func(t *testing.T) {
 		etcdRestart(t)
 	})
