@@ -44,26 +44,6 @@ func decisionStoreOn(b *testing.B, n int, policies bool, etcd string) (*control.
 	if err != nil {
 		b.Fatal(err)
 	}
-	return fillDecisionStore(b, st, dir, paths, n, policies, 5000)
-}
-
-// decisionStoreEtcd is decisionStore on the etcd backend: a real etcd
-// embedded on 127.0.0.1 (fsync off: setup speed; decisions only read),
-// the loops written 1000 to a transaction (etcd's request size).
-func decisionStoreEtcd(b *testing.B, n int) (*control.Service, time.Time) {
-	b.Helper()
-	dir := b.TempDir()
-	paths := workspace.Paths{Workspace: dir, Home: filepath.Join(dir, ".loopr")}
-	srv := etcdtest.Start(b, etcdtest.Options{NoFsync: true, MaxTxnOps: 16384})
-	st, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: "/loopr/bench"}, store.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return fillDecisionStore(b, st, dir, paths, n, false, 1000)
-}
-
-func fillDecisionStore(b *testing.B, st *store.Store, dir string, paths workspace.Paths, n int, policies bool, chunkSize int) (*control.Service, time.Time) {
-	b.Helper()
 	b.Cleanup(func() { st.Close() })
 	cfg := config.Default()
 	cfg.Storage.DiskQuotaMinGB = 0
@@ -239,47 +219,31 @@ func seed004(st *store.Store, now time.Time, maxConcurrent, running int) ([]stri
 // clock one second later each time — next to seed 004's selection over the
 // same bbolt store measured in the same run. Targets at 100k: ≤ 1 ms and
 // ≥ 500× faster than the baseline; cost growing no worse than n log n.
-//
-// pending=100000/etcd is the same decision with the store on etcd (issue
-// 14): the index is built from etcd once, and a decision must read nothing
-// from it — the ready set is local to the scheduler — so it costs what it
-// costs on bbolt (internal/benchreport compares the two from one run).
-// Seed 004's selection is not run there: a store read per loop and per
-// ancestor is a network round trip each on etcd.
 func BenchmarkDecision(b *testing.B) {
 	for _, c := range []struct {
-		n              int
-		policies, etcd bool
-	}{{1_000, false, false}, {10_000, false, false}, {100_000, false, false}, {100_000, true, false}, {100_000, false, true}} {
+		n        int
+		policies bool
+	}{{1_000, false}, {10_000, false}, {100_000, false}, {100_000, true}} {
 		name := fmt.Sprintf("pending=%d", c.n)
 		if c.policies {
 			name += "/policies" // tiers, quotas and conflict keys: still the incremental walk
 		}
-		if c.etcd {
-			name += "/etcd"
-		}
 		n := c.n
 		b.Run(name, func(b *testing.B) {
-			var svc *control.Service
-			var now time.Time
+			svc, now := decisionStore(b, n, c.policies)
 			var base []time.Duration
-			if c.etcd {
-				svc, now = decisionStoreEtcd(b, n)
-			} else {
-				svc, now = decisionStore(b, n, c.policies)
-				for range 3 {
-					began := time.Now()
-					got, err := seed004(svc.Store, now, 50, 45)
-					if err != nil {
-						b.Fatal(err)
-					}
-					base = append(base, time.Since(began))
-					if len(got) != 5 {
-						b.Fatalf("baseline chose %d loops, want 5", len(got))
-					}
+			for range 3 {
+				began := time.Now()
+				got, err := seed004(svc.Store, now, 50, 45)
+				if err != nil {
+					b.Fatal(err)
 				}
-				slices.Sort(base)
+				base = append(base, time.Since(began))
+				if len(got) != 5 {
+					b.Fatalf("baseline chose %d loops, want 5", len(got))
+				}
 			}
+			slices.Sort(base)
 			if err := svc.EnableIndex(); err != nil { // the daemon builds it once at start
 				b.Fatal(err)
 			}
@@ -296,11 +260,9 @@ func BenchmarkDecision(b *testing.B) {
 					b.Fatalf("Decide started %d (fast %v), want 5 by the incremental walk", len(d.Start), d.Fast)
 				}
 			}
-			if len(base) > 0 {
-				per := b.Elapsed() / time.Duration(b.N)
-				b.ReportMetric(float64(base[1].Microseconds())/1000, "baseline-ms")
-				b.ReportMetric(float64(base[1])/float64(per), "x-baseline")
-			}
+			per := b.Elapsed() / time.Duration(b.N)
+			b.ReportMetric(float64(base[1].Microseconds())/1000, "baseline-ms")
+			b.ReportMetric(float64(base[1])/float64(per), "x-baseline")
 		})
 	}
 }
