@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -75,8 +74,7 @@ func TestClusterOfThreeDaemons(t *testing.T) {
 	c.waitRalphs(10, 90*time.Second)
 	victim := c.busyWorker()
 	t.Logf("%s killed (SIGKILL) while running loops, %s into the run", victim.name, time.Since(began).Round(time.Second))
-	c.kill(victim)
-	killed := time.Now()
+	killed := c.kill(victim)
 	c.waitGone(victim, 6*ttl*time.Second)
 	t.Logf("%s left the cluster %s after its SIGKILL", victim.name, time.Since(killed).Round(100*time.Millisecond))
 	c.start(slices.Index(c.nodes, victim)) // back on its own home: the name is free again
@@ -89,6 +87,7 @@ func TestClusterOfThreeDaemons(t *testing.T) {
 	t.Logf("%s cut off from etcd with %d agent processes running, %s into the run", cut.name, len(c.agents(cut)), time.Since(began).Round(time.Second))
 	c.setCut(cut, true)
 	cutAt := time.Now()
+	c.event(cut, cutAt, ttl*time.Second, "cut off from etcd")
 	waitFor(t, 3*ttl*time.Second, "the agents of "+cut.name+" to stop once it is cut off", func() bool { return len(c.agents(cut)) == 0 })
 	fenced := time.Since(cutAt)
 	t.Logf("%s stopped its agents %s after it was cut off (lease TTL %d s)", cut.name, fenced.Round(100*time.Millisecond), ttl)
@@ -112,8 +111,7 @@ func TestClusterOfThreeDaemons(t *testing.T) {
 	c.waitRalphs(26, 90*time.Second)
 	sched := c.scheduler(30 * time.Second)
 	t.Logf("%s, the scheduler, killed (SIGKILL), %s into the run", sched.name, time.Since(began).Round(time.Second))
-	c.kill(sched)
-	killed = time.Now()
+	killed = c.kill(sched)
 	var next string
 	waitEvery(t, 6*ttl*time.Second, quickPoll, "another daemon to name a new scheduler", func() bool {
 		cl := c.cluster(c.live(), 5*time.Second)
@@ -169,22 +167,35 @@ func TestClusterOfThreeDaemons(t *testing.T) {
 		}
 	}
 
+	c.checkKills()
 	runs := c.runs()
 	if b, _ := os.ReadFile(filepath.Join(c.shared, "overlap.log")); len(b) > 0 {
 		t.Errorf("a loop ran on two workers at once (agent-side flock held by another run):\n%s", b)
 	}
-	interrupted, byWorker, afterHeal := 0, map[string]int{}, 0
+	byWorker, afterHeal := map[string]int{}, 0
 	for _, r := range runs {
 		byWorker[r.worker]++
 		if r.worker == cut.name && r.started.After(healed) {
 			afterHeal++
 		}
-		if !r.ended {
-			interrupted++
-		}
 		// The agent's LOOPR_WORKER is the worker the journal says ran it.
 		if w := startedOn[fmt.Sprintf("%s %d", r.id, r.iteration)]; w != r.worker {
 			t.Errorf("loop %s iteration %d: the agent ran on worker %q, the journal says %q", r.id, r.iteration, r.worker, w)
+		}
+	}
+	// The runs a kill or the cut interrupted: none may have gone on past
+	// the guard's second (a kill) or the lease TTL (the cut).
+	interrupted := 0
+	for _, e := range c.events {
+		for _, r := range runs {
+			if r.worker != e.worker || !r.started.Before(e.at) || (r.ended && r.endedAt.Before(e.at)) {
+				continue
+			}
+			interrupted++
+			if r.ended && r.endedAt.After(e.at.Add(e.slack)) {
+				t.Errorf("the agent of loop %s (iteration %d) on %s ended %s after %s was %s: it should have been stopped within %s",
+					r.id, r.iteration, r.worker, r.endedAt.Sub(e.at).Round(100*time.Millisecond), e.worker, e.what, e.slack)
+			}
 		}
 	}
 	for _, n := range c.nodes {
@@ -236,12 +247,26 @@ func TestClusterOfThreeDaemons(t *testing.T) {
 
 // cluster is the test's three "machines" and what they share.
 type cluster struct {
-	t      *testing.T
-	etcd   *etcdtest.Processes
-	prefix string
-	bare   string // the shared bare repository (git.remote origin)
-	shared string // the agents' shared directory: locks, runs.log, overlap.log
-	nodes  []*clusterNode
+	events    []clusterEvent // kills and cuts of workers, in order
+	leftovers []func()       // kill's checks of the processes left
+	t         *testing.T
+	etcd      *etcdtest.Processes
+	prefix    string
+	bare      string // the shared bare repository (git.remote origin)
+	shared    string // the agents' shared directory: locks, runs.log, overlap.log
+	nodes     []*clusterNode
+}
+
+// clusterEvent is a worker killed or cut off: its agents running then
+// must be gone within slack.
+type clusterEvent struct {
+	worker, what string
+	at           time.Time
+	slack        time.Duration
+}
+
+func (c *cluster) event(n *clusterNode, at time.Time, slack time.Duration, what string) {
+	c.events = append(c.events, clusterEvent{worker: n.name, what: what, at: at, slack: slack})
 }
 
 // clusterNode is one worker: a clone of the bare repository (its
@@ -278,7 +303,7 @@ func newCluster(t *testing.T, etcd *etcdtest.Processes, ttl int) *cluster {
 		"commit", "-q", "--no-verify", "-m", "initial commit")
 	gitOut(t, seed, "push", "-q", "origin", "main")
 
-	argv, _ := json.Marshal([]string{"sh", abs(t, "testdata/clusteragent.sh"), c.shared, "2"})
+	argv, _ := json.Marshal([]string{"sh", abs(t, "testdata/clusteragent.sh"), c.shared, "5"})
 	for i := 1; i <= 3; i++ {
 		n := &clusterNode{name: fmt.Sprintf("w%d", i)}
 		// The node reaches each etcd member through a proxy of its own,
@@ -349,14 +374,30 @@ func (c *cluster) start(i int) {
 }
 
 // kill kills a node's daemon with SIGKILL, as a lost machine would, and
-// asserts that its agents (and every other process it started) are gone
-// within 2 s: its guard kills them (loopr _guard), so no agent of a dead
-// worker runs on while its loop is given to another.
-func (c *cluster) kill(n *clusterNode) {
+// returns when. In the background it checks that the processes the
+// daemon started (agents, its guard) are gone within 2 s — its guard
+// (loopr _guard) kills them, so no agent of a dead worker runs on while
+// its loop is given to another; checkKills reports what it found.
+func (c *cluster) kill(n *clusterNode) time.Time {
 	c.t.Helper()
 	n.d.crash(c.t)
-	if left := c.processes("E2E_NODE="+n.marker, 2*time.Second); len(left) > 0 {
-		c.t.Errorf("2 s after the SIGKILL of %s, %d processes it started still run:\n%s", n.name, len(left), strings.Join(left, "\n"))
+	at := time.Now()
+	c.event(n, at, time.Second, "killed")
+	marker, left := n.marker, make(chan []string, 1)
+	go func() { left <- c.processes("E2E_NODE="+marker, 2*time.Second) }()
+	c.leftovers = append(c.leftovers, func() {
+		if l := <-left; len(l) > 0 {
+			c.t.Errorf("2 s after the SIGKILL of %s, %d processes it started still ran:\n%s", n.name, len(l), strings.Join(l, "\n"))
+		}
+	})
+	return at
+}
+
+// checkKills reports the processes found alive 2 s after each kill.
+func (c *cluster) checkKills() {
+	c.t.Helper()
+	for _, f := range c.leftovers {
+		f()
 	}
 }
 
@@ -550,10 +591,10 @@ func (c *cluster) journal() []loop.Event {
 
 // clusterRun is one agent run of runs.log.
 type clusterRun struct {
-	id, worker string
-	iteration  int
-	started    time.Time
-	ended      bool
+	id, worker       string
+	iteration        int
+	started, endedAt time.Time
+	ended            bool
 }
 
 // runs parses the agents' run log: one run per start line, ended when
@@ -579,7 +620,7 @@ func (c *cluster) runs() []clusterRun {
 			runs = append(runs, clusterRun{id: f[0], worker: f[1], iteration: it, started: time.Unix(0, ns)})
 		case "end":
 			if i, ok := at[f[5]]; ok {
-				runs[i].ended = true
+				runs[i].ended, runs[i].endedAt = true, time.Unix(0, ns)
 			}
 		}
 	}
@@ -623,8 +664,27 @@ func (c *cluster) processes(env string, grace time.Duration) []string {
 }
 
 // explain logs what the next person needs to see why the test failed:
-// each daemon's last log lines, the agents' run log, the loops.
+// each daemon's last log lines, the agents' run log, the loops. With
+// LOOPR_CLUSTER_KEEP=DIR it also copies every daemon's log and the
+// agents' shared directory there.
 func (c *cluster) explain() {
+	if keep := os.Getenv("LOOPR_CLUSTER_KEEP"); keep != "" {
+		dirs := []string{c.shared}
+		for _, n := range c.nodes {
+			dst := filepath.Join(keep, n.name)
+			_ = os.MkdirAll(dst, 0o755)
+			if out, err := exec.Command("cp", "-r", n.r.logs+"/.", dst).CombinedOutput(); err != nil {
+				c.t.Logf("keep %s: %v %s", n.name, err, out)
+			}
+		}
+		for _, m := range c.etcd.Members {
+			dirs = append(dirs, m.Log)
+		}
+		if out, err := exec.Command("cp", append(append([]string{"-r"}, dirs...), keep)...).CombinedOutput(); err != nil {
+			c.t.Logf("keep: %v %s", err, out)
+		}
+		c.t.Logf("daemon logs, runs.log and etcd logs copied to %s", keep)
+	}
 	for _, n := range c.nodes {
 		if n.d != nil {
 			c.t.Logf("daemon %s (%s), last lines of %s:\n%s", n.name, n.r.dir, n.d.log, tail(n.d.output(), 40))
@@ -672,13 +732,15 @@ func needTool(t *testing.T, name, pkg string) {
 }
 
 // cutProxy forwards TCP connections from a port of 127.0.0.1 to target
-// until it is cut: then it drops every connection and holds new ones
-// unanswered, as a lost route does, until it is healed.
+// until it is cut: then no byte goes through, either way, on any
+// connection, old or new — they stay open, unanswered, as over a lost
+// route — until it is healed and the bytes held flow again.
 type cutProxy struct {
 	ln     net.Listener
 	target string
+	done   chan struct{} // closed when the test ends
 	mu     sync.Mutex
-	cut    bool
+	gate   chan struct{} // closed while traffic flows
 	conns  map[net.Conn]bool
 }
 
@@ -688,11 +750,17 @@ func newCutProxy(t *testing.T, target string) *cutProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &cutProxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	p := &cutProxy{ln: ln, target: target, done: make(chan struct{}), gate: make(chan struct{}), conns: map[net.Conn]bool{}}
+	close(p.gate)
 	go p.serve()
 	t.Cleanup(func() {
 		ln.Close()
-		p.setCut(false)
+		close(p.done)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for c := range p.conns {
+			c.Close()
+		}
 	})
 	return p
 }
@@ -709,50 +777,82 @@ func (p *cutProxy) serve() {
 	}
 }
 
-func (p *cutProxy) handle(c net.Conn) {
+// open waits until traffic may flow; false when the test is over.
+func (p *cutProxy) open() bool {
 	p.mu.Lock()
-	p.conns[c] = true
-	cut := p.cut
+	gate := p.gate
 	p.mu.Unlock()
-	if cut {
-		return // held, unanswered, until the cut is healed
+	select {
+	case <-gate:
+		return true
+	case <-p.done:
+		return false
+	}
+}
+
+func (p *cutProxy) track(c net.Conn, on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if on {
+		p.conns[c] = true
+	} else {
+		delete(p.conns, c)
+	}
+}
+
+func (p *cutProxy) handle(c net.Conn) {
+	p.track(c, true)
+	defer p.track(c, false)
+	defer c.Close()
+	if !p.open() {
+		return
 	}
 	d, err := net.Dial("tcp", p.target)
 	if err != nil {
-		p.drop(c)
 		return
 	}
-	p.mu.Lock()
-	if p.cut {
-		p.mu.Unlock()
-		d.Close()
-		return
+	p.track(d, true)
+	defer p.track(d, false)
+	defer d.Close()
+	go p.pipe(d, c)
+	p.pipe(c, d)
+}
+
+// pipe copies src to dst, each chunk only while the proxy is not cut,
+// and closes both at the end.
+func (p *cutProxy) pipe(dst, src net.Conn) {
+	defer dst.Close()
+	defer src.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if !p.open() {
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
 	}
-	p.conns[d] = true
-	p.mu.Unlock()
-	go func() { _, _ = io.Copy(d, c); p.drop(d); p.drop(c) }()
-	_, _ = io.Copy(c, d)
-	p.drop(c)
-	p.drop(d)
 }
 
-func (p *cutProxy) drop(c net.Conn) {
-	p.mu.Lock()
-	delete(p.conns, c)
-	p.mu.Unlock()
-	c.Close()
-}
-
-// setCut cuts the proxy or heals it; either way every connection it
-// holds is closed.
+// setCut cuts the proxy or heals it.
 func (p *cutProxy) setCut(cut bool) {
 	p.mu.Lock()
-	p.cut = cut
-	conns := p.conns
-	p.conns = map[net.Conn]bool{}
-	p.mu.Unlock()
-	for c := range conns {
-		c.Close()
+	defer p.mu.Unlock()
+	select {
+	case <-p.gate: // open
+		if cut {
+			p.gate = make(chan struct{})
+		}
+	default: // cut
+		if !cut {
+			close(p.gate)
+		}
 	}
 }
 
