@@ -247,14 +247,15 @@ func TestClusterOfThreeDaemons(t *testing.T) {
 
 // cluster is the test's three "machines" and what they share.
 type cluster struct {
-	events    []clusterEvent // kills and cuts of workers, in order
-	leftovers []func()       // kill's checks of the processes left
 	t         *testing.T
+	ttl       int // worker.lease_ttl_secs
 	etcd      *etcdtest.Processes
 	prefix    string
 	bare      string // the shared bare repository (git.remote origin)
 	shared    string // the agents' shared directory: locks, runs.log, overlap.log
 	nodes     []*clusterNode
+	events    []clusterEvent // kills and cuts of workers, in order
+	leftovers []func()       // kill's checks of the processes left
 }
 
 // clusterEvent is a worker killed or cut off: its agents running then
@@ -287,7 +288,7 @@ type clusterNode struct {
 // section of its own.
 func newCluster(t *testing.T, etcd *etcdtest.Processes, ttl int) *cluster {
 	t.Helper()
-	c := &cluster{t: t, etcd: etcd, prefix: "/loopr/cluster-test", shared: t.TempDir()}
+	c := &cluster{t: t, etcd: etcd, ttl: ttl, prefix: "/loopr/cluster-test", shared: t.TempDir()}
 	root := t.TempDir()
 	c.bare = filepath.Join(root, "shared.git")
 	gitOut(t, root, "init", "-q", "--bare", "-b", "main", c.bare)
@@ -473,6 +474,14 @@ func (c *cluster) cluster(n *clusterNode, timeout time.Duration) clusterInfo {
 	})
 	if cl.Worker != n.name {
 		c.t.Fatalf("loopr status on %s says it is worker %q", n.name, cl.Worker)
+	}
+	if cl.LeaseTTLSecs != c.ttl {
+		c.t.Fatalf("loopr status on %s: lease_ttl_secs %d, want worker.lease_ttl_secs %d", n.name, cl.LeaseTTLSecs, c.ttl)
+	}
+	for _, w := range cl.Workers {
+		if w.MaxLoops != 3 || w.Scheduler != (w.Name == cl.Scheduler) {
+			c.t.Fatalf("loopr status on %s lists worker %+v (scheduler %q); want max_loops 3 and the scheduler marked", n.name, w, cl.Scheduler)
+		}
 	}
 	return *cl
 }
