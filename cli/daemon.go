@@ -93,6 +93,7 @@ func (e *env) runDaemon(ctx context.Context, level slog.Level, standby bool) err
 	ready := readyFile()
 	err := daemon.Run(ctx, daemon.Options{
 		Paths: e.paths, Config: e.cfg, Log: log, Version: Version, Standby: standby,
+		GuardBinary: guardBinary(),
 		Ready: func(pid int) {
 			if ready != nil {
 				fmt.Fprintf(ready, "ready %d\n", pid)

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/store"
 )
 
 func (e *env) debugCmd() *cobra.Command {
@@ -123,20 +124,53 @@ func rowsOf(v api.SchedulerView) func(row func(*api.SchedRow) error) error {
 	}
 }
 
-// runnableText is "yes", or "no (reason, reason…)".
+// runnableText is "yes", or "no (reason, reason…)", each thing said once
+// (see saidBefore).
 func runnableText(ok bool, reasons []string) string {
 	if ok {
 		return "yes"
 	}
-	if len(reasons) == 0 {
-		return "no"
+	var b strings.Builder
+	b.WriteString("no")
+	n := 0
+	for i, r := range reasons {
+		if saidBefore(reasons[:i], r) {
+			continue
+		}
+		if n == 0 {
+			b.WriteString(" (")
+		} else {
+			b.WriteString(", ")
+		}
+		b.WriteString(r)
+		n++
 	}
-	return "no (" + strings.Join(reasons, ", ") + ")"
+	if n > 0 {
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+// saidBefore reports whether one of the earlier reason texts already says
+// text: a loop held for its spent budget reads "needs you (budget): budget
+// spent: $0.30 of $0.25", and the budget gate's "budget spent: $0.30 of
+// $0.25" after it would say it twice. Only the human output drops it; the
+// --json rows keep every reason.
+func saidBefore(earlier []string, text string) bool {
+	for _, e := range earlier {
+		if e == text || len(e) > len(text)+2 && strings.HasSuffix(e, text) && e[len(e)-len(text)-2:len(e)-len(text)] == ": " {
+			return true
+		}
+	}
+	return false
 }
 
 // printSchedulerWorker names, on an etcd store, the worker that is the
 // elected scheduler: the one that acts on this plan.
 func printSchedulerWorker(ctx context.Context, e *env, b Backend) {
+	if e.cfg == nil || e.cfg.Store.Backend != store.BackendEtcd {
+		return // one daemon schedules: no status round trip
+	}
 	st, err := b.Status(ctx)
 	if err != nil || st.Cluster == nil {
 		return

@@ -46,3 +46,32 @@ func TestSchedulerTable(t *testing.T) {
 		t.Errorf("a plan that fails after its rows = %q, %v; want nothing printed and %v", got.String(), err, cut)
 	}
 }
+
+// TestRunnableTextSaysEachOnce: a loop held for its spent budget carries
+// the budget text in its needs_human reason and again as the budget gate;
+// the RUNNABLE cell says it once. Texts that only look alike stay.
+func TestRunnableTextSaysEachOnce(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		reasons []string
+		want    string
+	}{
+		{"runnable", nil, "yes"},
+		{"no reason", []string{}, "no"},
+		{"own budget", []string{"needs you (budget): budget spent: $0.30 of $0.25", "backoff until 11:48:59 (1s)", "budget spent: $0.30 of $0.25"},
+			"no (needs you (budget): budget spent: $0.30 of $0.25, backoff until 11:48:59 (1s))"},
+		{"tree budget", []string{"needs you (budget): tree budget spent: $2.10 of $2.00 (root 01JR)", "tree budget spent: $2.10 of $2.00 (root 01JR)"},
+			"no (needs you (budget): tree budget spent: $2.10 of $2.00 (root 01JR))"},
+		{"the same text twice", []string{"global cap 50/50", "global cap 50/50"}, "no (global cap 50/50)"},
+		{"a suffix that is not a clause", []string{"needs you (question): raise the budget spent: $1", "budget spent: $1 more"}, "no (needs you (question): raise the budget spent: $1, budget spent: $1 more)"},
+		{"a suffix without its colon", []string{"tree budget spent: $1 of $1", "budget spent: $1 of $1"}, "no (tree budget spent: $1 of $1, budget spent: $1 of $1)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := runnableText(tc.reasons == nil, tc.reasons); got != tc.want {
+				t.Errorf("runnableText(%q)\n got %q\nwant %q", tc.reasons, got, tc.want)
+			}
+		})
+	}
+}

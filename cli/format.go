@@ -52,7 +52,7 @@ func age(d time.Duration) string {
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > n {
-		s = string(r[:n-1]) + "…"
+		s = strings.TrimRight(string(r[:n-1]), " ") + "…" // "exited…", not "exited …"
 	}
 	return termsafe.Line(s)
 }
@@ -77,14 +77,19 @@ func costText(u loop.Usage) string {
 	return fmt.Sprintf("$%.2f", u.CostUSD)
 }
 
-// usageText reads "$1.23, 45.6k tokens (in 1.2k, out 3.4k, cache read 40k, cache write 1k), agent 3m20s".
+// usageText reads "$1.23, 45.6k tokens (in 1.2k, out 3.4k, cache read 40k,
+// cache write 1k), agent 3m20s"; "nothing" for none.
 func usageText(u loop.Usage) string {
 	if u == (loop.Usage{}) {
 		return "nothing"
 	}
+	agent := (time.Duration(u.AgentSeconds * float64(time.Second))).Round(time.Second)
+	if u.Tokens() == 0 { // an agent that reports no usage: no row of zeros
+		return fmt.Sprintf("$%.2f, no tokens reported, agent %s", u.CostUSD, agent)
+	}
 	return fmt.Sprintf("$%.2f, %s tokens (in %s, out %s, cache read %s, cache write %s), agent %s",
 		u.CostUSD, tokens(u.Tokens()), tokens(u.InputTokens), tokens(u.OutputTokens), tokens(u.CacheReadTokens),
-		tokens(u.CacheCreationTokens), (time.Duration(u.AgentSeconds * float64(time.Second))).Round(time.Second))
+		tokens(u.CacheCreationTokens), agent)
 }
 
 // budgetText reads "$5.00 and 100k tokens", "none".

@@ -127,8 +127,9 @@ binary that is not on PATH, a validate command whose program is missing, a
 validate command that cannot work here (go test without a go.mod, npm test
 without a package.json, cargo test without a Cargo.toml, pytest without a
 Python project, make without a Makefile), and, with git worktrees, a
-repository with no commit yet. Each problem is one line: the
-loop types, what is wrong, what to do; any problem exits 1. The daemon runs
+repository with no commit yet. With none it prints "PATH: ok"; otherwise
+a table, one problem a line (the loop types, what is wrong, what to do),
+and exits 1. The daemon runs
 the same check and holds back loops of the affected types (reason
 preflight) instead of spending their iterations.`,
 		Args: cobra.NoArgs,
@@ -149,9 +150,12 @@ preflight) instead of spending their iterations.`,
 				}
 				return err
 			}
-			if e.paths.Config == "" {
+			// "ok" only when nothing is wrong: with problems, the table
+			// and one line on stderr that says the file itself is valid.
+			switch {
+			case e.paths.Config == "":
 				fmt.Fprintln(e.stdout, "no loopr.yml found: using defaults (run `loopr init` to write one)")
-			} else {
+			case len(ps) == 0:
 				fmt.Fprintf(e.stdout, "%s: ok\n", e.paths.Config)
 			}
 			if noGit != "" {
@@ -161,7 +165,11 @@ preflight) instead of spending their iterations.`,
 				return nil
 			}
 			printProblems(e.stdout, e.cfg, ps)
-			return fmt.Errorf("%d %s would fail every iteration: loops of those types will not start", len(ps), plural(len(ps), "problem"))
+			valid := ""
+			if e.paths.Config != "" {
+				valid = e.paths.Config + " is valid, but "
+			}
+			return fmt.Errorf("%s%d %s would fail every iteration here: loops of those types will not start", valid, len(ps), plural(len(ps), "problem"))
 		},
 	}
 	check.Flags().BoolVar(&jsonOut, "json", false, "print the problems as JSON (exit 1 when there are any)")

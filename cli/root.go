@@ -133,7 +133,7 @@ func (e *env) rootCmd() *cobra.Command {
 	root.AddCommand(
 		e.initCmd(), e.configCmd(), e.planCmd(), e.addCmd(), e.listCmd(), e.showCmd(), e.whyCmd(), e.budgetCmd(),
 		e.statusCmd(), e.debugCmd(), e.exportCmd(), e.importCmd(), e.daemonCmd(),
-		e.tuiCmd(), e.demoCmd(), e.agentSimCmd(),
+		e.tuiCmd(), e.demoCmd(), e.agentSimCmd(), e.guardCmd(),
 	)
 	root.AddCommand(e.actionCmds()...)
 	root.AddCommand(e.answerCmd())

@@ -2,19 +2,19 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/loopr-dev/loopr/api"
-	"github.com/loopr-dev/loopr/internal/termsafe"
 	"github.com/loopr-dev/loopr/loop"
 )
 
 func (e *env) statusCmd() *cobra.Command {
 	var jsonOut bool
-	var shown *api.Status // for PostRunE: the workers of an etcd store
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Daemon, counts by status, usage against caps, rate-limit state",
@@ -25,119 +25,149 @@ func (e *env) statusCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				shown = &st
 				if jsonOut {
 					return writeJSON(e.stdout, st)
 				}
-				now := e.now()
-				if n := st.Counts[loop.NeedsHuman]; n > 0 {
-					printNeedsYou(e, st.NeedsYou, n, now)
-				}
-				w := table(e.stdout)
-				if st.Daemon {
-					fmt.Fprintf(w, "daemon\trunning, pid %d, version %s, up %s\n", st.PID, st.Version, age(time.Duration(st.UptimeSecs)*time.Second))
-				} else {
-					fmt.Fprintf(w, "daemon\tnot running\n")
-				}
-				fmt.Fprintf(w, "home\t%s\n", st.Home)
-				if st.Store != "" {
-					fmt.Fprintf(w, "store\t%s\n", st.Store)
-				}
-				var counts []string
-				for _, s := range loop.Statuses {
-					counts = append(counts, fmt.Sprintf("%s %d", s, st.Counts[s]))
-				}
-				fmt.Fprintf(w, "loops\t%s\n", strings.Join(counts, ", "))
-				usage := []string{fmt.Sprintf("total %d/%d", st.Running, st.MaxLoops)}
-				for _, t := range st.Types {
-					cp := "-"
-					if t.Cap > 0 {
-						cp = fmt.Sprint(t.Cap)
-					}
-					usage = append(usage, fmt.Sprintf("%s %d/%s", t.Type, t.Running, cp))
-				}
-				fmt.Fprintf(w, "running\t%s\n", strings.Join(usage, ", "))
-				limited := 0
-				for _, p := range st.Profiles {
-					switch {
-					case p.Limited:
-						fmt.Fprintf(w, "rate limit\tagent %s: backing off after %d hit(s); its loops resume at %s (in %s)\n",
-							p.Agent, p.Hits, p.ResumeAt.Local().Format("2006-01-02 15:04:05"), age(p.ResumeAt.Sub(now).Round(time.Second)))
-						limited++
-					case p.Recovering:
-						fmt.Fprintf(w, "rate limit\tagent %s: recovering, one start per poll\n", p.Agent)
-						limited++
-					}
-				}
-				if limited == 0 {
-					fmt.Fprintf(w, "rate limit\tnone\n")
-				}
-				if len(st.Spent) > 0 {
-					fmt.Fprintf(w, "budget\t%d tree(s) spent their budget: `loopr budget ROOT --usd N` raises it\n", len(st.Spent))
-				}
-				fmt.Fprintf(w, "spent today\t%s\n", usageText(st.SpentToday))
-				disk := fmt.Sprintf("%.1f GB free", st.DiskFreeGB)
-				switch {
-				case st.DiskFull:
-					disk += " — full: no loop starts and new loops are refused until space returns"
-				case st.DiskLow:
-					disk += " — below storage.disk_quota_min_gb: no new loops start"
-				}
-				fmt.Fprintf(w, "disk\t%s\n", disk)
-				if st.NoGit != "" {
-					fmt.Fprintf(w, "no git\t%s\n", st.NoGit)
-				}
-				if st.Containment != "" {
-					fmt.Fprintf(w, "containment\t%s\n", st.Containment)
-				}
-				if st.Warning != "" {
-					fmt.Fprintf(w, "note\t%s\n", st.Warning)
-				}
-				if err := w.Flush(); err != nil || len(st.Problems) == 0 {
+				if err := printStatus(e.stdout, st, e.now()); err != nil {
 					return err
 				}
-				fmt.Fprintf(e.stdout, "\nproblems: loops of these types do not start (reason preflight) until fixed\n")
-				w = table(e.stdout)
-				for _, p := range st.Problems {
-					fmt.Fprintf(w, "  %s\t%s\t%s\n", p.TypesText, p.What, p.Fix)
+				if st.Cluster != nil {
+					printWorkers(e, st.Cluster)
 				}
-				return w.Flush()
+				return nil
 			})
 		},
 	}
 	c.Flags().BoolVar(&jsonOut, "json", false, "print status as JSON")
-	c.PostRunE = func(*cobra.Command, []string) error {
-		if shown != nil && shown.Cluster != nil && !jsonOut {
-			printWorkers(e, shown.Cluster)
-		}
-		return nil
-	}
 	return c
 }
 
-// printNeedsYou lists the loops that need a person, first in `loopr
-// status`: what each waits for and the command that answers it.
-func printNeedsYou(e *env, items []api.NeedsYou, total int, now time.Time) {
-	fmt.Fprintf(e.stdout, "NEEDS YOU (%d)\n", total)
-	w := table(e.stdout)
-	for _, n := range items {
-		detail := n.Detail
-		if detail == "" {
-			detail = "-"
+// printStatus prints st for a person, in lines that fit 80 columns where
+// the values allow: the loops that need you first, then one aligned table.
+func printStatus(out io.Writer, st api.Status, now time.Time) error {
+	if n := st.Counts[loop.NeedsHuman]; n > 0 {
+		printNeedsYou(out, st.NeedsYou, n, now)
+	}
+	w := table(out)
+	if st.Daemon {
+		fmt.Fprintf(w, "daemon\trunning, pid %d, version %s, up %s\n", st.PID, st.Version, age(time.Duration(st.UptimeSecs)*time.Second))
+	} else {
+		fmt.Fprintf(w, "daemon\tnot running\n")
+	}
+	fmt.Fprintf(w, "home\t%s\n", st.Home)
+	if st.Store != "" {
+		fmt.Fprintf(w, "store\t%s\n", st.Store)
+	}
+	// The counts, on two lines: the loops still in play, then the
+	// finished ones (one line of ten statuses ran past 130 columns).
+	var live, done []string
+	for _, s := range loop.Statuses {
+		c := fmt.Sprintf("%s %d", s, st.Counts[s])
+		if s.Terminal() {
+			done = append(done, c)
+		} else {
+			live = append(live, c)
 		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s ago\t%s\n", n.ID, n.Reason, termsafe.Line(clipText(n.Title, 40)), age(now.Sub(n.Since).Round(time.Second)), termsafe.Line(clipText(detail, 80)))
-		fmt.Fprintf(w, "  \t\t\t\t→ %s\n", n.Action)
 	}
-	w.Flush()
-	if total > len(items) {
-		fmt.Fprintf(e.stdout, "  … and %d more: loopr list --status needs_human\n", total-len(items))
+	fmt.Fprintf(w, "loops\t%s\n", strings.Join(live, ", "))
+	fmt.Fprintf(w, "\t%s\n", strings.Join(done, ", "))
+	usage := []string{fmt.Sprintf("total %d/%d", st.Running, st.MaxLoops)}
+	for _, t := range st.Types {
+		cp := "-"
+		if t.Cap > 0 {
+			cp = fmt.Sprint(t.Cap)
+		}
+		usage = append(usage, fmt.Sprintf("%s %d/%s", t.Type, t.Running, cp))
 	}
-	fmt.Fprintln(e.stdout)
+	fmt.Fprintf(w, "running\t%s\n", strings.Join(usage, ", "))
+	limited := 0
+	for _, p := range st.Profiles {
+		switch {
+		case p.Limited:
+			fmt.Fprintf(w, "rate limit\tagent %s: backing off after %d hit(s); its loops resume at %s (in %s)\n",
+				p.Agent, p.Hits, p.ResumeAt.Local().Format("2006-01-02 15:04:05"), age(p.ResumeAt.Sub(now).Round(time.Second)))
+			limited++
+		case p.Recovering:
+			fmt.Fprintf(w, "rate limit\tagent %s: recovering, one start per poll\n", p.Agent)
+			limited++
+		}
+	}
+	if limited == 0 {
+		fmt.Fprintf(w, "rate limit\tnone\n")
+	}
+	if len(st.Spent) > 0 {
+		fmt.Fprintf(w, "budget\t%d tree(s) spent their budget: `loopr budget ROOT --usd N` raises it\n", len(st.Spent))
+	}
+	fmt.Fprintf(w, "spent today\t%s\n", usageText(st.SpentToday))
+	disk := fmt.Sprintf("%.1f GB free", st.DiskFreeGB)
+	switch {
+	case st.DiskFull:
+		disk += " — full: no loop starts and new loops are refused until space returns"
+	case st.DiskLow:
+		disk += " — below storage.disk_quota_min_gb: no new loops start"
+	}
+	fmt.Fprintf(w, "disk\t%s\n", disk)
+	if st.NoGit != "" {
+		fmt.Fprintf(w, "no git\t%s\n", st.NoGit)
+	}
+	if st.Containment != "" {
+		fmt.Fprintf(w, "containment\t%s\n", st.Containment)
+	}
+	if st.Warning != "" {
+		fmt.Fprintf(w, "note\t%s\n", st.Warning)
+	}
+	if err := w.Flush(); err != nil || len(st.Problems) == 0 {
+		return err
+	}
+	// Each problem on its line, what to do under it (as the loops that
+	// need you): three columns side by side ran past 150.
+	fmt.Fprintf(out, "\nproblems: loops of these types do not start (reason preflight) until fixed\n")
+	w = table(out)
+	for _, p := range st.Problems {
+		fmt.Fprintf(w, "  %s\t%s\n", p.TypesText, p.What)
+		fmt.Fprintf(w, "  \t→ %s\n", p.Fix)
+	}
+	return w.Flush()
 }
 
-func clipText(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
+// printNeedsYou lists the loops that need a person, first in `loopr
+// status`: each on one line (id, reason, since when, and the title last,
+// so wide characters in it shift nothing), what it waits for under it, and
+// the command that resumes it, so that a line fits 80 columns.
+func printNeedsYou(out io.Writer, items []api.NeedsYou, total int, now time.Time) {
+	fmt.Fprintf(out, "NEEDS YOU (%d)\n", total)
+	type row struct{ id, reason, ago string }
+	rows := make([]row, len(items))
+	var wid, wreason, wago int
+	for i, n := range items {
+		rows[i] = row{n.ID, string(n.Reason), age(now.Sub(n.Since).Round(time.Second)) + " ago"}
+		wid = max(wid, utf8.RuneCountInString(rows[i].id))
+		wreason = max(wreason, utf8.RuneCountInString(rows[i].reason))
+		wago = max(wago, utf8.RuneCountInString(rows[i].ago))
+	}
+	for i, n := range items {
+		r := rows[i]
+		fmt.Fprintf(out, "  %s  %s  %s  %s\n", pad(r.id, wid), pad(r.reason, wreason), pad(r.ago, wago), oneLine(n.Title, needsTitleWidth))
+		if n.Detail != "" {
+			fmt.Fprintf(out, "    %s\n", oneLine(n.Detail, 76))
+		}
+		fmt.Fprintf(out, "    → %s\n", n.Action)
+	}
+	if total > len(items) {
+		fmt.Fprintf(out, "  … and %d more: loopr list --status needs_human\n", total-len(items))
+	}
+	fmt.Fprintln(out)
+}
+
+// needsTitleWidth is the most of a title a NEEDS YOU line shows: with a
+// 26-character id, the longest reason (no_progress) and the longest age
+// ("99d23h ago"), 80 columns.
+const needsTitleWidth = 25
+
+// pad is s followed by spaces to n runes.
+func pad(s string, n int) string {
+	if k := utf8.RuneCountInString(s); k < n {
+		return s + strings.Repeat(" ", n-k)
 	}
 	return s
 }

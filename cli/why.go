@@ -42,9 +42,14 @@ func (e *env) whyCmd() *cobra.Command {
 				fmt.Fprintf(e.stdout, "%s %q  %s  (%s, iteration %d/%d)\n", w.Loop.Type, w.Loop.Title, w.Loop.ID,
 					w.Loop.Status, w.Loop.Iteration, w.Loop.MaxIterations)
 				fmt.Fprintln(e.stdout, w.Formula)
+				var failed []string // the gates that hold it, each said once
 				for _, g := range w.Gates {
 					mark := "✓"
 					if !g.OK {
+						if saidBefore(failed, g.Text) {
+							continue
+						}
+						failed = append(failed, g.Text)
 						mark = "✗"
 					}
 					fmt.Fprintf(e.stdout, "  %s %s\n", mark, g.Text)

@@ -27,7 +27,7 @@ func TestAnswer(t *testing.T) {
 		{"a question keeps its iteration", loop.NeedsQuestion, "  use port 8080\n", want{2, 3, "use port 8080"}},
 		{"a repeated failure spent one", loop.NeedsNoProgress, "the test is flaky; skip it", want{3, 3, "the test is flaky; skip it"}},
 		{"a stall spent one", loop.NeedsStalled, "", want{3, 3, ""}},
-		{"a budget keeps its iteration", loop.NeedsBudget, "go on", want{2, 3, "go on"}},
+		{"a budget raised since keeps its iteration", loop.NeedsBudget, "go on", want{2, 3, "go on"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -69,5 +69,71 @@ func TestAnswerRefused(t *testing.T) {
 	_, err = svc.Act("p", api.ActionAnswer, api.ActionRequest{Answer: strings.Repeat("x", 65<<10)})
 	if err == nil || !strings.Contains(err.Error(), "too long") {
 		t.Errorf("oversize answer = %v; want too long", err)
+	}
+}
+
+// TestAnswerRefusedBudget: a loop held because a budget is still spent
+// takes no answer (back to pending, the same gate would hold it out of
+// "Needs you"); the refusal names the command that does resume it, and
+// the loop stays where it was.
+func TestAnswerRefusedBudget(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		loops  []loop.Loop
+		answer string // the loop answered
+		want   string // what the refusal says
+	}{
+		{
+			name: "its own budget",
+			loops: func() []loop.Loop {
+				l := rec("own1", "", loop.NeedsHuman, 0)
+				l.Budget, l.Usage = loop.Budget{USD: 1}, loop.Usage{CostUSD: 1.25}
+				l.Needs = &loop.Needs{Reason: loop.NeedsBudget, Detail: "budget spent: $1.25 of $1.00", Since: now}
+				return []loop.Loop{l}
+			}(),
+			answer: "own1",
+			want:   "own1: budget spent: $1.25 of $1.00; an answer would leave this ralph behind the same gate — raise the budget with loopr budget own1 --usd N and it resumes",
+		},
+		{
+			name: "its tree's budget",
+			loops: func() []loop.Loop {
+				root := rec("root1", "", loop.Running, 0)
+				root.Type, root.Budget, root.Usage = loop.Plan, loop.Budget{USD: 2}, loop.Usage{CostUSD: 1.5}
+				kid := rec("kid1", "root1", loop.NeedsHuman, 0)
+				kid.Usage = loop.Usage{CostUSD: 1}
+				kid.Needs = &loop.Needs{Reason: loop.NeedsBudget, Detail: "tree budget spent: $2.50 of $2.00 (root root1)", Since: now}
+				return []loop.Loop{root, kid}
+			}(),
+			answer: "kid1",
+			want:   "kid1: tree budget spent: $2.50 of $2.00 (root root1); an answer would leave this ralph behind the same gate — raise the budget with loopr budget root1 --usd N and it resumes",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			svc := newService(t, 30)
+			if err := svc.Store.Update(func(tx *store.Tx) error {
+				for _, l := range tc.loops {
+					if err := tx.Create(l); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := svc.Act(tc.answer, api.ActionAnswer, api.ActionRequest{Answer: "go on"})
+			var te *loop.TransitionError
+			if err == nil || err.Error() != tc.want || !errors.As(err, &te) {
+				t.Errorf("answer = %v\nwant the *loop.TransitionError (409, exit 2) %q", err, tc.want)
+			}
+			got, err := svc.Get(tc.answer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != loop.NeedsHuman || got.Needs == nil || got.Needs.Reason != loop.NeedsBudget || got.Answer != "" {
+				t.Errorf("after the refusal: status %s needs %v answer %q; want needs_human (budget), no answer", got.Status, got.Needs, got.Answer)
+			}
+		})
 	}
 }

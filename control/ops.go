@@ -411,7 +411,10 @@ func (s *Service) Iterate(tx *store.Tx, l loop.Loop, feedback string, now time.T
 // as the answer its next prompt carries. A loop parked by a failure that
 // spent its iteration (no_progress, stalled) gets the next iteration, and
 // room for it past max_iterations; one that asked a question, or waited
-// for a budget or a limit, runs the same iteration again.
+// for a limit or a budget raised since, runs the same iteration again. A
+// loop whose budget is still spent is refused with an *ActionError naming
+// `loopr budget`: answered, it would wait behind the same gate, out of
+// "Needs you".
 func Answer(tx *store.Tx, l loop.Loop, text string, now time.Time) error {
 	if l.Status != loop.NeedsHuman {
 		return &notWaitingError{st: l.Status, te: &loop.TransitionError{ID: l.ID, From: l.Status, To: loop.Pending}}
@@ -419,6 +422,19 @@ func Answer(tx *store.Tx, l loop.Loop, text string, now time.Time) error {
 	var reason loop.NeedsReason
 	if l.Needs != nil {
 		reason = l.Needs.Reason
+	}
+	if reason == loop.NeedsBudget {
+		text, spent, err := budgetHeld(tx, l)
+		if err != nil {
+			return err
+		}
+		if spent { // pending again, the budget gate would hold it, out of sight
+			held := l
+			held.Needs = &loop.Needs{Reason: loop.NeedsBudget, Detail: text}
+			return &ActionError{Action: api.ActionAnswer, Loop: l, Err: &loop.TransitionError{ID: l.ID, From: l.Status, To: loop.Pending},
+				Msg: fmt.Sprintf("%s: %s; an answer would leave this %s behind the same gate — raise the budget with %s and it resumes",
+					l.ID, text, l.Type, held.NeedsAction())}
+		}
 	}
 	msg := "answered by user"
 	if reason != "" {

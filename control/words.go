@@ -58,7 +58,7 @@ func ActionWords(action string, l loop.Loop) string {
 		case loop.AwaitingApproval:
 			return fmt.Sprintf("reset brings back failed loops; %s awaits approval — use loopr approve, iterate or reject", id)
 		case loop.NeedsHuman:
-			return fmt.Sprintf("reset brings back failed loops; %s needs you (needs_human) — loopr answer %s \"…\" resumes it", id, id)
+			return fmt.Sprintf("reset brings back failed loops; %s needs you (needs_human) — %s resumes it", id, l.NeedsAction())
 		}
 		return fmt.Sprintf("reset brings back failed loops; %s %s, which is final — add a new loop to do its work again", id, is(st))
 	case api.ActionPause:
@@ -72,7 +72,7 @@ func ActionWords(action string, l loop.Loop) string {
 		case loop.Failed:
 			return fmt.Sprintf("pause holds pending loops; %s has failed and runs nothing until loopr reset %s", id, id)
 		case loop.NeedsHuman:
-			return fmt.Sprintf("pause holds pending loops; %s needs you (needs_human) and runs nothing until loopr answer %s", id, id)
+			return fmt.Sprintf("pause holds pending loops; %s needs you (needs_human) and runs nothing until %s", id, l.NeedsAction())
 		}
 		return fmt.Sprintf("pause holds pending loops; %s %s, so there is nothing to hold", id, is(st))
 	case api.ActionResume:
@@ -86,7 +86,7 @@ func ActionWords(action string, l loop.Loop) string {
 		case loop.Failed:
 			return fmt.Sprintf("resume releases paused loops; %s has failed — use loopr reset %s to run it again", id, id)
 		case loop.NeedsHuman:
-			return fmt.Sprintf("resume releases paused loops; %s needs you (needs_human) — loopr answer %s \"…\" resumes it", id, id)
+			return fmt.Sprintf("resume releases paused loops; %s needs you (needs_human) — %s resumes it", id, l.NeedsAction())
 		}
 		return fmt.Sprintf("resume releases paused loops; %s %s, so there is nothing to resume", id, is(st))
 	case api.ActionApprove, api.ActionReject, api.ActionIterate:

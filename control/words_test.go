@@ -51,6 +51,8 @@ func TestRefusedActionsSayWhatWouldWork(t *testing.T) {
 func TestActionWords(t *testing.T) {
 	t.Parallel()
 	plan := func(st loop.Status) loop.Loop { return loop.Loop{ID: "01JX", Type: loop.Plan, Status: st} }
+	held := plan(loop.NeedsHuman) // held for its tree's budget: raising it resumes it
+	held.Needs = &loop.Needs{Reason: loop.NeedsBudget, Detail: "tree budget spent: $2.10 of $2.00 (root 01JR)"}
 	tests := []struct {
 		action string
 		l      loop.Loop
@@ -63,6 +65,9 @@ func TestActionWords(t *testing.T) {
 		{api.ActionPause, plan(loop.Running), "pause holds pending loops; 01JX is running — use loopr cancel to stop it"},
 		{api.ActionCancel, plan(loop.Expired), "01JX: this plan expired (its deadline passed before it ran), which is final; there is nothing to cancel"},
 		{api.ActionIterate, plan(loop.Pending), "01JX: this plan is pending, not awaiting approval; loopr why 01JX says what it waits for"},
+		{api.ActionReset, plan(loop.NeedsHuman), "reset brings back failed loops; 01JX needs you (needs_human) — loopr answer 01JX \"…\" resumes it"},
+		{api.ActionResume, held, "resume releases paused loops; 01JX needs you (needs_human) — loopr budget 01JR --usd N resumes it"},
+		{api.ActionPause, held, "pause holds pending loops; 01JX needs you (needs_human) and runs nothing until loopr budget 01JR --usd N"},
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("%s/%s", tc.action, tc.l.Status), func(t *testing.T) {

@@ -64,6 +64,10 @@ type Options struct {
 	// Standby, on an etcd store, makes the daemon a worker that runs no
 	// loops (max_loops 0) but may be elected scheduler.
 	Standby bool
+	// GuardBinary is the loopr executable to start the guard from
+	// (`loopr _guard`: it kills this daemon's agents if the daemon dies
+	// without a clean stop); "" starts none.
+	GuardBinary string
 }
 
 // ShutdownTimeout bounds how long Run waits for HTTP requests in flight
@@ -171,6 +175,16 @@ func Run(ctx context.Context, o Options) error {
 		log.Warn("killed processes a previous daemon left running", "count", n)
 	}
 	defer jail.Close()
+	if o.GuardBinary != "" {
+		// If this process dies without a clean stop, its guard kills the
+		// agents it started (RELIABILITY.md); a clean stop releases it.
+		stopGuard, err := jail.StartGuard(o.GuardBinary)
+		if err != nil {
+			log.Warn("no guard: a crash of this daemon leaves its agents running until the next daemon starts", "err", err)
+		} else {
+			defer stopGuard()
+		}
+	}
 
 	var mgr *loopmgr.Manager
 	run := &runner.Runner{

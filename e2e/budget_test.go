@@ -1,11 +1,16 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -231,8 +236,38 @@ func TestBudgetStopsTheTreeAndRaisingResumes(t *testing.T) {
 		t.Errorf("loopr show does not say to raise the budget:\n%s", out)
 	}
 	why := ok(t, r.dir, "why", plan.ID)
+	// The budget text is in the needs_human reason and the budget gate:
+	// the human output says it once; --json keeps both reasons.
+	const spent = "budget spent: $0.30 of $0.25"
+	for _, line := range strings.Split(why, "\n") {
+		if n := strings.Count(line, spent); n > 1 || n == 1 && strings.Contains(line, "✗") && !strings.Contains(line, "needs you (budget)") {
+			t.Errorf("loopr why says %q again: %q\n%s", spent, line, why)
+		}
+	}
+	if sched := ok(t, r.dir, "debug", "scheduler"); strings.Count(sched, spent) != 1 {
+		t.Errorf("loopr debug scheduler says %q %d times, want once:\n%s", spent, strings.Count(sched, spent), sched)
+	}
+	var rows []api.SchedRow
+	mustJSON(t, ok(t, r.dir, "debug", "scheduler", "--json"), &rows)
+	if len(rows) != 1 || !slices.Contains(rows[0].Reasons, "needs_human") || !slices.Contains(rows[0].Reasons, "budget") || !slices.Contains(rows[0].ReasonText, spent) {
+		t.Errorf("debug scheduler --json rows %+v; want the needs_human and budget reasons, both texts", rows)
+	}
 	if !strings.Contains(why, "needs you (budget)") {
 		t.Errorf("loopr why does not say budget:\n%s", why)
+	}
+	// An answer is refused (accepted, the gate held it pending, out of
+	// "Needs you"): the CLI exits 2 and the API answers 409, both saying
+	// what to do instead; the plan still waits for its budget.
+	refusal := plan.ID + ": budget spent: $0.30 of $0.25; an answer would leave this plan behind the same gate — raise the budget with loopr budget " + plan.ID + " --usd N and it resumes"
+	if res := run(t, r.dir, "", "answer", plan.ID, "go on"); res.code != 2 || res.stderr != "loopr: "+refusal+"\n" {
+		t.Errorf("loopr answer: exit %d, stderr %q; want 2 and %q", res.code, res.stderr, refusal)
+	}
+	if code, body := postSocket(t, r, "/v1/loops/"+plan.ID+"/answer", `{"answer":"go on"}`); code != 409 ||
+		!strings.Contains(body, `"code":"conflict"`) || !strings.Contains(body, "loopr budget "+plan.ID+" --usd N") {
+		t.Errorf("POST answer = %d %s; want 409 conflict naming loopr budget", code, body)
+	}
+	if l := show(t, r, plan.ID); l.Status != loop.NeedsHuman || l.Needs == nil || l.Needs.Reason != loop.NeedsBudget {
+		t.Fatalf("after the refused answer: %s, needs %+v; want still needs_human (budget)", l.Status, l.Needs)
 	}
 
 	// Restart: still waiting, nothing runs.
@@ -270,4 +305,24 @@ func logTime(line string) time.Time {
 	v, _, _ := strings.Cut(rest, " ")
 	t, _ := time.Parse(time.RFC3339Nano, v)
 	return t
+}
+
+// postSocket POSTs body to path over the daemon's socket and returns the
+// status code and the response body.
+func postSocket(t *testing.T, r repo, path, body string) (int, string) {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", filepath.Join(r.home, "loopr.sock"))
+	}}, Timeout: 10 * time.Second}
+	resp, err := hc.Post("http://loopr"+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("POST %s: read: %v", path, err)
+	}
+	return resp.StatusCode, string(b)
 }

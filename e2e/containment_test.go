@@ -92,7 +92,8 @@ func ticksStill(t *testing.T, marks string, ids map[string]string) {
 
 // TestEscapedProcessesEnd: for each containment mode the machine allows
 // and each way an iteration can end (the agent exits, cancel, timeout,
-// SIGTERM, SIGKILL of the daemon and a restart), the escapees of three agents (setsid,
+// SIGTERM, SIGKILL of the daemon and a restart with its guard off, SIGKILL
+// with its guard on), the escapees of three agents (setsid,
 // double fork, env -i) are gone, and nothing they started writes on.
 func TestEscapedProcessesEnd(t *testing.T) {
 	t.Parallel()
@@ -100,7 +101,7 @@ func TestEscapedProcessesEnd(t *testing.T) {
 		t.Fatal("perl is needed: escapeagent.sh double forks with it (fork, setpgrp, fork)")
 	}
 	for _, mode := range []string{"cgroup", "subreaper"} {
-		for _, event := range []string{"end", "cancel", "timeout", "stop", "crash"} {
+		for _, event := range []string{"end", "cancel", "timeout", "stop", "crash", "guard"} {
 			t.Run(mode+"/"+event, func(t *testing.T) {
 				t.Parallel()
 				testEscapes(t, mode, event)
@@ -121,7 +122,11 @@ func testEscapes(t *testing.T, mode, event string) {
 	}
 	r := newRepo(t, escapeConfig(t, marks, agentMode, timeout, maxIter))
 	env := "LOOPR_CONTAINMENT=" + mode
-	d := startDaemonEnv(t, r, env)
+	guard := "LOOPR_GUARD=on"
+	if event == "crash" {
+		guard = "LOOPR_GUARD=off" // what the next daemon's Recover ends by itself
+	}
+	d := startDaemonEnv(t, r, env, guard)
 	got := status(t, r).Containment
 	want := map[string]string{"cgroup": "cgroup", "subreaper": "subreaper+scan"}[mode]
 	if got != want && !(mode == "cgroup" && got == "subreaper+scan") {
@@ -247,7 +252,7 @@ func testEscapes(t *testing.T, mode, event string) {
 				t.Fatalf("%s: escapee %d died with the daemon; the crash case proves nothing", esc, pid)
 			}
 		}
-		d2 := startDaemonEnv(t, r, env)
+		d2 := startDaemonEnv(t, r, env, guard)
 		gone("the next daemon started", 10*time.Second, all)
 		stopCleanly(t, r, d2)
 		// The restarted loops' own escapees went with the clean stop.
@@ -256,9 +261,14 @@ func testEscapes(t *testing.T, mode, event string) {
 				t.Errorf("%s: iteration 2's escapee %d outlived the clean stop", esc, pid)
 			}
 		}
+	case "guard":
+		// The guard ends them without a next daemon: within 1 s.
+		time.Sleep(1500 * time.Millisecond) // without cgroups the strays are recorded once a second
+		d.crash(t)
+		gone("the daemon's SIGKILL (its guard)", time.Second, all)
 	}
 	ticksStill(t, marks, ids)
-	if event != "crash" && event != "stop" {
+	if event != "crash" && event != "stop" && event != "guard" { // guard: the daemon is dead
 		stopCleanly(t, r, d)
 	}
 	if containment == "cgroup" {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -25,6 +26,17 @@ func remoteConfig(t *testing.T) string {
 	return strings.Replace(cfg, git, git+"  remote: origin\n", 1)
 }
 
+// remoteRepo is a workspace with git.remote: origin and that remote: a
+// bare repository cloned from the workspace.
+func remoteRepo(t *testing.T) (r repo, bare string) {
+	t.Helper()
+	r = newRepo(t, remoteConfig(t))
+	bare = filepath.Join(t.TempDir(), "shared.git")
+	r.git(t, "clone", "-q", "--bare", r.dir, bare)
+	r.git(t, "remote", "add", "origin", bare)
+	return r, bare
+}
+
 // bareGit runs git in the bare repository dir and returns its trimmed
 // stdout.
 func bareGit(t *testing.T, dir string, args ...string) string {
@@ -44,10 +56,7 @@ func bareGit(t *testing.T, dir string, args ...string) string {
 // branch follows, and the user's checkout is untouched.
 func TestGitRemoteTree(t *testing.T) {
 	t.Parallel()
-	r := newRepo(t, remoteConfig(t))
-	bare := filepath.Join(t.TempDir(), "shared.git")
-	r.git(t, "clone", "-q", "--bare", r.dir, bare)
-	r.git(t, "remote", "add", "origin", bare)
+	r, bare := remoteRepo(t)
 	before := r.checkout(t)
 	d := startDaemon(t, r)
 
@@ -100,6 +109,51 @@ func TestGitRemoteTree(t *testing.T) {
 		t.Errorf("the user's checkout changed: before %+v, after %+v", before, after)
 	}
 	stopCleanly(t, r, d)
+}
+
+// TestGitRemoteOutage: the shared repository is out of reach when a plan
+// starts (moved away); the plan waits — a transient error, no iteration
+// spent — and runs to completion once the repository is back.
+func TestGitRemoteOutage(t *testing.T) {
+	t.Parallel()
+	r, bare := remoteRepo(t)
+	d := startDaemon(t, r)
+	away := bare + ".away"
+	if err := os.Rename(bare, away); err != nil {
+		t.Fatal(err)
+	}
+	var plan loop.Loop
+	mustJSON(t, ok(t, r.dir, "plan", "Build the e2e widget", "--json"), &plan)
+	waitFor(t, 20*time.Second, "the plan to meet the missing remote", func() bool {
+		return show(t, r, plan.ID).TransientRetries > 0
+	})
+	if err := os.Rename(away, bare); err != nil {
+		t.Fatal(err)
+	}
+	waitEvery(t, 90*time.Second, slowPoll, "the plan tree to settle", func() bool {
+		if d.exited() {
+			t.Fatalf("daemon exited: %v\n%s", d.cmd.ProcessState, tail(d.output(), 40))
+		}
+		st := status(t, r)
+		return settled(st) && st.Counts[loop.Complete] > 0
+	})
+	checkTree(t, list(t, r))
+	p := show(t, r, plan.ID)
+	if p.Iteration != 1 {
+		t.Errorf("plan at iteration %d after the outage, want 1 (a missing remote spends none)", p.Iteration)
+	}
+	s := stopCleanly(t, r, d)
+	var said []string
+	for _, ev := range journal(t, s) {
+		if ev.Loop == plan.ID {
+			said = append(said, ev.Message)
+		}
+	}
+	if !slices.ContainsFunc(said, func(m string) bool {
+		return strings.Contains(m, "no iteration spent") && strings.Contains(m, "fetch from remote origin ("+bare+")")
+	}) {
+		t.Errorf("the plan's journal never named the unreachable remote as a retry without cost:\n%s", strings.Join(said, "\n"))
+	}
 }
 
 // TestGitRemoteMissing: git.remote names a remote the repository does not

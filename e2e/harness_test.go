@@ -220,7 +220,8 @@ func (d *daemonProc) stop() int {
 }
 
 // crash kills the daemon alone with SIGKILL, as a crash would: its agents
-// live on as orphans.
+// live on as orphans until its guard kills them (at once; with
+// LOOPR_GUARD=off, until the next daemon's Recover).
 func (d *daemonProc) crash(t *testing.T) {
 	t.Helper()
 	if err := d.cmd.Process.Kill(); err != nil {

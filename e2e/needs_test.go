@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -304,7 +305,7 @@ func TestAnswerWithoutDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	ok(t, dir, "import", file)
-	if out := ok(t, dir, "status"); !strings.HasPrefix(out, "NEEDS YOU (1)\n  q1  stalled  Pick a port") {
+	if out := ok(t, dir, "status"); !regexp.MustCompile(`^NEEDS YOU \(1\)\n  q1  stalled  \S+ ago  Pick a port\n    2 iterations in a row stalled\n    → loopr answer q1 "…"\n`).MatchString(out) {
 		t.Errorf("status without a daemon does not list the loop that needs you first:\n%s", out)
 	}
 	out := ok(t, dir, "answer", "q1", "Add logging, then retry.")

@@ -238,7 +238,8 @@ func TestNoGitOneAtATime(t *testing.T) {
 	cfg := withAgent(t, treeConfig(t, 2, "true"), "sh", abs(t, "testdata/agent.sh"), "crash", agentLog, "0.6")
 	r := plainDir(t, cfg)
 	res := run(t, r.dir, "", "config", "check")
-	if res.code != 0 || !strings.Contains(res.stdout, "note: the workspace is not a git repository: loops of leaf types (ralph) share the workspace directory, so they run one at a time") {
+	if res.code != 0 || !strings.HasSuffix(strings.SplitN(res.stdout, "\n", 2)[0], "/loopr.yml: ok") ||
+		!strings.Contains(res.stdout, "note: the workspace is not a git repository: loops of leaf types (ralph) share the workspace directory, so they run one at a time") {
 		t.Fatalf("config check: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 	startDaemon(t, r)

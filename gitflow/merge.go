@@ -51,6 +51,19 @@ func (r *Repo) MergeWith(ctx context.Context, branch, into string, o MergeOption
 	if r.Remote != "" {
 		return r.mergeRemote(ctx, branch, into, name, o)
 	}
+	checkout := []string{"checkout", "--quiet", into, "--"}
+	if r.Lock != nil {
+		// Workers sharing this repository from several homes, each with
+		// its own integration worktree: one merges into a branch at a
+		// time, and a worker that died with into checked out does not
+		// block the others.
+		unlockShared, err := r.Lock.Lock(ctx, into)
+		if err != nil {
+			return fmt.Errorf("merge of %s into %s: %w", branch, into, err)
+		}
+		defer unlockShared()
+		checkout = []string{"checkout", "--quiet", "--ignore-other-worktrees", into, "--"}
+	}
 
 	for _, b := range []string{branch, into} {
 		ok, err := r.branchExists(ctx, b)
@@ -73,7 +86,7 @@ func (r *Repo) MergeWith(ctx context.Context, branch, into string, o MergeOption
 			return fmt.Errorf("merge of %s into %s: not merged: %w", branch, into, err)
 		}
 	}
-	if _, err := r.git(ctx, dir, "checkout", "--quiet", into, "--"); err != nil {
+	if _, err := r.git(ctx, dir, checkout...); err != nil {
 		return fmt.Errorf("merge into %s: check out in %s: %w", into, dir, err)
 	}
 	defer func() {

@@ -44,6 +44,17 @@ import (
 // try again, or give up.
 var ErrPushRejected = errors.New("push rejected")
 
+// RemoteError is a fetch or push that did not get through to the remote:
+// it could not be reached, gave no answer in time, or refused the
+// credentials. Nothing changed there; trying again later may work.
+type RemoteError struct {
+	msg string
+	err error
+}
+
+func (e *RemoteError) Error() string { return e.msg }
+func (e *RemoteError) Unwrap() error { return e.err }
+
 // MergeAttempts is how many times MergeWith tries fetch, merge and push
 // when the remote refuses the push because the plan branch moved.
 const MergeAttempts = 5
@@ -123,7 +134,7 @@ func (r *Repo) Fetch(ctx context.Context) error {
 	r.admin.Lock()
 	defer r.admin.Unlock()
 	if _, err := r.git(ctx, r.Root, "-c", "gc.auto=0", "-c", "maintenance.auto=false", "fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head", r.Remote, refspec); err != nil {
-		return fmt.Errorf("fetch from remote %s%s: %w", r.Remote, r.remoteURL(ctx), err)
+		return &RemoteError{msg: fmt.Sprintf("fetch from remote %s%s: %v", r.Remote, r.remoteURL(ctx), err), err: err}
 	}
 	r.fetchedAt = began
 	return nil
@@ -430,9 +441,9 @@ func (r *Repo) push(ctx context.Context, branch, commit, expect string) error {
 			return fmt.Errorf("remote %s refused the push of %s: %s", r.Remote, branch, reason)
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("remote %s gave no answer in time: %w", r.Remote, err)
+			return &RemoteError{msg: fmt.Sprintf("remote %s gave no answer in time: %v", r.Remote, err), err: err}
 		}
-		return err
+		return &RemoteError{msg: err.Error(), err: err}
 	}
 	track := []string{"update-ref", r.tracking(branch), commit}
 	if commit == "" {

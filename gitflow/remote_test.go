@@ -44,6 +44,7 @@ type memLocker struct {
 	mu    sync.Mutex
 	locks map[string]chan struct{}
 	taken map[string]int
+	held  []time.Duration // how long each lock was held
 }
 
 func (l *memLocker) Lock(ctx context.Context, name string) (func(), error) {
@@ -65,7 +66,13 @@ func (l *memLocker) Lock(ctx context.Context, name string) (func(), error) {
 	l.mu.Lock()
 	l.taken[name]++
 	l.mu.Unlock()
-	return func() { <-ch }, nil
+	at := time.Now()
+	return func() {
+		l.mu.Lock()
+		l.held = append(l.held, time.Since(at))
+		l.mu.Unlock()
+		<-ch
+	}, nil
 }
 
 // cluster is a bare repository (the remote) and clones of it, each opened
@@ -155,6 +162,8 @@ func mergeAll(t *testing.T, c *cluster, plan string, n int) (gaveUp int) {
 	errs := make([]error, n)
 	var again []int
 	var mu sync.Mutex
+	took := make([]time.Duration, n)
+	start := time.Now()
 	for i := range n {
 		wg.Go(func() {
 			r := c.clones[i%len(c.clones)]
@@ -165,7 +174,9 @@ func mergeAll(t *testing.T, c *cluster, plan string, n int) (gaveUp int) {
 				errs[i] = fmt.Errorf("loop %s: %w", id, err)
 				return
 			}
+			began := time.Now()
 			err := r.Merge(ctx, branch, plan)
+			took[i] = time.Since(began)
 			if errors.Is(err, ErrPushRejected) && strings.Contains(err.Error(), fmt.Sprintf("attempt %d of %d", MergeAttempts, MergeAttempts)) {
 				mu.Lock()
 				again = append(again, i)
@@ -178,9 +189,13 @@ func mergeAll(t *testing.T, c *cluster, plan string, n int) (gaveUp int) {
 		})
 	}
 	wg.Wait()
+	wall := time.Since(start)
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
+	slices.Sort(took)
+	t.Logf("%d loops on %d clones: sync, commit, push and merge of all in %s; one merge (lock, fetch, merge, push) p50 %s, max %s",
+		n, len(c.clones), wall.Round(time.Millisecond), took[n/2].Round(time.Millisecond), took[n-1].Round(time.Millisecond))
 	for _, i := range again {
 		if err := c.clones[i%len(c.clones)].Merge(ctx, fmt.Sprintf("loopr/r%02d", i), plan); err != nil {
 			t.Fatalf("loop r%02d: merge again after giving up = %v", i, err)
@@ -217,6 +232,8 @@ func TestRemoteConcurrentMergesUnderLock(t *testing.T) {
 	if got := locker.taken[plan]; got != n {
 		t.Errorf("shared lock on %s taken %d times, want %d (once per merge)", plan, got, n)
 	}
+	slices.Sort(locker.held)
+	t.Logf("the shared lock was held p50 %s, max %s per merge", locker.held[n/2].Round(time.Millisecond), locker.held[n-1].Round(time.Millisecond))
 	if got := c.count("push refused"); got != 0 {
 		t.Errorf("%d pushes refused under the shared lock, want 0", got)
 	}
@@ -506,15 +523,16 @@ func TestRemoteUnreachable(t *testing.T) {
 	local := gitT(t, r.Root, "rev-parse", branch)
 
 	err = r.Fetch(ctx)
-	if err == nil || !strings.Contains(err.Error(), "fetch from remote origin ("+c.bare+")") {
-		t.Errorf("Fetch() = %v, want an error naming the remote and its URL", err)
+	var re *RemoteError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "fetch from remote origin ("+c.bare+")") {
+		t.Errorf("Fetch() = %v, want a *RemoteError naming the remote and its URL", err)
 	}
 	if _, err := r.SyncBranch(ctx, branch, plan); err == nil {
 		t.Error("SyncBranch() with the remote gone = nil, want an error")
 	}
-	if err := r.PushBranch(ctx, branch, c.remoteTip(t, branch)); err == nil || errors.Is(err, ErrPushRejected) ||
+	if err := r.PushBranch(ctx, branch, c.remoteTip(t, branch)); !errors.As(err, &re) || errors.Is(err, ErrPushRejected) ||
 		!strings.Contains(err.Error(), "push loopr/r1 to remote origin") {
-		t.Errorf("PushBranch() = %v, want an error naming the branch and the remote (not a refusal)", err)
+		t.Errorf("PushBranch() = %v, want a *RemoteError naming the branch and the remote (not a refusal)", err)
 	}
 	if err := r.Merge(ctx, branch, plan); err == nil || !strings.Contains(err.Error(), "fetch from remote origin") {
 		t.Errorf("Merge() = %v, want the fetch's error", err)

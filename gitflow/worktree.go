@@ -274,6 +274,13 @@ func (r *Repo) ensureWorktree(ctx context.Context, name, branch, base string) (d
 			return "", false, err
 		}
 		if exists {
+			if r.Lock != nil {
+				// Workers sharing this repository from several homes: the
+				// branch may still be checked out in the worktree of a
+				// worker that lost the loop (it died, or was fenced). The
+				// loop's lease is this worker's now.
+				args = append(args, "--force")
+			}
 			args = append(args, dir, branch)
 			break
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/cluster"
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
@@ -38,20 +39,28 @@ fi
 // the manager waited for a tick instead of waking on the event. Next to it,
 // in the same run, the floor: starting the same agent process directly.
 // Target: p99 ≤ 20 ms.
-func BenchmarkDispatchLatency(b *testing.B) { dispatchLatency(b, false, false) }
+func BenchmarkDispatchLatency(b *testing.B) { dispatchLatency(b, false, false, false) }
 
 // BenchmarkDispatchLatencyEtcd is BenchmarkDispatchLatency with the store
 // on a real etcd (embedded on 127.0.0.1, fsync on): every transition is an
 // etcd transaction, and the manager's index follows the store through an
 // etcd watch. Target: p99 ≤ 50 ms.
-func BenchmarkDispatchLatencyEtcd(b *testing.B) { dispatchLatency(b, false, true) }
+func BenchmarkDispatchLatencyEtcd(b *testing.B) { dispatchLatency(b, false, true, false) }
+
+// BenchmarkDispatchLatencyEtcdWorker is BenchmarkDispatchLatencyEtcd with
+// the manager a worker of a cluster (Options.Cluster): the scheduler
+// assigns the child to a worker (a listing of the workers and the
+// assignment's transaction), and the worker starts it when its watch of
+// the store delivers the assignment (and a read of the loop's lease key).
+// Target: p99 ≤ 50 ms.
+func BenchmarkDispatchLatencyEtcdWorker(b *testing.B) { dispatchLatency(b, false, true, true) }
 
 // BenchmarkDispatchLatencyWorktrees is the same with git worktrees on, in
 // a real repository: the parent's worktree is removed and the child's
 // branch and worktree made between the two, as in a daemon with git.
-func BenchmarkDispatchLatencyWorktrees(b *testing.B) { dispatchLatency(b, true, false) }
+func BenchmarkDispatchLatencyWorktrees(b *testing.B) { dispatchLatency(b, true, false, false) }
 
-func dispatchLatency(b *testing.B, worktrees, onEtcd bool) {
+func dispatchLatency(b *testing.B, worktrees, onEtcd, worker bool) {
 	home := b.TempDir()
 	agent := filepath.Join(home, "agent.sh")
 	if err := os.WriteFile(agent, []byte(trivialAgent), 0o755); err != nil {
@@ -109,13 +118,28 @@ func dispatchLatency(b *testing.B, worktrees, onEtcd bool) {
 			started <- [2]string{id, l.Parent}
 		}
 	}}
-	mgr = New(Options{Service: svc, Runner: run, Owner: "bench", Git: git,
+	ctx, cancel := context.WithCancel(context.Background())
+	var w *cluster.Worker
+	if worker {
+		w, err = cluster.Register(ctx, cluster.Options{Store: st, TTL: 15 * time.Second,
+			Info: cluster.WorkerInfo{Name: "bench", Host: "h", Home: home, Workspace: ws, MaxLoops: 10}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		wdone := make(chan struct{})
+		wctx, stopW := context.WithCancel(context.Background())
+		go func() { _ = w.Run(wctx); close(wdone) }()
+		defer func() { stopW(); <-wdone }() // after the manager stopped (deferred later, runs first)
+		for !w.Scheduler() {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	mgr = New(Options{Service: svc, Runner: run, Owner: "bench", Git: git, Cluster: w,
 		OnFinish: func(id string, at time.Time) {
 			mu.Lock()
 			finished[id] = at
 			mu.Unlock()
 		}})
-	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Run(ctx) }()
 	defer func() { cancel(); <-done }()

@@ -96,7 +96,7 @@ func (m *Manager) workerTick(ctx context.Context, now time.Time) {
 			continue
 		}
 		if mine {
-			m.toLaunch[id] = true
+			m.toLaunch[id] = ch.Loop
 		} else {
 			delete(m.toLaunch, id)
 		}
@@ -111,15 +111,13 @@ func (m *Manager) workerTick(ctx context.Context, now time.Time) {
 	}
 	agents := control.Policy(m.cfg()).Agents
 	for _, id := range slices.Sorted(mapKeys(m.toLaunch)) {
+		// The record as the follower delivered it: a later change (a
+		// cancel) comes through the follower too, and stops the agent.
+		cur := m.toLaunch[id]
 		delete(m.toLaunch, id)
-		var cur loop.Loop
 		var ll cluster.LoopLease
 		var held bool
 		err := m.svc.Store.View(func(tx *store.Tx) error {
-			var err error
-			if cur, err = tx.Get(id); err != nil {
-				return err
-			}
 			var lid int64
 			ll, lid, held = cluster.ReadLease(tx, id)
 			held = held && lid == lease && ll.Worker == m.o.Cluster.Name() && ll.Lease == cluster.LeaseHex(lease) && ll.Iteration == cur.Iteration

@@ -223,6 +223,10 @@ func (m *Manager) finish(ctx context.Context, r result) {
 		if a.stopping || errors.Is(r.err, context.Canceled) {
 			res.Outcome = runner.Cancelled
 		}
+		// git.remote out of reach before the agent ran: no fault of the
+		// loop's, so no iteration spent (up to retry.transient_max).
+		var re *gitflow.RemoteError
+		res.Transient = errors.As(r.err, &re)
 	}
 	// What the agent consumed is recorded with the outcome, in the same
 	// transaction (ours adds it): whatever the outcome, and before a git

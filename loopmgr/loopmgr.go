@@ -103,7 +103,7 @@ type Manager struct {
 	// Several workers (cluster.go); unused without Options.Cluster.
 	fmu       sync.Mutex
 	seen      map[string]store.Change // records changed since the last worker tick (the follower); fmu guards it
-	toLaunch  map[string]bool         // loops assigned here, not yet started; owned by Run
+	toLaunch  map[string]loop.Loop    // loops assigned here, not yet started; owned by Run
 	lastLost  time.Time               // last look for loops of lost workers; owned by Run
 	wasLeader bool                    // the worker was the scheduler at the last tick; owned by Run
 }
@@ -152,7 +152,7 @@ func New(o Options) *Manager {
 	}
 	m := &Manager{o: o, svc: o.Service, log: o.Log, wake: make(chan struct{}, 1),
 		results: make(chan result, 64), kill: make(chan []string, 16), active: map[string]*active{},
-		lastRec: map[string]time.Time{}, toLaunch: map[string]bool{}, seen: map[string]store.Change{}}
+		lastRec: map[string]time.Time{}, toLaunch: map[string]loop.Loop{}, seen: map[string]store.Change{}}
 	if o.Cluster != nil && o.Fence == nil {
 		m.o.Fence = m.leaseFence
 	}

@@ -151,6 +151,9 @@ func refuse(action string, l *loop.Loop, liveBelow bool) string {
 		if l.Status != loop.NeedsHuman {
 			return fmt.Sprintf("can't answer: only a loop that needs you takes an answer, this %s is %s", l.Type, st)
 		}
+		if l.Needs != nil && l.Needs.Reason == loop.NeedsBudget { // answered, the budget gate would hold it
+			return fmt.Sprintf("can't answer: this %s waits for a budget, not an answer — %s resumes it", l.Type, l.NeedsAction())
+		}
 	case api.ActionApprove, api.ActionReject, api.ActionIterate:
 		if l.Status != loop.AwaitingApproval {
 			return fmt.Sprintf("can't %s: only a plan awaiting approval can be %s, this %s is %s",

@@ -141,13 +141,17 @@ func TestNeedsYouNotifies(t *testing.T) {
 }
 
 // A loop held for its spent budget is resumed by raising the budget, not by
-// an answer: the row and the details say so.
+// an answer: the row and the details say so, and A refuses.
 func TestNeedsYouBudgetHint(t *testing.T) {
 	t.Parallel()
 	l := &loop.Loop{ID: "r9", Type: loop.Ralph, Status: loop.NeedsHuman,
 		Needs: &loop.Needs{Reason: loop.NeedsBudget, Detail: "tree budget spent: $0.30 of $0.25" + loop.TreeBudgetRoot + "p1)"}}
 	if got := needsWhy(l); !strings.Contains(got, "loopr budget p1 --usd N") || strings.Contains(got, "A answers") {
 		t.Errorf("needsWhy = %q; want the loopr budget command, no A answers", got)
+	}
+	want := "can't answer: this ralph waits for a budget, not an answer — loopr budget p1 --usd N resumes it"
+	if got := refuse(api.ActionAnswer, l, false); got != want {
+		t.Errorf("refuse(answer) = %q; want %q (the daemon refuses it too)", got, want)
 	}
 	l.Needs.Reason = loop.NeedsQuestion
 	if got := needsWhy(l); !strings.Contains(got, "A answers") {

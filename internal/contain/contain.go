@@ -12,7 +12,9 @@
 //     time (CLONE_INTO_CGROUP), so no descendant can be outside it. Ending
 //     it is `cgroup.kill` (or SIGKILL to each pid in cgroup.procs until it
 //     is empty), then rmdir. A daemon that starts kills and removes the
-//     cgroups a crashed one left.
+//     cgroups a crashed one left. A cell's name carries the daemon's
+//     instance (pid and start time), so a dead daemon's guard (guard.go)
+//     kills its cells and never those of a daemon started after it.
 //   - subreaper: the daemon is a child subreaper (PR_SET_CHILD_SUBREAPER),
 //     so a process that detaches is reparented to the daemon instead of
 //     init. Such strays are attributed to a loop by their environment
@@ -26,6 +28,10 @@
 //     and the loop's LOOPR_LOOP_ID, and everything below it, is killed when
 //     the loop's process ends and, for every loop, when a daemon starts.
 //     Off Linux there is no /proc to scan: the process group is all.
+//
+// And a daemon that dies without a clean stop has its guard, `loopr
+// _guard` (guard.go), kill what it started at once, instead of leaving it
+// to the next daemon's Recover.
 package contain
 
 import (
@@ -75,6 +81,8 @@ type Jail struct {
 	seq      atomic.Uint64
 	pgid     int // the daemon's own process group: its git commands live there
 	self     int
+	start    uint64 // the daemon's start time (clock ticks after boot; 0 off Linux)
+	inst     string // instance(self, start): in its cells' names and its strays file
 }
 
 // started is every process started through any jail of this process and
@@ -84,17 +92,18 @@ type Jail struct {
 // holds it for reading from clone until its pid is in pids, a reaper holds
 // it for writing, so none reaps a child os/exec still has to wait for.
 var started = struct {
-	mu    sync.RWMutex
-	state sync.Mutex // guards pids
-	pids  map[int]bool
-}{pids: map[int]bool{}}
+	mu     sync.RWMutex
+	state  sync.Mutex // guards pids and guards
+	pids   map[int]bool
+	guards map[int]bool // the daemons' guards (guard.go): not strays, not agents
+}{pids: map[int]bool{}, guards: map[int]bool{}}
 
-// isStarted reports whether pid was started through a jail and not yet
-// waited for.
+// isStarted reports whether pid was started through a jail (or is a
+// guard) and not yet waited for.
 func isStarted(pid int) bool {
 	started.state.Lock()
 	defer started.state.Unlock()
-	return started.pids[pid]
+	return started.pids[pid] || started.guards[pid]
 }
 
 // Setup chooses the containment for the daemon of home: the strongest the
@@ -114,6 +123,8 @@ func Setup(home string, want string, log *slog.Logger) (*Jail, error) {
 		home = abs
 	}
 	j := &Jail{home: home, log: log, self: os.Getpid(), pgid: getpgrp()}
+	j.start = startTime(j.self)
+	j.inst = instance(j.self, j.start)
 	mode, why := ModeScan, "process group and environment scan"
 	if want != "scan" {
 		if err := setSubreaper(); err != nil {
@@ -168,7 +179,9 @@ func (j *Jail) Start(mk func() *exec.Cmd, name string) (*exec.Cmd, *Cell, error)
 	}
 	var cell *Cell
 	if root := j.cgroupDir(); root != "" {
-		c, err := newCell(root, fmt.Sprintf("%s.%d", safeName(name), j.seq.Add(1)))
+		// The daemon's instance in the name tells its cells from those of
+		// a daemon of the same home started after it died (the guard).
+		c, err := newCell(root, fmt.Sprintf("%s.%s.%d", safeName(name), j.inst, j.seq.Add(1)))
 		if err != nil {
 			j.degrade(err)
 		} else {

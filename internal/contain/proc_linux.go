@@ -107,6 +107,9 @@ func cwdWithin(pid int, dir string) bool {
 type Match struct {
 	Home string
 	Loop string
+	// StartedBy, if not 0, takes only processes started at or before
+	// this clock tick after boot (and everything below them).
+	StartedBy uint64
 }
 
 // KillMatching kills every live process m names and everything below it
@@ -142,6 +145,9 @@ func KillMatching(m Match) int {
 		}
 		for pid, p := range procs {
 			if seen[pid] || p.dead() {
+				continue
+			}
+			if m.StartedBy != 0 && p.start > m.StartedBy {
 				continue
 			}
 			if home, loop := loopEnv(pid); home == m.Home && loop != "" && (m.Loop == "" || loop == m.Loop) {
@@ -217,7 +223,7 @@ func (j *Jail) strays(loop, worktree string) []int {
 	started.state.Lock()
 	var roots []int
 	for _, pid := range children[j.self] {
-		if !started.pids[pid] && procs[pid].pgid != j.pgid {
+		if !started.pids[pid] && !started.guards[pid] && procs[pid].pgid != j.pgid {
 			roots = append(roots, pid)
 		}
 	}
@@ -322,6 +328,11 @@ func (j *Jail) recordStrays() {
 	}
 	started.mu.Unlock()
 	sort.Strings(lines)
+	if len(lines) > 0 {
+		// Which daemon recorded them, for its guard (a line older
+		// daemons' Recover skips: it is not "pid start").
+		lines = append([]string{"daemon " + j.inst}, lines...)
+	}
 	rec := strings.Join(lines, "\n")
 	if rec == j.recorded {
 		return

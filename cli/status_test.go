@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/loop"
+)
+
+// TestStatusText: `loopr status` with a loop in each state reads at 80
+// columns: the loops that need you one line each (title last, clipped),
+// what they wait for and the command under it; the counts on two lines
+// (in play, finished); each problem with what to do under it.
+func TestStatusText(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 25, 12, 0, 0, 0, time.UTC)
+	id := func(c string) string { return "01JD3K9Q5ZB7X0000000000" + strings.Repeat(c, 3) }
+	st := api.Status{
+		Daemon: true, PID: 4242, Version: "0.1.0", UptimeSecs: 3725, Home: "/w/.loopr", Store: "bbolt /w/.loopr/loopr.db",
+		Counts: map[loop.Status]int{loop.Pending: 12, loop.Paused: 1, loop.Running: 4, loop.AwaitingApproval: 1, loop.NeedsHuman: 6,
+			loop.Complete: 120, loop.Failed: 2, loop.Cancelled: 3, loop.Expired: 1, loop.Invalidated: 7},
+		Running: 4, MaxLoops: 50,
+		Types: []api.TypeUsage{{Type: "plan", Running: 0, Cap: 2}, {Type: "ralph", Running: 4, Cap: 50}},
+		NeedsYou: []api.NeedsYou{
+			{ID: id("A"), Reason: loop.NeedsNoProgress, Title: "Migrate the storage layer to the new schema", Since: now.Add(-99*24*time.Hour - 23*time.Hour),
+				Detail: `3 iterations in a row failed the same way: validate "go test ./..." exited 1 in store/`, Action: `loopr answer ` + id("A") + ` "…"`},
+			{ID: id("B"), Reason: loop.NeedsBudget, Title: "日本語のタイトル", Since: now.Add(-14 * time.Minute),
+				Detail: "tree budget spent: $2.10 of $2.00 (root " + id("R") + ")", Action: "loopr budget " + id("R") + " --usd N"},
+			{ID: id("C"), Reason: loop.NeedsQuestion, Title: "Pick\na port", Since: now.Add(-30 * time.Second),
+				Action: `loopr answer ` + id("C") + ` "…"`},
+		},
+		Profiles:   []api.ProfileLimit{{Agent: "codex", Recovering: true}},
+		Spent:      map[string]string{id("R"): "tree budget spent"},
+		SpentToday: loop.Usage{CostUSD: 1.5, InputTokens: 1200, OutputTokens: 3400},
+		DiskFreeGB: 73.9, Containment: "cgroup",
+		Problems: []api.Problem{{TypesText: "ralph", What: `validate "go test ./..." needs a go.mod, and the workspace has none`,
+			Fix: "change loops.ralph.validate in loopr.yml"}},
+	}
+	want := `NEEDS YOU (6)
+  01JD3K9Q5ZB7X0000000000AAA  no_progress  99d23h ago  Migrate the storage laye…
+    3 iterations in a row failed the same way: validate "go test ./..." exited…
+    → loopr answer 01JD3K9Q5ZB7X0000000000AAA "…"
+  01JD3K9Q5ZB7X0000000000BBB  budget       14m ago     日本語のタイトル
+    tree budget spent: $2.10 of $2.00 (root 01JD3K9Q5ZB7X0000000000RRR)
+    → loopr budget 01JD3K9Q5ZB7X0000000000RRR --usd N
+  01JD3K9Q5ZB7X0000000000CCC  question     30s ago     Pick a port
+    → loopr answer 01JD3K9Q5ZB7X0000000000CCC "…"
+  … and 3 more: loopr list --status needs_human
+
+daemon       running, pid 4242, version 0.1.0, up 1h2m
+home         /w/.loopr
+store        bbolt /w/.loopr/loopr.db
+loops        pending 12, paused 1, running 4, awaiting_approval 1, needs_human 6
+             complete 120, failed 2, cancelled 3, expired 1, invalidated 7
+running      total 4/50, plan 0/2, ralph 4/50
+rate limit   agent codex: recovering, one start per poll
+budget       1 tree(s) spent their budget: ` + "`loopr budget ROOT --usd N`" + ` raises it
+spent today  $1.50, 4.6k tokens (in 1.2k, out 3.4k, cache read 0, cache write 0), agent 0s
+disk         73.9 GB free
+containment  cgroup
+
+problems: loops of these types do not start (reason preflight) until fixed
+  ralph  validate "go test ./..." needs a go.mod, and the workspace has none
+         → change loops.ralph.validate in loopr.yml
+`
+	var out bytes.Buffer
+	if err := printStatus(&out, st, now); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("printStatus() mismatch (-want +got)\n%s", diff)
+	}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if n := utf8.RuneCountInString(line); n > 80 && !strings.HasPrefix(line, "spent today") && !strings.HasPrefix(line, "budget") {
+			t.Errorf("%d columns: %q", n, line)
+		}
+	}
+}

@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/loopr-dev/loopr/loop"
+)
+
+// TestStatusAndListEveryState: a store with a loop in every status (and
+// one in needs_human for every reason), read by the real binary without a
+// daemon. `loopr status` lists the five that need you first, each in lines
+// of at most 80 columns with the command that resumes it (loopr budget for
+// the spent budget), and the counts on two lines; `loopr list` keeps every
+// column aligned, whatever the status or title.
+func TestStatusAndListEveryState(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "loopr.yml"), []byte("storage: {disk_quota_min_gb: 0}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const at = `"created_at":"2026-01-25T09:00:00Z","updated_at":"2026-01-25T09:00:00Z"`
+	root := "01JD3K9Q5ZB7X00000000000PL"
+	var recs []string
+	add := func(id, typ string, st loop.Status, title, extra string) {
+		parent := ""
+		if id != root {
+			parent = `"parent":"` + root + `","depth":1,`
+		}
+		recs = append(recs, fmt.Sprintf(`{"id":%q,"type":%q,"status":%q,%s"iteration":2,"max_iterations":100,%s,"title":%q%s}`,
+			id, typ, st, parent, at, title, extra))
+	}
+	add(root, "plan", loop.AwaitingApproval, "Add a URL shortener service with an HTTP API, storage and metrics", `,"usage":{"cost_usd":1.5}`)
+	for i, st := range loop.Statuses {
+		if st == loop.AwaitingApproval {
+			continue
+		}
+		extra := `,"usage":{"cost_usd":0.25}`
+		if st.Terminal() {
+			extra += `,"finished_at":"2026-01-25T09:30:00Z"`
+		}
+		if st == loop.NeedsHuman {
+			continue
+		}
+		add(fmt.Sprintf("01JD3K9Q5ZB7X000000000ST%02d", i), "ralph", st, "Task in "+string(st), extra)
+	}
+	needs := map[loop.NeedsReason]string{
+		loop.NeedsQuestion:   "Which port should the HTTP server listen on? The spec says 8080 but the config uses 9090 already",
+		loop.NeedsNoProgress: `3 iterations in a row failed the same way: validate "go test ./..." exited 1`,
+		loop.NeedsStalled:    "2 iterations in a row stalled",
+		loop.NeedsLimit:      "agent claude limited for 4h12m with no fallback",
+		loop.NeedsBudget:     "tree budget spent: $2.10 of $2.00" + loop.TreeBudgetRoot + root + ")",
+	}
+	for i, reason := range loop.NeedsReasons {
+		add(fmt.Sprintf("01JD3K9Q5ZB7X000000000NH%02d", i), "ralph", loop.NeedsHuman, "日本語のタイトル: "+string(reason)+" with a title far longer than a line has room for",
+			fmt.Sprintf(`,"needs":{"reason":%q,"detail":%q,"since":"2026-01-25T09:00:00Z"}`, reason, needs[reason]))
+	}
+	file := filepath.Join(t.TempDir(), "loops.jsonl")
+	if err := os.WriteFile(file, []byte(strings.Join(recs, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, dir, "import", file)
+
+	status := ok(t, dir, "status")
+	block, _, found := strings.Cut(status, "\n\n")
+	if !found || !strings.HasPrefix(block, "NEEDS YOU (5)\n") {
+		t.Fatalf("status does not start with the 5 loops that need you:\n%s", status)
+	}
+	for _, line := range strings.Split(block, "\n") {
+		if n := utf8.RuneCountInString(line); n > 80 {
+			t.Errorf("NEEDS YOU line of %d columns: %q", n, line)
+		}
+	}
+	for i, reason := range loop.NeedsReasons {
+		id := fmt.Sprintf("01JD3K9Q5ZB7X000000000NH%02d", i)
+		action := `→ loopr answer ` + id + ` "…"`
+		if reason == loop.NeedsBudget {
+			action = "→ loopr budget " + root + " --usd N"
+		}
+		head := regexp.MustCompile(`(?m)^  ` + id + ` +` + string(reason) + ` +\S+ ago  日本語のタイトル: ` + string(reason) + `.*…\n    \S.*\n    ` + regexp.QuoteMeta(action) + `$`)
+		if !head.MatchString(block) {
+			t.Errorf("NEEDS YOU lacks %s (%s): its line, what it waits for and %q:\n%s", id, reason, action, block)
+		}
+	}
+	counts := regexp.MustCompile(`(?m)^loops +pending 1, paused 1, running 1, awaiting_approval 1, needs_human 5\n +complete 1, failed 1, cancelled 1, expired 1, invalidated 1$`)
+	if !counts.MatchString(status) {
+		t.Errorf("status counts are not on two lines (in play, finished):\n%s", status)
+	}
+
+	list := strings.Split(strings.TrimSuffix(ok(t, dir, "list"), "\n"), "\n")
+	if len(list) != 1+len(recs) {
+		t.Fatalf("list has %d lines, want a header and %d loops:\n%s", len(list), len(recs), strings.Join(list, "\n"))
+	}
+	header := list[0]
+	for _, col := range []string{"TYPE", "STATUS", "ITER", "AGE", "COST", "PARENT", "TITLE"} {
+		at := utf8.RuneCountInString(header[:strings.Index(header, col)])
+		for _, row := range list[1:] {
+			r := []rune(row)
+			if len(r) <= at || r[at-1] != ' ' || r[at] == ' ' {
+				t.Errorf("list: column %s (at %d) is not aligned in %q", col, at, row)
+			}
+		}
+	}
+	for _, st := range loop.Statuses {
+		if !regexp.MustCompile(`(?m)^\S+ +\S+ +` + string(st) + ` `).MatchString(strings.Join(list, "\n")) {
+			t.Errorf("list has no %s loop:\n%s", st, strings.Join(list, "\n"))
+		}
+	}
+}

@@ -1,0 +1,153 @@
+//go:build linux
+
+package contain
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's start time: 100
+// on every Linux architecture Go supports.
+const clockTicks = 100
+
+// startTime is pid's start time in clock ticks after boot, 0 if unknown.
+func startTime(pid int) uint64 {
+	p, ok := readStat(pid)
+	if !ok {
+		return 0
+	}
+	return p.start
+}
+
+// processAlive reports whether pid is the live process that started at
+// start (0: any).
+func processAlive(pid int, start uint64) bool {
+	p, ok := readStat(pid)
+	return ok && !p.dead() && (start == 0 || p.start == start)
+}
+
+// uptimeTicks is now, in clock ticks after boot (0 if unknown).
+func uptimeTicks() uint64 {
+	b, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	s, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return 0
+	}
+	return uint64(s*clockTicks) + 1 // /proc/uptime rounds down to 1/100 s
+}
+
+// guardKill kills what the dead daemon o names started, and returns how
+// many processes it found:
+//
+//   - its cgroup cells (their names carry its instance), with cgroup.kill;
+//   - the strays it recorded in the home, if the file is still its own
+//     (pid and start time each), and what is below them;
+//   - every process whose environment names its home and a loop, started
+//     before it died (cutoff: when its pipe ended), and what is below
+//     them — unless another daemon of the home runs already (its pid
+//     file names a live process): its Recover ends them, and the scan
+//     cannot tell them from that daemon's own. A daemon of the home
+//     started after it has a later instance and later processes: none
+//     of them is touched.
+func guardKill(o GuardOptions, cutoff uint64) int {
+	inst := instance(o.PID, o.Start)
+	n := 0
+	if o.Cgroup != "" && validRoot(o.Cgroup) {
+		entries, _ := os.ReadDir(o.Cgroup)
+		for _, e := range entries {
+			if !e.IsDir() || !strings.Contains(e.Name(), "."+inst+".") {
+				continue
+			}
+			dir := filepath.Join(o.Cgroup, e.Name())
+			n += len(cgroupPIDs(dir))
+			killCgroup(dir, KillWait)
+			removeCgroup(dir)
+		}
+		_ = os.Remove(o.Cgroup) // fails while another daemon's cells are there
+	}
+	n += killStraysOf(o.Home, inst)
+	home := o.Home
+	if abs, err := filepath.Abs(home); err == nil {
+		home = abs
+	}
+	if cutoff != 0 && !otherDaemon(home, o.PID) {
+		n += KillMatching(Match{Home: home, StartedBy: cutoff})
+	}
+	return n
+}
+
+// killStraysOf kills the strays recorded in home's strays file when the
+// daemon inst recorded it, with everything below them.
+func killStraysOf(home, inst string) int {
+	b, err := readSmall(filepath.Join(home, strayFile))
+	if err != nil {
+		return 0
+	}
+	lines := strings.Split(string(b), "\n")
+	if len(lines) == 0 || strings.TrimSpace(lines[0]) != "daemon "+inst {
+		return 0 // another daemon's (or none): not the guard's to touch
+	}
+	procs := snapshot()
+	children := map[int][]int{}
+	for pid, p := range procs {
+		children[p.ppid] = append(children[p.ppid], pid)
+	}
+	self := os.Getpid()
+	seen := map[int]bool{}
+	var victims []int
+	var add func(pid int)
+	add = func(pid int) {
+		if seen[pid] || pid == self || procs[pid].dead() {
+			return
+		}
+		seen[pid] = true
+		victims = append(victims, pid)
+		for _, c := range children[pid] {
+			add(c)
+		}
+	}
+	for _, l := range lines[1:] {
+		var pid int
+		var start uint64
+		if _, err := fmt.Sscanf(l, "%d %d", &pid, &start); err != nil || pid <= 1 {
+			continue
+		}
+		if p, ok := procs[pid]; ok && p.start == start {
+			add(pid)
+		}
+	}
+	for _, pid := range victims {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(KillWait)
+	for _, pid := range victims {
+		for time.Now().Before(deadline) && processAlive(pid, 0) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return len(victims)
+}
+
+// otherDaemon reports whether home's pid file names a live process other
+// than pid: a daemon of the home started after pid died.
+func otherDaemon(home string, pid int) bool {
+	b, err := readSmall(filepath.Join(home, "daemon.pid"))
+	if err != nil {
+		return false
+	}
+	other, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	return err == nil && other > 1 && other != pid && processAlive(other, 0)
+}
