@@ -185,12 +185,13 @@ func TestClusterOfThreeDaemons(t *testing.T) {
 	}
 	// The runs a kill or the cut interrupted: none may have gone on past
 	// the guard's second (a kill) or the lease TTL (the cut).
-	interrupted := 0
+	interrupted, seen := 0, map[int]bool{}
 	for _, e := range c.events {
-		for _, r := range runs {
-			if r.worker != e.worker || !r.started.Before(e.at) || (r.ended && r.endedAt.Before(e.at)) {
+		for i, r := range runs {
+			if seen[i] || r.worker != e.worker || !r.started.Before(e.at) || (r.ended && r.endedAt.Before(e.at)) {
 				continue
 			}
+			seen[i] = true
 			interrupted++
 			if r.ended && r.endedAt.After(e.at.Add(e.slack)) {
 				t.Errorf("the agent of loop %s (iteration %d) on %s ended %s after %s was %s: it should have been stopped within %s",
