@@ -70,9 +70,9 @@ func (r *Repo) RemoveWorktree(ctx context.Context, id, branch string) error {
 	if err != nil {
 		return err
 	}
-	r.admin.Lock()
+	unlock := r.lockAdmin(ctx)
 	err = r.removeLocked(ctx, filepath.Join(root, id))
-	r.admin.Unlock()
+	unlock()
 	if err != nil || branch == "" {
 		return err
 	}
@@ -80,21 +80,19 @@ func (r *Repo) RemoveWorktree(ctx context.Context, id, branch string) error {
 }
 
 // DeleteBranch deletes branch (git branch -D) unless it is missing. It
-// refuses names outside loopr/. With Remote, the remote's branch goes too
-// if it is at the same commit (see deleteRemote).
+// refuses names outside loopr/. The remote's copy, if any, stays: see
+// DeleteRemoteBranch.
 func (r *Repo) DeleteBranch(ctx context.Context, branch string) error {
 	if err := checkOurs(branch); err != nil {
 		return err
 	}
-	tip, ok, err := r.tip(ctx, "refs/heads/"+branch)
-	if err != nil || !ok {
+	if ok, err := r.branchExists(ctx, branch); err != nil || !ok {
 		return err
 	}
 	if _, err := r.git(ctx, r.Root, "branch", "-D", branch); err != nil {
 		return fmt.Errorf("delete branch %s: %w", branch, err)
 	}
 	r.logger().Info("deleted branch", "branch", branch)
-	r.deleteRemote(ctx, branch, tip)
 	return nil
 }
 
@@ -131,8 +129,7 @@ func (r *Repo) Sweep(ctx context.Context, keep func(id string) bool) (removed []
 		}
 		removed = append(removed, name)
 	}
-	r.admin.Lock()
-	defer r.admin.Unlock()
+	defer r.lockAdmin(ctx)()
 	if err := r.prune(ctx); err != nil {
 		return removed, err
 	}
@@ -151,8 +148,7 @@ func (r *Repo) sweepOne(ctx context.Context, dir string, integration bool) error
 		}
 		defer unlock()
 	}
-	r.admin.Lock()
-	defer r.admin.Unlock()
+	defer r.lockAdmin(ctx)()
 	return r.removeLocked(ctx, dir)
 }
 
@@ -223,8 +219,7 @@ func (r *Repo) ensureWorktree(ctx context.Context, name, branch, base string) (d
 		return "", false, err
 	}
 	dir = filepath.Join(root, name)
-	r.admin.Lock()
-	defer r.admin.Unlock()
+	defer r.lockAdmin(ctx)()
 
 	// Forget registrations whose directories are gone, so their branches
 	// are free again.
