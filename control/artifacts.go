@@ -29,6 +29,10 @@ import (
 // artifactPrefix is where the copies are, among the store's raw keys.
 const artifactPrefix = "artifacts/"
 
+// askByKey is how many unseen artifacts a decision looks up key by key;
+// more are looked up with one keys-only request over every copy.
+const askByKey = 256
+
 // ArtifactKey is the raw store key of the copy of the artifact at path.
 func ArtifactKey(path string) string {
 	sum := sha256.Sum256([]byte(path))
@@ -99,7 +103,8 @@ func (s *Service) ReadArtifact(path string) ([]byte, error) {
 // one iteration's), and goes only with its loop, so a key seen once is not
 // asked for again: the scheduler's check costs one keys-only request per
 // decision only while some artifact is missing here and not yet seen in
-// the store.
+// the store: count-only reads of those keys when they are few, one
+// keys-only read of every copy when they are many.
 type storeArtifacts struct {
 	mu   sync.Mutex
 	seen map[string]bool // ArtifactKey → present
@@ -114,7 +119,7 @@ func (s *Service) artifactExists(path string) bool {
 // artifactsExist checks many artifact paths with a few stats in flight at
 // once: 10k of them (the parents of 100k waiting loops) are a good part of
 // a debug plan's time one by one. On an etcd store, the paths missing here
-// are looked up among the store's copies with one keys-only request.
+// are looked up among the store's copies (storeArtifacts).
 func (s *Service) artifactsExist(paths []string) []bool {
 	ok := make([]bool, len(paths))
 	workers := min(4, max(1, len(paths)/256))
@@ -145,12 +150,30 @@ func (s *Service) artifactsExist(paths []string) []bool {
 	if len(ask) == 0 {
 		return ok
 	}
-	keys, err := s.Store.RawKeys(artifactPrefix)
-	if err != nil {
-		return ok // etcd unreachable: missing for this decision; the next one asks again
-	}
 	if sa.seen == nil {
 		sa.seen = map[string]bool{}
+	}
+	if len(ask) <= askByKey {
+		// A few (the children of a parent that just passed elsewhere):
+		// those keys only, not every copy in the store.
+		keys := make([]string, len(ask))
+		for j, i := range ask {
+			keys[j] = ArtifactKey(paths[i])
+		}
+		there, err := s.Store.RawExist(keys)
+		if err != nil {
+			return ok // etcd unreachable: missing for this decision; the next one asks again
+		}
+		for j, i := range ask {
+			if there[j] {
+				sa.seen[keys[j]], ok[i] = true, true
+			}
+		}
+		return ok
+	}
+	keys, err := s.Store.RawKeys(artifactPrefix)
+	if err != nil {
+		return ok
 	}
 	for _, k := range keys {
 		if strings.HasPrefix(k, artifactPrefix) {

@@ -3,6 +3,7 @@ package loopmgr
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -271,5 +272,73 @@ func TestArtifactsOnBboltStayLocal(t *testing.T) {
 	}
 	if g := artifactGate(t, h.svc, res.Affected[0]); g.OK {
 		t.Fatalf("bbolt, file removed: gate %+v, want artifact_missing", g)
+	}
+}
+
+// bigPhase is a phase artifact of about size bytes in tasks of 10 KiB.
+func bigPhase(size int) string {
+	var b strings.Builder
+	b.WriteString("# Phase: big\n\n## Tasks\n\n")
+	body := strings.Repeat("Do a part of the big thing, exactly as written here.\n", 10240/53)
+	for i := 1; b.Len() < size; i++ {
+		fmt.Fprintf(&b, "### Task %d: part %d\n\n%s\n", i, i, body)
+	}
+	return b.String()
+}
+
+// TestBigArtifactOnEtcd: what docs/several-machines.md says of artifact
+// sizes. The pass of a phase records its artifact and its children (each
+// task's text) in one transaction, about twice the artifact's size: with
+// etcd's default --max-request-bytes (1.5 MiB) a 900 KiB artifact does not
+// fit, nor does one of 1020 KiB (refused by gRPC, not etcd) — nothing of
+// the pass is recorded, the iteration is spent with a reason naming the
+// flag; with --max-request-bytes 10485760 it passes, its copy in the store.
+func TestBigArtifactOnEtcd(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		size  int
+		limit uint
+		pass  bool
+	}{
+		{"900 KiB, default 1.5 MiB", 900 << 10, 0, false},   // etcd refuses it
+		{"1020 KiB, default 1.5 MiB", 1020 << 10, 0, false}, // gRPC refuses it (over the limit + 512 KiB)
+		{"1020 KiB, 10 MiB", 1020 << 10, 10 << 20, true},
+	} {
+		text := bigPhase(c.size)
+		t.Run(c.name, func(t *testing.T) {
+			srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true, MaxRequestBytes: c.limit})
+			h := newEtcdHome(t, srv.Endpoint(), time.Now, func(_ context.Context, j runner.Job) runner.Result {
+				if j.Loop.Type != loop.Phase {
+					return runner.Result{Outcome: runner.Passed}
+				}
+				return writeArtifact(t, j, text)
+			})
+			p, err := h.svc.Create(api.CreateRequest{Type: loop.Phase, Task: "big", MaxIterations: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.start()
+			h.mgr.Wake()
+			h.waitFor("the phase to pass or fail", func() bool {
+				l, _ := h.svc.Get(p.ID)
+				return l.Status == loop.Failed || l.Status == loop.Complete || l.Status == loop.Running && len(storeCopies(t, h.st)) > 0
+			})
+			h.shutdown()
+			l, _ := h.svc.Get(p.ID)
+			kids, _ := h.st.List(store.Filter{Parent: p.ID})
+			copies := storeCopies(t, h.st)
+			t.Logf("%s (%d bytes): %s, %d children, %d store copies; reason %q",
+				c.name, len(text), l.Status, len(kids), len(copies), l.Reason)
+			if c.pass {
+				if len(kids) == 0 || len(copies) != 1 {
+					t.Fatalf("with a 10 MiB limit: %s, %d children, %d copies; want the pass recorded", l.Status, len(kids), len(copies))
+				}
+				return
+			}
+			if l.Status != loop.Failed || len(kids) != 0 || len(copies) != 0 || !strings.Contains(l.Reason, "--max-request-bytes") {
+				t.Fatalf("over the default limit: %s, %d children, %d copies, reason %q; want failed naming --max-request-bytes, nothing recorded",
+					l.Status, len(kids), len(copies), l.Reason)
+			}
+		})
 	}
 }

@@ -503,7 +503,10 @@ func (t *etcdTx) commit() (rev int64, ok bool, err error) {
 		if errors.Is(err, rpctypes.ErrTooManyOps) {
 			return 0, false, fmt.Errorf("transaction of %d compares and %d writes: %w; start etcd with a higher --max-txn-ops (see docs/several-machines.md)", len(cmps), len(ops), etcdRPCError{err})
 		}
-		if errors.Is(err, rpctypes.ErrRequestTooLarge) {
+		// Over --max-request-bytes etcd refuses the request; over that
+		// plus its gRPC allowance (512 KiB) gRPC refuses it before etcd
+		// sees it. Either way the flag is the fix.
+		if errors.Is(err, rpctypes.ErrRequestTooLarge) || strings.Contains(err.Error(), "received message larger than max") {
 			return 0, false, fmt.Errorf("transaction of %d writes: %w; start etcd with a higher --max-request-bytes (see docs/several-machines.md)", len(ops), etcdRPCError{err})
 		}
 		return 0, false, etcdRPCError{err}

@@ -30,3 +30,37 @@ func (s *Store) RawKeys(prefix string) ([]string, error) {
 	}
 	return keys, nil
 }
+
+// rawExistBatch bounds the keys RawExist asks for in one request: etcd's
+// default --max-txn-ops is 128.
+const rawExistBatch = 100
+
+// RawExist reports which of keys (relative to the store's prefix) exist,
+// asking etcd in one count-only request per 100 keys at its current
+// revision; all false on the bbolt file. For a few keys it is much
+// cheaper than RawKeys over a prefix holding many.
+func (s *Store) RawExist(keys []string) ([]bool, error) {
+	ok := make([]bool, len(keys))
+	if s.etcd == nil {
+		return ok, nil
+	}
+	e := s.etcd
+	for lo := 0; lo < len(keys); lo += rawExistBatch {
+		hi := min(lo+rawExistBatch, len(keys))
+		ops := make([]clientv3.Op, 0, hi-lo)
+		for _, k := range keys[lo:hi] {
+			ops = append(ops, clientv3.OpGet(e.prefix+"/"+strings.TrimPrefix(k, "/"), clientv3.WithCountOnly()))
+		}
+		ctx, cancel := e.reqCtx()
+		resp, err := e.cli.Txn(ctx).Then(ops...).Commit()
+		cancel()
+		e.note(err)
+		if err != nil {
+			return nil, e.wrap(etcdRPCError{etcdErr(err)})
+		}
+		for i, r := range resp.Responses {
+			ok[lo+i] = r.GetResponseRange().GetCount() > 0
+		}
+	}
+	return ok, nil
+}

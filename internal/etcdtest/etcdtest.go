@@ -23,6 +23,9 @@ type Options struct {
 	// MaxTxnOps is etcd's --max-txn-ops; 0 means 4096 (etcd's default,
 	// 128, is too few for a transaction that moves many loops).
 	MaxTxnOps uint
+	// MaxRequestBytes is etcd's --max-request-bytes; 0 means etcd's
+	// default (1.5 MiB).
+	MaxRequestBytes uint
 	// Dir is the data directory; "" means a new temporary one. Start a
 	// server again on the same Dir and ports to restart it.
 	Dir string
@@ -96,6 +99,9 @@ func start(tb testing.TB, o Options) (*Server, error) {
 		cfg.InitialCluster = o.InitialCluster
 	}
 	cfg.MaxTxnOps = o.MaxTxnOps
+	if o.MaxRequestBytes != 0 {
+		cfg.MaxRequestBytes = o.MaxRequestBytes
+	}
 	cfg.UnsafeNoFsync = o.NoFsync
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	e, err := embed.StartEtcd(cfg)
