@@ -11,6 +11,11 @@
 // index and working tree — is never touched: every command that runs in the
 // user's repository only reads, creates refs or administers worktrees.
 //
+// With Repo.Remote (git.remote), workers on several machines share the
+// branches through one remote: loop branches are fetched before a loop
+// starts and pushed after each iteration, and merges into a plan branch
+// happen on the remote under a lock every worker shares (remote.go).
+//
 // Every id and branch that becomes a path or a ref is checked first; nothing a
 // caller passes can escape <home>/worktrees.
 package gitflow
@@ -81,8 +86,8 @@ type Repo struct {
 	mu      sync.Mutex
 	targets map[string]chan struct{} // one-slot semaphores: merges per target branch
 
-	remoteMu  sync.Mutex // serializes fetches and pushes (they write the same refs)
-	fetchedAt time.Time  // when the last successful fetch began; remoteMu
+	remoteMu sync.Mutex // serializes fetches and pushes (they write the same refs)
+	fetch    fetchState // shares fetches among the callers of Fetch
 }
 
 // Open finds the repository that holds dir. home is loopr's home directory

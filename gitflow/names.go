@@ -207,13 +207,17 @@ func Slug(title string) string {
 
 // Branch returns the branch of the loop id with title: its legacy name
 // loopr/<id> when a branch of that name exists (a loop created by an older
-// loopr), else BranchName(id, title).
+// loopr) — here or, with Remote, on the remote as last fetched — else
+// BranchName(id, title).
 func (r *Repo) Branch(ctx context.Context, id, title string) (string, error) {
 	if err := checkID(id); err != nil {
 		return "", err
 	}
 	legacy := LegacyBranch(id)
 	ok, err := r.branchExists(ctx, legacy)
+	if err == nil && !ok && r.Remote != "" {
+		_, ok, err = r.tip(ctx, r.tracking(legacy))
+	}
 	if err != nil {
 		return "", err
 	}

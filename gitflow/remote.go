@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -33,11 +34,11 @@ import (
 //     because the plan branch moved starts again, MergeAttempts times in
 //     all.
 //
-// Fetches write only refs/remotes/<remote>/loopr/*; the local branches
-// that follow the remote are moved only when the move loses nothing (a fast
-// forward, or a loop's own branch in its own worktree). The user's checkout
-// is never touched. Credentials are git's own (ssh agent, credential
-// helper): git never prompts (baseEnv, gitEnv).
+// Fetches write only refs/remotes/<remote>/loopr/*. A local plan branch
+// follows the remote's only by fast forwards; a loop's own branch follows
+// the remote's, which wins over local commits it lacks (SyncBranch). The
+// user's checkout is never touched. Credentials are git's own (ssh agent,
+// credential helper); git's own password prompt is off (baseEnv).
 
 // ErrPushRejected means the remote refused a push because its branch was
 // not where the push expected it (another worker pushed first): fetch and
@@ -113,20 +114,58 @@ func (r *Repo) tracking(branch string) string {
 
 // Fetch brings the remote's loopr/* branches (every plan and loop branch)
 // into refs/remotes/<remote>/loopr/*, pruning those deleted there. Without
-// Remote it does nothing. A fetch that began after this call did is as good
-// as a new one, so callers racing to fetch share it.
+// Remote it does nothing. One fetch runs at a time; one that began after
+// this call did is as good as a new one, so the callers that ask while a
+// fetch runs share the next one (and its outcome).
 func (r *Repo) Fetch(ctx context.Context) error {
 	if r.Remote == "" {
 		return nil
 	}
 	asked := time.Now()
+	f := &r.fetch
+	for {
+		f.mu.Lock()
+		if f.began.After(asked) && !(errors.Is(f.err, context.Canceled) && ctx.Err() == nil) {
+			err := f.err
+			f.mu.Unlock()
+			return err
+		}
+		if wait := f.running; wait != nil {
+			f.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return fmt.Errorf("wait for a fetch from remote %s: %w", r.Remote, ctx.Err())
+			}
+		}
+		done := make(chan struct{})
+		f.running = done
+		f.mu.Unlock()
+
+		began := time.Now()
+		err := r.fetchNow(ctx)
+		f.mu.Lock()
+		f.began, f.err, f.running = began, err, nil
+		f.mu.Unlock()
+		close(done)
+		return err
+	}
+}
+
+// fetchState makes the callers of Fetch share fetches.
+type fetchState struct {
+	mu      sync.Mutex
+	running chan struct{} // closed when the fetch in flight ends; nil: none
+	began   time.Time     // when the last fetch that ended began
+	err     error         // how it ended
+}
+
+// fetchNow runs one fetch.
+func (r *Repo) fetchNow(ctx context.Context) error {
+	refspec := "+refs/heads/loopr/*:" + r.tracking("loopr/*")
 	r.remoteMu.Lock()
 	defer r.remoteMu.Unlock()
-	if r.fetchedAt.After(asked) {
-		return nil
-	}
-	began := time.Now()
-	refspec := "+refs/heads/loopr/*:" + r.tracking("loopr/*")
 	// admin: fetch checks what it received against every ref, the HEADs
 	// of all worktrees included, and fails on one being added meanwhile.
 	// No automatic gc in the middle of loopr's work: the user's own git
@@ -136,7 +175,6 @@ func (r *Repo) Fetch(ctx context.Context) error {
 	if _, err := r.git(ctx, r.Root, "-c", "gc.auto=0", "-c", "maintenance.auto=false", "fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head", r.Remote, refspec); err != nil {
 		return &RemoteError{msg: fmt.Sprintf("fetch from remote %s%s: %v", r.Remote, r.remoteURL(ctx), err), err: err}
 	}
-	r.fetchedAt = began
 	return nil
 }
 
@@ -369,6 +407,17 @@ func (r *Repo) moveBranch(ctx context.Context, branch, old, to string) error {
 	if err != nil {
 		return err
 	}
+	if canon(filepath.Dir(dir)) != canon(root) && r.Lock != nil {
+		// Workers sharing this clone from several homes: the worktree is
+		// another home's, of a worker that lost the loop (it died, or was
+		// fenced); the loop's lease is this worker's now (as AddWorktree's
+		// --force).
+		r.logger().Warn("moving a loop branch checked out in another worktree", "branch", branch, "worktree", dir, "to", short(to))
+		if _, err := r.git(ctx, r.Root, "update-ref", "-m", "loopr: take "+r.Remote+"'s", "refs/heads/"+branch, to, old); err != nil {
+			return fmt.Errorf("take branch %s from remote %s: %w", branch, r.Remote, err)
+		}
+		return nil
+	}
 	if canon(filepath.Dir(dir)) != canon(root) {
 		return fmt.Errorf("branch %s is checked out in %s, so loopr cannot move it to remote %s's commit %s: check out another branch there", branch, dir, r.Remote, short(to))
 	}
@@ -479,12 +528,15 @@ func rejected(out, mark string) (string, bool) {
 // mergeRemote is MergeWith with Remote; the caller holds the process's
 // lock of the integration worktree name.
 func (r *Repo) mergeRemote(ctx context.Context, branch, into, name string, o MergeOptions) error {
+	release := func() {}
 	if r.Lock != nil {
 		unlock, err := r.Lock.Lock(ctx, into)
 		if err != nil {
 			return fmt.Errorf("merge of %s into %s: take the lock shared by the workers: %w", branch, into, err)
 		}
-		defer unlock()
+		var once sync.Once
+		release = func() { once.Do(unlock) }
+		defer release()
 	}
 	src, ok, err := r.tip(ctx, "refs/heads/"+branch)
 	if err != nil {
@@ -521,6 +573,7 @@ func (r *Repo) mergeRemote(ctx context.Context, branch, into, name string, o Mer
 		}
 		err = r.push(ctx, into, merged, onto)
 		if err == nil {
+			release() // the rest is this clone's alone
 			r.fastForward(ctx, into, merged)
 			r.logger().Info("merged", "branch", branch, "into", into, "remote", r.Remote, "attempt", attempt)
 			return nil
@@ -563,15 +616,27 @@ func (r *Repo) mergeDetached(ctx context.Context, dir, branch, into, src, onto s
 	return strings.TrimSpace(out), nil
 }
 
-// deleteRemote deletes a finished loop's branch on the remote if it is
-// still at commit (the local branch's tip, merged). It only logs a
-// failure: the branch's work is on the plan branch already, and a branch
-// left over is clutter, not loss.
-func (r *Repo) deleteRemote(ctx context.Context, branch, commit string) {
+// DeleteRemoteBranch deletes a merged loop's branch on the remote if it is
+// still at the local branch's commit (what was merged); a branch that
+// moved on there, or is not there, is left alone. Without Remote it does
+// nothing.
+func (r *Repo) DeleteRemoteBranch(ctx context.Context, branch string) error {
+	if err := checkOurs(branch); err != nil {
+		return err
+	}
 	if r.Remote == "" {
-		return
+		return nil
 	}
-	if err := r.push(ctx, branch, "", commit); err != nil {
-		r.logger().Warn("delete the finished loop's branch on the remote", "branch", branch, "remote", r.Remote, "err", err)
+	local, ok, err := r.tip(ctx, "refs/heads/"+branch)
+	if err != nil || !ok {
+		return err
 	}
+	err = r.push(ctx, branch, "", local)
+	if errors.Is(err, ErrPushRejected) {
+		return nil // moved on, or gone already
+	}
+	if err != nil {
+		return fmt.Errorf("delete %s on remote %s: %w", branch, r.Remote, err)
+	}
+	return nil
 }

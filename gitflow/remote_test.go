@@ -560,9 +560,21 @@ func TestRemotePushBoundedByTimeout(t *testing.T) {
 	if err := os.Chmod(filepath.Join(c.bare, "hooks", "pre-receive"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r.Timeout = time.Second
+	expect, err := r.SyncBranch(ctx, branch, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := r.AddWorktree(ctx, "r1", branch, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "one.txt", "1")
+	if _, err := r.SaveWork(ctx, dir, branch, "loopr: r1"); err != nil {
+		t.Fatal(err)
+	}
+	r.Timeout = time.Second // for the push alone: a loaded machine may be slow elsewhere
 	start := time.Now()
-	_, _, err := iterate(t, r, "r1", branch, plan, map[string]string{"one.txt": "1"})
+	err = r.PushBranch(ctx, branch, expect)
 	took := time.Since(start)
 	if err == nil || !strings.Contains(err.Error(), "gave no answer in time") {
 		t.Fatalf("push to a hanging remote = %v, want a timeout", err)
@@ -616,21 +628,24 @@ func TestRemoteDeleteFinishedBranch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// r1 finished and merged: its branch goes here and on the remote.
+	// r1 merged: its branch goes on the remote.
 	if _, _, err := iterate(t, a, "r1", "loopr/r1", plan, map[string]string{"1.txt": "1"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Merge(ctx, "loopr/r1", plan); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.RemoveWorktree(ctx, "r1", "loopr/r1"); err != nil {
+	if err := a.DeleteRemoteBranch(ctx, "loopr/r1"); err != nil {
 		t.Fatal(err)
 	}
 	if tip := c.remoteTip(t, "loopr/r1"); tip != "" {
-		t.Errorf("remote loopr/r1 = %s after the finished loop's cleanup, want it deleted", tip)
+		t.Errorf("remote loopr/r1 = %s after DeleteRemoteBranch, want it deleted", tip)
 	}
-	// r2's remote branch moved on elsewhere (B): A's stale copy deletes
-	// only A's own branch.
+	if err := a.DeleteRemoteBranch(ctx, "loopr/r1"); err != nil {
+		t.Errorf("DeleteRemoteBranch() of a branch gone already = %v, want nil", err)
+	}
+	// r2's remote branch moved on elsewhere (B): A, with a stale copy,
+	// leaves it.
 	if _, _, err := iterate(t, a, "r2", "loopr/r2", plan, map[string]string{"2.txt": "2"}); err != nil {
 		t.Fatal(err)
 	}
@@ -638,10 +653,124 @@ func TestRemoteDeleteFinishedBranch(t *testing.T) {
 		t.Fatal(err)
 	}
 	moved := c.remoteTip(t, "loopr/r2")
-	if err := a.RemoveWorktree(ctx, "r2", "loopr/r2"); err != nil {
+	if err := a.DeleteRemoteBranch(ctx, "loopr/r2"); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.remoteTip(t, "loopr/r2"); got != moved {
 		t.Errorf("remote loopr/r2 = %q after a stale clone's cleanup, want %s kept", got, moved)
+	}
+}
+
+func TestRemoteFetchesShared(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c := newCluster(t, 2)
+	a, b := c.clones[0], c.clones[1]
+	buf := &syncBuffer{}
+	a.Log = slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if err := b.EnsurePlanBranch(ctx, "loopr/plan"); err != nil {
+		t.Fatal(err)
+	}
+	const callers = 12
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
+	start := make(chan struct{})
+	for i := range callers {
+		wg.Go(func() {
+			<-start
+			errs[i] = a.Fetch(ctx)
+		})
+	}
+	close(start)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	fetches := buf.count(" fetch --quiet")
+	t.Logf("%d concurrent Fetch calls ran git fetch %d times", callers, fetches)
+	if fetches < 1 || fetches > 4 {
+		t.Errorf("%d concurrent Fetch calls ran git fetch %d times, want 1 or 2 (up to 4 on a loaded machine): callers share fetches", callers, fetches)
+	}
+	// Each caller saw what was pushed before it asked.
+	if _, ok, err := a.tip(ctx, a.tracking("loopr/plan")); err != nil || !ok {
+		t.Errorf("after the fetches, %s = %v, %v; want B's plan branch", a.tracking("loopr/plan"), ok, err)
+	}
+	// A push after those fetches is seen by the next one.
+	if _, _, err := iterate(t, b, "r1", "loopr/r1", "loopr/plan", map[string]string{"x": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := a.tip(ctx, a.tracking("loopr/r1")); got != c.remoteTip(t, "loopr/r1") {
+		t.Errorf("a fetch after B's push sees loopr/r1 at %q, want %s", got, c.remoteTip(t, "loopr/r1"))
+	}
+}
+
+func TestRemoteLegacyBranchName(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c := newCluster(t, 2)
+	a, b := c.clones[0], c.clones[1]
+	const id = "01HZZZZZZZZZZZZZZZZZZZZZZZ"
+	// A loop of an older loopr has its branch loopr/<id>, pushed by A.
+	if _, _, err := iterate(t, a, "old", LegacyBranch(id), "HEAD", map[string]string{"x": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Branch(ctx, id, "Some title")
+	if err != nil || got != LegacyBranch(id) {
+		t.Errorf("Branch() on a clone that only fetched it = %q, %v; want %q", got, err, LegacyBranch(id))
+	}
+	if got, _ := b.Branch(ctx, "01HYYYYYYYYYYYYYYYYYYYYYYY", "Some title"); got != BranchName("01HYYYYYYYYYYYYYYYYYYYYYYY", "Some title") {
+		t.Errorf("Branch() of a new loop = %q, want the titled name", got)
+	}
+}
+
+func TestRemoteSeveralHomesOneClone(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	c := newCluster(t, 2)
+	a, other := c.clones[0], c.clones[1]
+	// A second worker works in A's clone from a home of its own.
+	a2, err := Open(a.Root, filepath.Join(t.TempDir(), "home2"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2.Remote = "origin"
+	const plan, branch = "loopr/plan", "loopr/r1"
+	for _, r := range []*Repo{a, other, a2} {
+		if err := r.EnsurePlanBranch(ctx, plan); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Iteration 1 in A's first home (its worktree keeps the branch checked
+	// out), iteration 2 on the other clone.
+	if _, _, err := iterate(t, a, "r1", branch, plan, map[string]string{"1.txt": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := iterate(t, other, "r1", branch, plan, map[string]string{"2.txt": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	tip2 := c.remoteTip(t, branch)
+	// Iteration 3 in A's clone from the second home. Without a shared
+	// lock, the other home's worktree is not this worker's to overrule.
+	if _, err := a2.SyncBranch(ctx, branch, plan); err == nil || !strings.Contains(err.Error(), "is checked out in") {
+		t.Fatalf("SyncBranch() without Lock = %v, want a refusal naming the other worktree", err)
+	}
+	a2.Lock = &memLocker{}
+	dir, expect, err := iterate(t, a2, "r1", branch, plan, map[string]string{"3.txt": "3"})
+	if err != nil || expect != tip2 {
+		t.Fatalf("iteration 3 from the second home: expect %q, err %v; want %q, nil", expect, err, tip2)
+	}
+	for _, f := range []string{"1.txt", "2.txt", "3.txt"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("second home's worktree: %v", err)
+		}
+	}
+	if got := gitT(t, c.bare, "rev-parse", "refs/heads/"+branch+"^"); got != tip2 {
+		t.Errorf("remote %s^ = %s, want iteration 2's %s", branch, got, tip2)
 	}
 }

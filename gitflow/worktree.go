@@ -80,21 +80,19 @@ func (r *Repo) RemoveWorktree(ctx context.Context, id, branch string) error {
 }
 
 // DeleteBranch deletes branch (git branch -D) unless it is missing. It
-// refuses names outside loopr/. With Remote, the remote's branch goes too
-// if it is at the same commit (see deleteRemote).
+// refuses names outside loopr/. The remote's copy, if any, stays: see
+// DeleteRemoteBranch.
 func (r *Repo) DeleteBranch(ctx context.Context, branch string) error {
 	if err := checkOurs(branch); err != nil {
 		return err
 	}
-	tip, ok, err := r.tip(ctx, "refs/heads/"+branch)
-	if err != nil || !ok {
+	if ok, err := r.branchExists(ctx, branch); err != nil || !ok {
 		return err
 	}
 	if _, err := r.git(ctx, r.Root, "branch", "-D", branch); err != nil {
 		return fmt.Errorf("delete branch %s: %w", branch, err)
 	}
 	r.logger().Info("deleted branch", "branch", branch)
-	r.deleteRemote(ctx, branch, tip)
 	return nil
 }
 

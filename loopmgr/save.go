@@ -105,6 +105,15 @@ func (m *Manager) save(ctx context.Context, a *active, job runner.Job, res runne
 	}
 	if root.Type == loop.Plan && root.ID != l.ID {
 		err = m.o.Git.MergeWith(gctx, branch, into, gitflow.MergeOptions{Fence: fence})
+		if err == nil && m.o.Git.Remote != "" {
+			// Merged: the remote's copy of the branch is done with (the
+			// local one goes when the completion is recorded). Here, not
+			// there: that runs on the manager's goroutine, and this
+			// talks to the remote.
+			if err := m.o.Git.DeleteRemoteBranch(gctx, branch); err != nil {
+				m.log.Warn("delete the merged branch on the remote", "loop", l.ID, "branch", branch, "err", err)
+			}
+		}
 	}
 	return saved{mergeErr: err}
 }
