@@ -34,7 +34,7 @@ bench:
 	@rm -f $(BENCH_OUT)
 	$(GO) build -o $(BIN) ./cmd/loopr
 	$(BENCH) -bench . ./scheduler ./store ./control ./client ./tui 2>&1 | tee -a $(BENCH_OUT)
-	$(BENCH) -bench 'DispatchLatency$$|DispatchLatencyEtcd$$|TickStarts' -benchtime 200x ./loopmgr 2>&1 | tee -a $(BENCH_OUT)
+	$(BENCH) -bench 'DispatchLatency$$|DispatchLatencyEtcd$$|DispatchLatencyEtcdWorker$$|TickStarts' -benchtime 200x ./loopmgr 2>&1 | tee -a $(BENCH_OUT)
 	$(BENCH) -bench 'DispatchLatencyWorktrees' -benchtime 40x ./loopmgr 2>&1 | tee -a $(BENCH_OUT)
 	LOOPR_BIN=$(CURDIR)/$(BIN) $(BENCH) -bench . -benchtime 3x -timeout 20m ./internal/daemonbench 2>&1 | tee -a $(BENCH_OUT)
 	@echo

@@ -4,7 +4,11 @@
 // <home>/loopr.sock until its context is cancelled.
 //
 // One daemon runs per home: the store's file lock guarantees it, and a
-// second daemon is told which pid holds the home. The socket is created
+// second daemon is told which pid holds the home. On an etcd store every
+// daemon is a worker of the store's one queue (package cluster, worker.go):
+// its worker name, unique per store, does the same, and the daemon whose
+// worker is the elected scheduler also runs the webhooks, notify.command
+// and the retention cleaner. The socket is created
 // mode 0600 inside a 0700 home, and every connection is checked with
 // SO_PEERCRED: peers of another uid are dropped before a byte is read.
 //

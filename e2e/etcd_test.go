@@ -3,12 +3,15 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -387,11 +390,23 @@ func TestEtcdDaemonStopsWithoutEtcd(t *testing.T) {
 // workspace, both workers of one etcd store (worker.max_loops 2 each, no
 // git.remote): the scheduler spreads the tree over both, every loop
 // completes once, and every ralph's output is on the plan branch — merged
-// from both homes' integration worktrees under the shared lock.
+// from both homes' integration worktrees under the shared lock. The
+// webhook of each completion is delivered once (by the scheduler only).
 func TestEtcdTwoWorkersOneRepository(t *testing.T) {
 	t.Parallel()
 	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
-	storeYML := fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%q]\n    prefix: /loopr/two\nworker:\n  max_loops: 2\n", srv.Endpoint())
+	var hookMu sync.Mutex
+	hooks := map[string]int{} // loop → complete deliveries
+	hookSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var p api.WebhookPayload
+		if err := json.NewDecoder(req.Body).Decode(&p); err == nil && p.Event == "complete" {
+			hookMu.Lock()
+			hooks[p.Loop.ID]++
+			hookMu.Unlock()
+		}
+	}))
+	t.Cleanup(hookSrv.Close)
+	storeYML := fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%q]\n    prefix: /loopr/two\nworker:\n  max_loops: 2\nwebhooks:\n  - url: %s/loopr\n    events: [complete]\n", srv.Endpoint(), hookSrv.URL)
 	r := newRepo(t, treeConfig(t, 3, validateCmd(t), "tree")+storeYML)
 	a := startDaemon(t, r)
 	homeB := filepath.Join(t.TempDir(), "b")
@@ -482,5 +497,18 @@ func TestEtcdTwoWorkersOneRepository(t *testing.T) {
 	t.Logf("%d loops (%d ralphs); iterations started per worker: %v", len(loops), ralphs, on)
 	if len(on) != 2 {
 		t.Errorf("iterations ran on workers %v; want both", on)
+	}
+	waitFor(t, 15*time.Second, "a complete webhook for every loop", func() bool {
+		hookMu.Lock()
+		defer hookMu.Unlock()
+		return len(hooks) == len(loops)
+	})
+	time.Sleep(2 * time.Second) // a second daemon delivering too would have by now
+	hookMu.Lock()
+	defer hookMu.Unlock()
+	for _, l := range loops {
+		if hooks[l.ID] != 1 {
+			t.Errorf("loop %s: %d complete webhooks; want exactly one per cluster", l.ID, hooks[l.ID])
+		}
 	}
 }

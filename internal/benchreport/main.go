@@ -298,6 +298,7 @@ func rows(r results) []row {
 		{"BenchmarkDispatchLatency", "parent completes → first child's agent started, worktrees off (p50 / p99)", "p99 ≤ 20 ms"},
 		{"BenchmarkDispatchLatencyWorktrees", "same, worktrees on (git repository)", "report"},
 		{"BenchmarkDispatchLatencyEtcd", "same, worktrees off, the store on etcd (p50 / p99)", "p99 ≤ 50 ms"},
+		{"BenchmarkDispatchLatencyEtcdWorker", "same on etcd, through a worker: the scheduler assigns, the worker starts it from its watch (p50 / p99)", "p99 ≤ 50 ms"},
 	} {
 		rw := row{figure: d.figure, measured: missing, target: d.target, verdict: missing}
 		if p50, ok := r.get(d.bench, "p50-ms"); ok {
