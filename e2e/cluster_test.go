@@ -278,7 +278,7 @@ type clusterNode struct {
 	r       repo
 	d       *daemonProc
 	starts  int    // daemons started here so far
-	marker  string // E2E_NODE of the running daemon: <name>.<starts>
+	marker  string // E2E_NODE of the running daemon: <name>.<starts>.<run>
 	proxies []*cutProxy
 	cut     bool // its proxies to etcd are cut
 }
@@ -371,7 +371,9 @@ func (c *cluster) start(i int) {
 	c.t.Helper()
 	n := c.nodes[i]
 	n.starts++
-	n.marker = fmt.Sprintf("%s.%d", n.name, n.starts)
+	// The shared directory is this run's own: another run of the test on
+	// the machine (another worktree) has other markers.
+	n.marker = fmt.Sprintf("%s.%d.%s", n.name, n.starts, filepath.Base(c.shared))
 	n.d = startDaemonEnv(c.t, n.r, "E2E_CLUSTER="+c.shared, "E2E_NODE="+n.marker)
 }
 
