@@ -30,6 +30,7 @@ type ledger struct {
 	passes  map[string][]string
 	overlap []string
 	block   map[string]bool // workers whose agents hang until stopped
+	dead    map[string]bool // workers the test killed: a pass of theirs may be lost with them
 }
 
 func (lg *ledger) run(ctx context.Context, j runner.Job) runner.Result {
@@ -154,7 +155,7 @@ func TestClusterWorkers(t *testing.T) {
 	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
 	prefix := "/loopr/clustertest"
 	ttl := 2 * time.Second
-	lg := &ledger{running: map[string]string{}, passes: map[string][]string{}, block: map[string]bool{"c": true}}
+	lg := &ledger{running: map[string]string{}, passes: map[string][]string{}, block: map[string]bool{"c": true}, dead: map[string]bool{}}
 	nodes := map[string]*node{}
 	for _, n := range []string{"a", "b", "c"} {
 		nodes[n] = startNode(t, srv, prefix, n, ttl, lg)
@@ -208,6 +209,9 @@ func TestClusterWorkers(t *testing.T) {
 	lg.block["c"] = false
 	lg.mu.Unlock()
 	died := time.Now()
+	lg.mu.Lock()
+	lg.dead["c"] = true
+	lg.mu.Unlock()
 	nodes["c"].die()
 	t.Logf("worker c's store closed and manager stopped in %s", time.Since(died))
 	waitUntil(t, 3*ttl, "the loops of dead worker c back to pending", func() bool {
@@ -233,6 +237,9 @@ func TestClusterWorkers(t *testing.T) {
 	// Now the scheduler dies; another takes over within 2× the TTL.
 	old := scheduler()
 	died = time.Now()
+	lg.mu.Lock()
+	lg.dead[old] = true
+	lg.mu.Unlock()
 	nodes[old].die()
 	waitUntil(t, 3*ttl, "a new scheduler", func() bool { s := scheduler(); return s != "" && s != old })
 	took := time.Since(died)
@@ -264,12 +271,31 @@ func TestClusterWorkers(t *testing.T) {
 	}
 	workers := map[string]int{}
 	for _, id := range ids {
-		if p := lg.passes[id]; len(p) != 1 {
-			t.Errorf("loop %s passed %d times (%v); want exactly once", id, len(p), p)
-		} else {
-			workers[p[0]]++
+		// An agent of a worker killed right after it passed may have its
+		// pass lost with the worker (never recorded; the loop runs again
+		// elsewhere): at-least-once runs, exactly-once completion.
+		p := lg.passes[id]
+		var kept []string
+		for _, w := range p {
+			if !lg.dead[w] {
+				kept = append(kept, w)
+			}
 		}
 		evs := events(live.st, id)
+		completes := 0
+		for _, e := range evs {
+			if e.Kind == loop.EventTransition && e.To == loop.Complete {
+				completes++
+			}
+		}
+		switch {
+		case completes != 1:
+			t.Errorf("loop %s completed %d times in the journal; want exactly once", id, completes)
+		case len(p) == 0 || len(kept) > 1:
+			t.Errorf("loop %s passed %d times (%v; killed workers %v); want once, or more only on killed workers", id, len(p), p, lg.dead)
+		default:
+			workers[p[len(p)-1]]++
+		}
 		if !slices.ContainsFunc(evs, func(e loop.Event) bool { return strings.Contains(e.Message, "started on worker ") }) {
 			t.Errorf("loop %s: no journal event naming the worker it started on", id)
 		}
@@ -307,7 +333,7 @@ func TestClusterCancelAndFence(t *testing.T) {
 	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
 	prefix := "/loopr/cancelfence"
 	ttl := 3 * time.Second
-	lg := &ledger{running: map[string]string{}, passes: map[string][]string{}, block: map[string]bool{"a": true, "b": true}}
+	lg := &ledger{running: map[string]string{}, passes: map[string][]string{}, block: map[string]bool{"a": true, "b": true}, dead: map[string]bool{}}
 	nodes := map[string]*node{"a": startNode(t, srv, prefix, "a", ttl, lg), "b": startNode(t, srv, prefix, "b", ttl, lg)}
 	svc := nodes["a"].svc
 	var ids []string
