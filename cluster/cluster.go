@@ -224,6 +224,19 @@ func (w *Worker) Lease() int64 {
 	return int64(w.lease)
 }
 
+// BidKey is the key of this worker's bid in the scheduler election under
+// its current lease, relative to the store's prefix ("" while it has no
+// lease). It exists while the session does: a transaction that reads it
+// is committed only by a worker whose session (and so leadership, if it
+// leads) is still alive.
+func (w *Worker) BidKey() string {
+	l := w.Lease()
+	if l == 0 {
+		return ""
+	}
+	return electionDir + "/" + LeaseHex(l)
+}
+
 // Scheduler reports whether this worker is the elected scheduler now.
 func (w *Worker) Scheduler() bool {
 	w.mu.Lock()

@@ -155,6 +155,14 @@ func TestElectionAndListing(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "a scheduler elected", func() bool { return leader() != nil })
 	first := leader()
+	for _, w := range ws {
+		_ = s.View(func(tx *store.Tx) error {
+			if _, lease, ok := tx.Raw(w.BidKey()); !ok || lease != w.Lease() {
+				t.Errorf("worker %s: bid key %s not found under its lease", w.Name(), w.BidKey())
+			}
+			return nil
+		})
+	}
 	// Listing: every worker, the scheduler marked, running counted from leases.
 	if err := s.Update(func(tx *store.Tx) error {
 		return PutLease(tx, "L1", LoopLease{Worker: "b", Iteration: 1, Lease: LeaseHex(ws[1].Lease())}, ws[1].Lease())

@@ -382,3 +382,105 @@ func TestEtcdDaemonStopsWithoutEtcd(t *testing.T) {
 		t.Errorf("daemon took %s to stop with etcd gone, want under 20 s", took)
 	}
 }
+
+// TestEtcdTwoWorkersOneRepository: two daemons (two homes) in one
+// workspace, both workers of one etcd store (worker.max_loops 2 each, no
+// git.remote): the scheduler spreads the tree over both, every loop
+// completes once, and every ralph's output is on the plan branch — merged
+// from both homes' integration worktrees under the shared lock.
+func TestEtcdTwoWorkersOneRepository(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
+	storeYML := fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%q]\n    prefix: /loopr/two\nworker:\n  max_loops: 2\n", srv.Endpoint())
+	r := newRepo(t, treeConfig(t, 3, validateCmd(t), "tree")+storeYML)
+	a := startDaemon(t, r)
+	homeB := filepath.Join(t.TempDir(), "b")
+	logB := filepath.Join(r.logs, "worker-b.log")
+	lf, err := os.Create(logB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	b := exec.Command(bin, "--home", homeB, "daemon")
+	b.Dir = r.dir
+	b.Env = append(os.Environ(), "LOOPR_HOME=", "NO_COLOR=1", "E2E_DAEMON=2")
+	b.Stdout, b.Stderr = lf, lf
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	bDone := make(chan struct{})
+	go func() { _ = b.Wait(); close(bDone) }()
+	t.Cleanup(func() {
+		_ = b.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-bDone:
+		case <-time.After(10 * time.Second):
+			_ = b.Process.Kill()
+			<-bDone
+		}
+	})
+	waitFor(t, 15*time.Second, "two workers registered", func() bool {
+		c := status(t, r).Cluster
+		return c != nil && len(c.Workers) == 2
+	})
+	var plan loop.Loop
+	mustJSON(t, ok(t, r.dir, "plan", "Build it on two workers", "--json"), &plan)
+	waitEvery(t, 120*time.Second, slowPoll, "the plan tree to settle", func() bool {
+		if a.exited() {
+			t.Fatalf("daemon A exited: %v\n%s", a.cmd.ProcessState, tail(a.output(), 40))
+		}
+		select {
+		case <-bDone:
+			out, _ := os.ReadFile(logB)
+			t.Fatalf("daemon B exited: %v\n%s", b.ProcessState, tail(string(out), 40))
+		default:
+		}
+		st := status(t, r)
+		return settled(st) && st.Counts[loop.Complete] > 0
+	})
+	loops := list(t, r)
+	checkTree(t, loops)
+	planBranch := gitflow.BranchName(plan.ID, plan.Title)
+	files := strings.Fields(r.git(t, "ls-tree", "-r", "--name-only", planBranch))
+	ralphs := 0
+	for _, l := range loops {
+		if l.Status != loop.Complete {
+			t.Errorf("loop %s (%s) ended %s", l.ID, l.Type, l.Status)
+		}
+		if l.Type == loop.Ralph {
+			ralphs++
+			if !slices.Contains(files, "out/"+l.ID+".txt") {
+				t.Errorf("out/%s.txt (ralph %q) is not on branch %s", l.ID, l.Title, planBranch)
+			}
+		}
+	}
+	s, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: "/loopr/two"}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var evs []loop.Event
+	if err := s.View(func(tx *store.Tx) (err error) { evs, err = tx.EventsSince(0, 0); return err }); err != nil {
+		t.Fatal(err)
+	}
+	// Every start of a loop is followed by its outcome (passed, failed,
+	// rate limited and requeued, …) before the next start: never two
+	// runs of one loop at once.
+	on := map[string]int{}
+	open := map[string]string{}
+	for _, e := range evs {
+		if _, w, ok := strings.Cut(e.Message, " started on worker "); ok {
+			on[strings.Fields(w)[0]]++
+			if prev, ok := open[e.Loop]; ok {
+				t.Errorf("loop %s started again (%q) while %q ran", e.Loop, e.Message, prev)
+			}
+			open[e.Loop] = e.Message
+		} else if e.Loop != "" {
+			delete(open, e.Loop)
+		}
+	}
+	t.Logf("%d loops (%d ralphs); iterations started per worker: %v", len(loops), ralphs, on)
+	if len(on) != 2 {
+		t.Errorf("iterations ran on workers %v; want both", on)
+	}
+}

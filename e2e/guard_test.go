@@ -186,6 +186,7 @@ func TestGuard(t *testing.T) {
 			if err := syscall.Kill(frozen, syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { _ = syscall.Kill(frozen, syscall.SIGCONT) }) // never left stopped
 			d2.crash(t)
 			clearMarks(t, marks, ids)
 			d3 := startDaemonEnv(t, r, env) // its Recover ends d2's agents

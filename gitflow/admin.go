@@ -21,8 +21,10 @@ const adminLockFile = "loopr-worktrees.lock"
 // one repository from several homes. `git worktree add` and `git fetch`
 // read the admin directory of every worktree, and fail on one that another
 // git is creating ("failed to read .git/worktrees/<name>/commondir").
-// Waiting for another process gives up when ctx ends, or after the git
-// timeout when ctx has no deadline.
+// With Lock set and no Remote (workers sharing one repository from
+// several homes), the shared lock adminLock too. Waiting for another
+// process gives up when ctx ends, or after the git timeout when ctx has no
+// deadline.
 func (r *Repo) lockAdmin(ctx context.Context) (unlock func(), err error) {
 	r.admin.Lock()
 	f, err := r.adminFile(ctx)
@@ -51,10 +53,22 @@ func (r *Repo) lockAdmin(ctx context.Context) (unlock func(), err error) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return func() {
-		f.Close() // lets go of the lock
+	release := func() {
+		f.Close() // lets go of the file lock
 		r.admin.Unlock()
-	}, nil
+	}
+	if r.Lock == nil || r.Remote != "" {
+		return release, nil
+	}
+	// Workers sharing this repository from several homes also take the
+	// lock they share (etcd), in case the file lock does not hold across
+	// their machines (a network file system).
+	shared, err := r.Lock.Lock(ctx, adminLock)
+	if err != nil {
+		r.logger().Warn("worktree lock shared by the workers not taken", "err", err)
+		return release, nil
+	}
+	return func() { shared(); release() }, nil
 }
 
 // adminFile opens the lock file of lockAdmin.

@@ -12,7 +12,9 @@ import (
 // TestSeveralHomesOneRepository: workers of one etcd store without
 // git.remote share one repository from several homes (Repo.Lock set).
 // Their merges into one plan branch, from their own integration
-// worktrees, all land; a branch still checked out in the worktree of a
+// worktrees, all land, while worktrees are added from both homes (under
+// the shared worktree lock: a prune from one home must not drop the
+// registration the other is adding); a branch still checked out in the worktree of a
 // worker that lost its loop is taken over by another home's worktree.
 func TestSeveralHomesOneRepository(t *testing.T) {
 	t.Parallel()
@@ -63,6 +65,9 @@ func TestSeveralHomesOneRepository(t *testing.T) {
 	}
 	if locker.taken["loopr/plan"] != 20 {
 		t.Errorf("the shared lock was taken %d times for 20 merges", locker.taken["loopr/plan"])
+	}
+	if locker.taken[adminLock] < 20 {
+		t.Errorf("the shared worktree lock was taken %d times for 20 worktrees added", locker.taken[adminLock])
 	}
 	// Home a "died" with a loop's branch checked out; home b continues it.
 	dirA, err := a.AddWorktree(ctx, "moved", "loopr/moved", "loopr/plan")

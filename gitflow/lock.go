@@ -12,3 +12,8 @@ import "context"
 type Locker interface {
 	Lock(ctx context.Context, name string) (unlock func(), err error)
 }
+
+// adminLock is the name of the shared lock on a repository's worktree
+// administration (not a valid branch name, so never a merge's lock):
+// lockAdmin takes it for workers sharing one repository from several homes.
+const adminLock = ".worktrees"

@@ -42,6 +42,9 @@ func (m *Manager) clustered() bool { return m.o.Cluster != nil }
 // at most (it also looks on every tick a worker's change woke).
 const recheckLost = 500 * time.Millisecond
 
+// errNotScheduler: this worker's session (and bid) is gone.
+var errNotScheduler = errors.New("this worker is no longer the scheduler")
+
 // errNoWorker: no live worker has a free slot with the loop's labels.
 var errNoWorker = errors.New("no worker with a free slot")
 
@@ -224,7 +227,13 @@ func (m *Manager) assignAll(ctx context.Context, ids []string, now time.Time, ag
 		}
 		return out
 	}
+	bid := m.o.Cluster.BidKey()
 	err = m.svc.Store.Update(func(tx *store.Tx) error {
+		// Only while this worker's session lives: a scheduler that lost it
+		// (another may be elected already) assigns nothing.
+		if _, _, ok := tx.Raw(bid); bid == "" || !ok {
+			return fmt.Errorf("assign: %w", errNotScheduler)
+		}
 		free := make(map[string]int, len(live))
 		gone := map[string]bool{}
 		for _, w := range live {
