@@ -76,8 +76,11 @@ func Binary(tb testing.TB) string {
 			dir = os.TempDir()
 		}
 		dir = filepath.Join(dir, "loopr-test")
-		if binErr = os.MkdirAll(dir, 0o755); binErr != nil {
-			return
+		if os.MkdirAll(dir, 0o755) != nil { // a read-only home: the temporary directory
+			dir = filepath.Join(os.TempDir(), "loopr-test")
+			if binErr = os.MkdirAll(dir, 0o755); binErr != nil {
+				return
+			}
 		}
 		tmp, err := os.CreateTemp(dir, "etcd-*.tmp")
 		if err != nil {
