@@ -161,6 +161,10 @@ type Result struct {
 	// its own (5xx, overloaded, connection reset): retried without
 	// spending the iteration, a bounded number of times.
 	Transient bool
+	// TransientWhat names what failed for a Transient result when it was
+	// not the agent's provider (e.g. "git remote out of reach"); "" = the
+	// provider.
+	TransientWhat string
 	// Stalled marks an agent killed for producing no output and changing
 	// no file for Settings.StallTimeout.
 	Stalled bool
