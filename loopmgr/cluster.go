@@ -126,7 +126,15 @@ func (m *Manager) workerTick(ctx context.Context, now time.Time) {
 			held = held && lid == lease && ll.Worker == m.o.Cluster.Name() && ll.Lease == cluster.LeaseHex(lease) && ll.Iteration == cur.Iteration
 			return nil
 		})
-		if err != nil || !m.mine(cur) || !held {
+		if err != nil {
+			// Not known now (etcd slow or away): checked again on the
+			// next tick; dropped, the loop would stay assigned to this
+			// live worker and never run.
+			m.log.Warn("read the lease of a loop assigned to this worker; will check again", "loop", id, "err", err)
+			m.toLaunch[id] = cur
+			continue
+		}
+		if !m.mine(cur) || !held {
 			// Not (or no longer) ours under this session: a loop assigned
 			// to a session this worker lost is the scheduler's to recover.
 			continue

@@ -414,3 +414,35 @@ func TestPickWorker(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkerRetriesAssignmentAfterFailedCheck: a loop assigned to this
+// worker whose lease could not be read (etcd slow or away for a moment)
+// is checked again on the next tick, not forgotten: forgotten, it would
+// stay running under a live worker that never runs it, and the scheduler
+// never recovers it (its lease key is alive).
+func TestWorkerRetriesAssignmentAfterFailedCheck(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
+	st, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: "/loopr/retrycheck", DialTimeout: 2 * time.Second}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := config.Default()
+	svc := control.New(st, workspace.Paths{Workspace: "/ws", Home: t.TempDir()}, func() *config.Config { return cfg }, time.Now)
+	w, err := cluster.Register(context.Background(), cluster.Options{Store: st, TTL: 30 * time.Second,
+		Info: cluster.WorkerInfo{Name: "a", Host: "h", Home: "/h", Workspace: "/ws", MaxLoops: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(Options{Service: svc, Runner: &fakeRunner{fn: func(context.Context, runner.Job) runner.Result { return runner.Result{} }}, Cluster: w})
+	l := loop.Loop{ID: "x", Type: loop.Ralph, Status: loop.Running, Iteration: 1, Lease: &loop.Lease{Owner: cluster.OwnerPrefix + "a"}}
+	m.toLaunch[l.ID] = l
+	st.Close() // every read fails now, as one does while etcd does not answer
+	m.workerTick(context.Background(), time.Now())
+	if _, ok := m.toLaunch[l.ID]; !ok {
+		t.Fatal("an assignment whose lease could not be read was dropped; want it checked again on the next tick")
+	}
+	if len(m.Running()) != 0 {
+		t.Fatalf("launched %v without reading its lease", m.Running())
+	}
+}
