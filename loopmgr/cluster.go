@@ -96,6 +96,13 @@ func (m *Manager) workerTick(ctx context.Context, now time.Time) {
 			if !mine || ch.Loop.Iteration != a.iteration {
 				stop = append(stop, id) // cancelled, paused, recovered elsewhere: stop the agent
 			}
+			if mine && ch.Loop.Iteration != a.iteration {
+				// Given back to this worker at another iteration while
+				// the old agent stops: launched once its result is in.
+				m.toLaunch[id] = ch.Loop
+			} else {
+				delete(m.toLaunch, id)
+			}
 			continue
 		}
 		if mine {
@@ -116,6 +123,12 @@ func (m *Manager) workerTick(ctx context.Context, now time.Time) {
 	for _, id := range slices.Sorted(mapKeys(m.toLaunch)) {
 		// The record as the follower delivered it: a later change (a
 		// cancel) comes through the follower too, and stops the agent.
+		m.mu.Lock()
+		busy := m.active[id] != nil
+		m.mu.Unlock()
+		if busy {
+			continue // an older iteration's agent is stopping: after its result
+		}
 		cur := m.toLaunch[id]
 		delete(m.toLaunch, id)
 		var ll cluster.LoopLease

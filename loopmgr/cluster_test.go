@@ -446,3 +446,81 @@ func TestWorkerRetriesAssignmentAfterFailedCheck(t *testing.T) {
 		t.Fatalf("launched %v without reading its lease", m.Running())
 	}
 }
+
+// TestWorkerLaunchesReassignmentAfterOldAgentEnds: a loop given back to
+// this worker at a new iteration while the agent of its old iteration is
+// still stopping (the worker was fenced and registered again, or a user
+// cancelled and retried it) is launched once that agent's result is in —
+// not forgotten, which left it running under this live worker forever.
+func TestWorkerLaunchesReassignmentAfterOldAgentEnds(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
+	st, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: "/loopr/reassign", DialTimeout: 2 * time.Second}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := config.Default()
+	cfg.Storage.DiskQuotaMinGB = 0
+	svc := control.New(st, workspace.Paths{Workspace: "/ws", Home: t.TempDir()}, func() *config.Config { return cfg }, time.Now)
+	w, err := cluster.Register(context.Background(), cluster.Options{Store: st, TTL: 30 * time.Second,
+		Info: cluster.WorkerInfo{Name: "a", Host: "h", Home: "/h", Workspace: "/ws", MaxLoops: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan int, 4)
+	m := New(Options{Service: svc, Cluster: w, Runner: &fakeRunner{fn: func(_ context.Context, j runner.Job) runner.Result {
+		ran <- j.Loop.Iteration
+		return runner.Result{Outcome: runner.Failed, Reason: "test"}
+	}}})
+	l, err := svc.Create(api.CreateRequest{Type: loop.Ralph, Task: "again"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The scheduler gave the loop to this worker at iteration 2.
+	err = st.Update(func(tx *store.Tx) error {
+		cur, err := tx.Get(l.ID)
+		if err != nil {
+			return err
+		}
+		if err := control.Move(tx, cur, loop.Running, time.Now(), "iteration 2 started on worker a", func(n *loop.Loop) {
+			n.Iteration, n.Lease = 2, &loop.Lease{Owner: cluster.OwnerPrefix + "a", ExpiresAt: time.Now().Add(time.Hour)}
+		}); err != nil {
+			return err
+		}
+		return cluster.PutLease(tx, l.ID, cluster.LoopLease{Worker: "a", Iteration: 2, Lease: cluster.LeaseHex(w.Lease())}, w.Lease())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := svc.Get(l.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent of iteration 1 is still stopping here when the follower
+	// delivers the assignment.
+	stopped := false
+	m.active[l.ID] = &active{cancel: func() { stopped = true }, iteration: 1, fenced: true}
+	m.noteChange(store.Change{ID: l.ID, Loop: cur})
+	m.workerTick(context.Background(), time.Now())
+	if !stopped {
+		t.Fatal("the old iteration's agent was not stopped")
+	}
+	select {
+	case it := <-ran:
+		t.Fatalf("iteration %d launched while the old agent still runs", it)
+	default:
+	}
+	// Its result is in (finish removes it), then the next tick.
+	m.mu.Lock()
+	delete(m.active, l.ID)
+	m.mu.Unlock()
+	m.workerTick(context.Background(), time.Now())
+	select {
+	case it := <-ran:
+		if it != 2 {
+			t.Fatalf("launched iteration %d; want 2", it)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop given back to this worker was never launched")
+	}
+}
