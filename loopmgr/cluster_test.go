@@ -2,6 +2,7 @@ package loopmgr
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -29,7 +30,8 @@ type ledger struct {
 	running map[string]string // loop → worker running it now
 	passes  map[string][]string
 	overlap []string
-	block   map[string]bool // workers whose agents hang until stopped
+	block   map[string]bool  // workers whose agents hang until stopped
+	causes  map[string]error // loop → why its blocked agent was stopped
 }
 
 func (lg *ledger) run(ctx context.Context, j runner.Job) runner.Result {
@@ -53,6 +55,12 @@ func (lg *ledger) run(ctx context.Context, j runner.Job) runner.Result {
 	}()
 	if block {
 		<-ctx.Done()
+		lg.mu.Lock()
+		if lg.causes == nil {
+			lg.causes = map[string]error{}
+		}
+		lg.causes[j.Loop.ID] = context.Cause(ctx)
+		lg.mu.Unlock()
 		return runner.Result{Outcome: runner.Cancelled}
 	}
 	select {
@@ -347,6 +355,15 @@ func TestClusterCancelAndFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, 5*time.Second, "the fenced worker's agent stopped", func() bool { return on(ids[1]) != victim })
+	lg.mu.Lock()
+	fencedCause, cancelCause := lg.causes[ids[1]], lg.causes[ids[0]]
+	lg.mu.Unlock()
+	if !errors.Is(fencedCause, errKill) {
+		t.Errorf("the fenced worker stopped its agent with %v; want runner.ErrKill (SIGKILL, no grace)", fencedCause)
+	}
+	if errors.Is(cancelCause, errKill) {
+		t.Errorf("a user's cancel stopped the agent with %v; want the usual stop with grace", cancelCause)
+	}
 	waitUntil(t, 10*time.Second, "the fenced worker's loop charged one attempt", func() bool {
 		l, err := svc.Get(ids[1])
 		return err == nil && l.Iteration == 2
@@ -376,6 +393,9 @@ func TestClusterCancelAndFence(t *testing.T) {
 		t.Errorf("fenced loop passed %d times (%v); want once", len(p), p)
 	}
 }
+
+// errKill: the test below names a variable runner.
+var errKill = runner.ErrKill
 
 func clientLease(id int64) clientv3.LeaseID { return clientv3.LeaseID(id) }
 
