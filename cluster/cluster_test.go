@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -122,6 +123,38 @@ func TestRegister(t *testing.T) {
 		}
 		if w2.Lease() == old || w2.Lease() == 0 {
 			t.Fatalf("new lease %x; want a new one (old %x)", w2.Lease(), old)
+		}
+	})
+	t.Run("a live worker on another machine with the same host name and home is not ended", func(t *testing.T) {
+		t.Parallel()
+		// Two machines cloned from one image: host name and home path
+		// alike, the other's pid meaningless here. Its registration (put
+		// as that machine's daemon would, lease kept alive) must survive.
+		s := openStore(t, srv, newPrefix())
+		ctx := context.Background()
+		cli := s.EtcdClient()
+		g, err := cli.Grant(ctx, 30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kctx, kstop := context.WithCancel(ctx)
+		defer kstop()
+		if _, err := cli.KeepAlive(kctx, g.ID); err != nil {
+			t.Fatal(err)
+		}
+		other := registration{WorkerInfo: info("w", "h", "/home/x"), Boot: "another-machine"}
+		other.PID = 1 << 30 // no such process here
+		b, _ := json.Marshal(other)
+		if _, err := cli.Put(ctx, s.EtcdPrefix()+"/"+WorkerKey("w"), string(b), clientv3.WithLease(g.ID)); err != nil {
+			t.Fatal(err)
+		}
+		_, err = Register(ctx, Options{Store: s, Info: info("w", "h", "/home/x"), TTL: 30 * time.Second})
+		var nt *NameTakenError
+		if !errors.As(err, &nt) {
+			t.Fatalf("Register over a live worker of another machine: error = %v; want *NameTakenError", err)
+		}
+		if ttl, err := cli.TimeToLive(ctx, g.ID); err != nil || ttl.TTL <= 0 {
+			t.Fatalf("the other machine's lease was ended (TTL %v, err %v)", ttl.TTL, err)
 		}
 	})
 }

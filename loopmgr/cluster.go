@@ -12,6 +12,7 @@ import (
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/ratelimit"
+	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/scheduler"
 	"github.com/loopr-dev/loopr/store"
 )
@@ -86,15 +87,27 @@ func (m *Manager) workerTick(ctx context.Context, now time.Time) {
 	seen := m.seen
 	m.seen = map[string]store.Change{}
 	m.fmu.Unlock()
-	var stop []string
+	var stop, kill []string
 	for id, ch := range seen {
 		mine := !ch.Deleted && m.mine(ch.Loop)
 		m.mu.Lock()
 		a := m.active[id]
 		m.mu.Unlock()
 		if a != nil {
-			if !mine || ch.Loop.Iteration != a.iteration {
-				stop = append(stop, id) // cancelled, paused, recovered elsewhere: stop the agent
+			switch {
+			case ch.Loop.Iteration != a.iteration || ch.Loop.Status == loop.Running && !mine:
+				// Recovered (this worker's lease was lost) or given to
+				// another: it may run there any moment, so no grace.
+				kill = append(kill, id)
+			case !mine:
+				stop = append(stop, id) // cancelled, paused: stop the agent
+			}
+			if mine && ch.Loop.Iteration != a.iteration {
+				// Given back to this worker at another iteration while
+				// the old agent stops: launched once its result is in.
+				m.toLaunch[id] = ch.Loop
+			} else {
+				delete(m.toLaunch, id)
 			}
 			continue
 		}
@@ -108,6 +121,18 @@ func (m *Manager) workerTick(ctx context.Context, now time.Time) {
 		m.log.Info("stopping agents of loops changed on another daemon", "loops", strings.Join(stop, ","))
 		m.stopAgents(stop)
 	}
+	if len(kill) > 0 {
+		m.log.Warn("killing agents of loops this worker no longer holds", "loops", strings.Join(kill, ","))
+		m.mu.Lock()
+		for _, id := range kill {
+			if a := m.active[id]; a != nil && a.kill != nil {
+				a.kill(runner.ErrKill)
+			} else if a != nil {
+				a.cancel()
+			}
+		}
+		m.mu.Unlock()
+	}
 	lease := m.o.Cluster.Lease()
 	if lease == 0 || ctx.Err() != nil || len(m.toLaunch) == 0 {
 		return
@@ -116,6 +141,12 @@ func (m *Manager) workerTick(ctx context.Context, now time.Time) {
 	for _, id := range slices.Sorted(mapKeys(m.toLaunch)) {
 		// The record as the follower delivered it: a later change (a
 		// cancel) comes through the follower too, and stops the agent.
+		m.mu.Lock()
+		busy := m.active[id] != nil
+		m.mu.Unlock()
+		if busy {
+			continue // an older iteration's agent is stopping: after its result
+		}
 		cur := m.toLaunch[id]
 		delete(m.toLaunch, id)
 		var ll cluster.LoopLease
@@ -126,7 +157,15 @@ func (m *Manager) workerTick(ctx context.Context, now time.Time) {
 			held = held && lid == lease && ll.Worker == m.o.Cluster.Name() && ll.Lease == cluster.LeaseHex(lease) && ll.Iteration == cur.Iteration
 			return nil
 		})
-		if err != nil || !m.mine(cur) || !held {
+		if err != nil {
+			// Not known now (etcd slow or away): checked again on the
+			// next tick; dropped, the loop would stay assigned to this
+			// live worker and never run.
+			m.log.Warn("read the lease of a loop assigned to this worker; will check again", "loop", id, "err", err)
+			m.toLaunch[id] = cur
+			continue
+		}
+		if !m.mine(cur) || !held {
 			// Not (or no longer) ours under this session: a loop assigned
 			// to a session this worker lost is the scheduler's to recover.
 			continue
@@ -166,7 +205,11 @@ func (m *Manager) Fenced(why string) {
 	n := 0
 	for _, a := range m.active {
 		a.fenced = true
-		a.cancel()
+		if a.kill != nil {
+			a.kill(runner.ErrKill) // no grace: another worker may run the loop soon
+		} else {
+			a.cancel()
+		}
 		n++
 	}
 	m.mu.Unlock()

@@ -2,6 +2,7 @@ package loopmgr
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -29,8 +30,9 @@ type ledger struct {
 	running map[string]string // loop → worker running it now
 	passes  map[string][]string
 	overlap []string
-	block   map[string]bool // workers whose agents hang until stopped
-	dead    map[string]bool // workers the test killed: a pass of theirs may be lost with them
+	block   map[string]bool  // workers whose agents hang until stopped
+	dead    map[string]bool  // workers the test killed: a pass of theirs may be lost with them
+	causes  map[string]error // loop → why its blocked agent was stopped
 }
 
 func (lg *ledger) run(ctx context.Context, j runner.Job) runner.Result {
@@ -54,6 +56,12 @@ func (lg *ledger) run(ctx context.Context, j runner.Job) runner.Result {
 	}()
 	if block {
 		<-ctx.Done()
+		lg.mu.Lock()
+		if lg.causes == nil {
+			lg.causes = map[string]error{}
+		}
+		lg.causes[j.Loop.ID] = context.Cause(ctx)
+		lg.mu.Unlock()
 		return runner.Result{Outcome: runner.Cancelled}
 	}
 	select {
@@ -373,6 +381,15 @@ func TestClusterCancelAndFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, 5*time.Second, "the fenced worker's agent stopped", func() bool { return on(ids[1]) != victim })
+	lg.mu.Lock()
+	fencedCause, cancelCause := lg.causes[ids[1]], lg.causes[ids[0]]
+	lg.mu.Unlock()
+	if !errors.Is(fencedCause, errKill) {
+		t.Errorf("the fenced worker stopped its agent with %v; want runner.ErrKill (SIGKILL, no grace)", fencedCause)
+	}
+	if errors.Is(cancelCause, errKill) {
+		t.Errorf("a user's cancel stopped the agent with %v; want the usual stop with grace", cancelCause)
+	}
 	waitUntil(t, 10*time.Second, "the fenced worker's loop charged one attempt", func() bool {
 		l, err := svc.Get(ids[1])
 		return err == nil && l.Iteration == 2
@@ -402,6 +419,9 @@ func TestClusterCancelAndFence(t *testing.T) {
 		t.Errorf("fenced loop passed %d times (%v); want once", len(p), p)
 	}
 }
+
+// errKill: the test below names a variable runner.
+var errKill = runner.ErrKill
 
 func clientLease(id int64) clientv3.LeaseID { return clientv3.LeaseID(id) }
 
@@ -438,5 +458,115 @@ func TestPickWorker(t *testing.T) {
 				t.Fatalf("pickWorker() = %s, %v; want %s", got.Info.Name, ok, tc.want)
 			}
 		})
+	}
+}
+
+// TestWorkerRetriesAssignmentAfterFailedCheck: a loop assigned to this
+// worker whose lease could not be read (etcd slow or away for a moment)
+// is checked again on the next tick, not forgotten: forgotten, it would
+// stay running under a live worker that never runs it, and the scheduler
+// never recovers it (its lease key is alive).
+func TestWorkerRetriesAssignmentAfterFailedCheck(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
+	st, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: "/loopr/retrycheck", DialTimeout: 2 * time.Second}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := config.Default()
+	svc := control.New(st, workspace.Paths{Workspace: "/ws", Home: t.TempDir()}, func() *config.Config { return cfg }, time.Now)
+	w, err := cluster.Register(context.Background(), cluster.Options{Store: st, TTL: 30 * time.Second,
+		Info: cluster.WorkerInfo{Name: "a", Host: "h", Home: "/h", Workspace: "/ws", MaxLoops: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(Options{Service: svc, Runner: &fakeRunner{fn: func(context.Context, runner.Job) runner.Result { return runner.Result{} }}, Cluster: w})
+	l := loop.Loop{ID: "x", Type: loop.Ralph, Status: loop.Running, Iteration: 1, Lease: &loop.Lease{Owner: cluster.OwnerPrefix + "a"}}
+	m.toLaunch[l.ID] = l
+	st.Close() // every read fails now, as one does while etcd does not answer
+	m.workerTick(context.Background(), time.Now())
+	if _, ok := m.toLaunch[l.ID]; !ok {
+		t.Fatal("an assignment whose lease could not be read was dropped; want it checked again on the next tick")
+	}
+	if len(m.Running()) != 0 {
+		t.Fatalf("launched %v without reading its lease", m.Running())
+	}
+}
+
+// TestWorkerLaunchesReassignmentAfterOldAgentEnds: a loop given back to
+// this worker at a new iteration while the agent of its old iteration is
+// still stopping (the worker was fenced and registered again, or a user
+// cancelled and retried it) is launched once that agent's result is in —
+// not forgotten, which left it running under this live worker forever.
+func TestWorkerLaunchesReassignmentAfterOldAgentEnds(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
+	st, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: "/loopr/reassign", DialTimeout: 2 * time.Second}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := config.Default()
+	cfg.Storage.DiskQuotaMinGB = 0
+	svc := control.New(st, workspace.Paths{Workspace: "/ws", Home: t.TempDir()}, func() *config.Config { return cfg }, time.Now)
+	w, err := cluster.Register(context.Background(), cluster.Options{Store: st, TTL: 30 * time.Second,
+		Info: cluster.WorkerInfo{Name: "a", Host: "h", Home: "/h", Workspace: "/ws", MaxLoops: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan int, 4)
+	m := New(Options{Service: svc, Cluster: w, Runner: &fakeRunner{fn: func(_ context.Context, j runner.Job) runner.Result {
+		ran <- j.Loop.Iteration
+		return runner.Result{Outcome: runner.Failed, Reason: "test"}
+	}}})
+	l, err := svc.Create(api.CreateRequest{Type: loop.Ralph, Task: "again"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The scheduler gave the loop to this worker at iteration 2.
+	err = st.Update(func(tx *store.Tx) error {
+		cur, err := tx.Get(l.ID)
+		if err != nil {
+			return err
+		}
+		if err := control.Move(tx, cur, loop.Running, time.Now(), "iteration 2 started on worker a", func(n *loop.Loop) {
+			n.Iteration, n.Lease = 2, &loop.Lease{Owner: cluster.OwnerPrefix + "a", ExpiresAt: time.Now().Add(time.Hour)}
+		}); err != nil {
+			return err
+		}
+		return cluster.PutLease(tx, l.ID, cluster.LoopLease{Worker: "a", Iteration: 2, Lease: cluster.LeaseHex(w.Lease())}, w.Lease())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := svc.Get(l.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent of iteration 1 is still stopping here when the follower
+	// delivers the assignment.
+	stopped := false
+	m.active[l.ID] = &active{cancel: func() { stopped = true }, iteration: 1, fenced: true}
+	m.noteChange(store.Change{ID: l.ID, Loop: cur})
+	m.workerTick(context.Background(), time.Now())
+	if !stopped {
+		t.Fatal("the old iteration's agent was not stopped")
+	}
+	select {
+	case it := <-ran:
+		t.Fatalf("iteration %d launched while the old agent still runs", it)
+	default:
+	}
+	// Its result is in (finish removes it), then the next tick.
+	m.mu.Lock()
+	delete(m.active, l.ID)
+	m.mu.Unlock()
+	m.workerTick(context.Background(), time.Now())
+	select {
+	case it := <-ran:
+		if it != 2 {
+			t.Fatalf("launched iteration %d; want 2", it)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop given back to this worker was never launched")
 	}
 }

@@ -110,7 +110,8 @@ type Manager struct {
 
 type active struct {
 	cancel    context.CancelFunc
-	fenced    bool // the worker lost its session: record nothing
+	kill      context.CancelCauseFunc // with runner.ErrKill: SIGKILL, no grace (fenced)
+	fenced    bool                    // the worker lost its session: record nothing
 	iteration int
 	agent     string // the agent profile the iteration runs on
 	started   time.Time
@@ -549,8 +550,9 @@ func (m *Manager) launch(ctx context.Context, ls leased, profile string, now tim
 	// cancel, or stopping): were it tied to Run's ctx, an agent cancelled by
 	// shutdown could report before Run notices the shutdown, and its loop
 	// would be taken for cancelled by a user and left running.
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	a := &active{cancel: cancel, iteration: l.Iteration, started: now, agent: profile}
+	rctx, cancelCause := context.WithCancelCause(context.WithoutCancel(ctx))
+	cancel := func() { cancelCause(nil) }
+	a := &active{cancel: cancel, kill: cancelCause, iteration: l.Iteration, started: now, agent: profile}
 	m.mu.Lock()
 	m.active[id] = a
 	m.mu.Unlock()

@@ -819,3 +819,9 @@ func dirExists(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir()
 }
+
+// ErrKill, as the cause of the cancel of a Run's context, stops the
+// iteration's processes at once with SIGKILL, without the grace period:
+// its worker lost its etcd session, so another worker may run the loop
+// any moment (docs/several-machines.md).
+var ErrKill = errors.New("stop at once: this worker was fenced")
