@@ -410,6 +410,11 @@ func (w *Worker) revoke(lease clientv3.LeaseID) {
 	_, _ = w.cli.Revoke(ctx, lease)
 }
 
+// campaignOnce is one campaign (a test makes it fail).
+var campaignOnce = func(ctx context.Context, e *concurrency.Election, val string) error {
+	return e.Campaign(ctx, val)
+}
+
 // Run keeps the worker's session alive and campaigns to be the scheduler
 // until ctx ends; then it resigns and revokes its lease (its registration,
 // bid and loop leases go at once). A lost session is reported to OnLost
@@ -427,8 +432,23 @@ func (w *Worker) Run(ctx context.Context) error {
 		campaignStop = cancel
 		go func() {
 			e := concurrency.NewElection(sess, w.prefix+electionDir)
-			if err := e.Campaign(cctx, w.o.Info.Name); err != nil {
-				return
+			// A campaign that fails other than by being stopped (a watch
+			// error while waiting) leaves its bid in place: campaign again,
+			// or the bid may become the oldest with no one scheduling.
+			for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, max(w.o.TTL/4, time.Second)) {
+				err := campaignOnce(cctx, e, w.o.Info.Name)
+				if err == nil {
+					break
+				}
+				if cctx.Err() != nil {
+					return
+				}
+				w.log.Warn("worker: campaign to be the scheduler failed; trying again", "worker", w.o.Info.Name, "err", err, "in", backoff)
+				select {
+				case <-time.After(backoff):
+				case <-cctx.Done():
+					return
+				}
 			}
 			select {
 			case elected <- lease:

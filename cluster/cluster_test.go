@@ -11,6 +11,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/internal/etcdtest"
@@ -370,3 +371,29 @@ func TestDefaultName(t *testing.T) {
 }
 
 func clientLease(id int64) clientv3.LeaseID { return clientv3.LeaseID(id) }
+
+// A campaign that fails (a watch error while it waits) is tried again: a
+// worker that gave up would keep its bid, become the oldest and leave the
+// store without a scheduler.
+func TestCampaignFailureRetried(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
+	s := openStore(t, srv, newPrefix())
+	var fails atomic.Int32
+	real := campaignOnce
+	campaignOnce = func(ctx context.Context, e *concurrency.Election, val string) error {
+		if fails.Add(1) <= 2 {
+			return errors.New("injected: watch failed while waiting")
+		}
+		return real(ctx, e, val)
+	}
+	t.Cleanup(func() { campaignOnce = real })
+	w, err := Register(context.Background(), Options{Store: s, Info: info("a", "h", "/home/a"), TTL: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, w)
+	waitFor(t, 5*time.Second, "elected after two failed campaigns", w.Scheduler)
+	if n := fails.Load(); n < 3 {
+		t.Errorf("campaigned %d times; want 3 (two failures, then elected)", n)
+	}
+}
