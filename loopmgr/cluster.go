@@ -263,7 +263,13 @@ func (m *Manager) release(id string) {
 // in one transaction.
 func (m *Manager) assignAll(ctx context.Context, ids []string, now time.Time, agents *scheduler.Agents, limits map[string]ratelimit.State) []leased {
 	out := make([]leased, len(ids))
-	live, _, err := m.o.Cluster.Live(ctx)
+	if len(ids) == 0 {
+		return out
+	}
+	live, err := m.live, m.liveErr
+	if live == nil && err == nil {
+		live, _, err = m.o.Cluster.Live(ctx)
+	}
 	if err != nil {
 		for i := range out {
 			out[i] = leased{err: err}
@@ -464,4 +470,53 @@ func canceledCtx() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	return ctx
+}
+
+// place, on the scheduler before it decides, lists the live workers (kept
+// for the assignment) and holds the types no live worker can take now:
+// those whose worker_labels no live worker has, or whose every worker
+// with them is full. Without the hold such loops, chosen first by their
+// priority, would fail assignment tick after tick and keep the global
+// slots from loops an idle worker could run.
+func (m *Manager) place(ctx context.Context) {
+	m.live, _, m.liveErr = m.o.Cluster.Live(ctx)
+	if m.liveErr != nil {
+		return // the assignment fails with the error; holds kept as they were
+	}
+	c := m.cfg()
+	m.svc.SetPlacement(placementHolds(c.Types(), func(t string) []string { return c.Loop(t).WorkerLabels }, m.live))
+}
+
+// placementHolds is place's rule: the hold text per type (nil: none).
+func placementHolds(types []string, labelsOf func(string) []string, live []cluster.Live) map[string]string {
+	var holds map[string]string
+	for _, t := range types {
+		want := labelsOf(t)
+		if len(want) == 0 {
+			continue // any worker takes it; when all are full nothing could run anyway
+		}
+		capable, slots, used := 0, 0, 0
+		for _, w := range live {
+			if hasLabels(w.Info.Labels, want) {
+				capable++
+				slots += w.Info.MaxLoops
+				used += min(w.Info.Running, w.Info.MaxLoops)
+			}
+		}
+		labels := "[" + strings.Join(want, ", ") + "]"
+		var why string
+		switch {
+		case capable == 0:
+			why = fmt.Sprintf("no live worker has the labels %s its type asks for (worker_labels): start a worker with worker.labels %s, or change the type's worker_labels", labels, labels)
+		case used >= slots:
+			why = fmt.Sprintf("every live worker with the labels %s is busy (%d of %d slots on %d worker(s)); it starts when one has a free slot", labels, used, slots, capable)
+		default:
+			continue
+		}
+		if holds == nil {
+			holds = map[string]string{}
+		}
+		holds[t] = why
+	}
+	return holds
 }

@@ -89,7 +89,7 @@ type node struct {
 	stopped bool
 }
 
-func startNode(t *testing.T, srv *etcdtest.Server, prefix, name string, ttl time.Duration, lg *ledger) *node {
+func startNode(t *testing.T, srv *etcdtest.Server, prefix, name string, ttl time.Duration, lg *ledger, mods ...func(*config.Config)) *node {
 	t.Helper()
 	st, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: prefix, DialTimeout: 2 * time.Second}, store.Options{})
 	if err != nil {
@@ -100,6 +100,9 @@ func startNode(t *testing.T, srv *etcdtest.Server, prefix, name string, ttl time
 	cfg.Storage.DiskQuotaMinGB = 0
 	cfg.Retry.BackoffBaseSecs, cfg.Retry.BackoffMaxSecs = 1, 1
 	cfg.Concurrency.MaxLoops = 6
+	for _, mod := range mods {
+		mod(cfg)
+	}
 	paths := workspace.Paths{Workspace: "/ws", Home: home}
 	svc := control.New(st, paths, func() *config.Config { return cfg }, time.Now)
 	n := &node{name: name, st: st, svc: svc, done: make(chan struct{})}
@@ -568,5 +571,104 @@ func TestWorkerLaunchesReassignmentAfterOldAgentEnds(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the loop given back to this worker was never launched")
+	}
+}
+
+// TestClusterLabelsDoNotBlock: loops whose type asks for worker labels no
+// live worker has are held (reason preflight, saying why) instead of being
+// chosen first tick after tick and failing assignment, which kept the
+// global slots from the loops the idle workers could run.
+func TestClusterLabelsDoNotBlock(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
+	prefix := "/loopr/labeltest"
+	lg := &ledger{running: map[string]string{}, passes: map[string][]string{}, block: map[string]bool{}, dead: map[string]bool{}}
+	gpu := func(c *config.Config) {
+		c.Concurrency.MaxLoops = 2
+		ts := config.DefaultTypeSettings()
+		ts.Base = 1000 // before every ralph
+		ts.WorkerLabels = []string{"gpu"}
+		c.UserTypes = map[string]config.TypeSettings{"gpu": ts}
+	}
+	nodes := []*node{startNode(t, srv, prefix, "a", 2*time.Second, lg, gpu), startNode(t, srv, prefix, "b", 2*time.Second, lg, gpu)}
+	svc := nodes[0].svc
+	var gpus, ralphs []string
+	for i := range 3 {
+		l, err := svc.Create(api.CreateRequest{Type: "gpu", Task: fmt.Sprintf("render %d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gpus = append(gpus, l.ID)
+	}
+	for i := range 3 {
+		l, err := svc.Create(api.CreateRequest{Type: loop.Ralph, Task: fmt.Sprintf("task %d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ralphs = append(ralphs, l.ID)
+	}
+	for _, n := range nodes {
+		n.mgr.Wake()
+	}
+	waitUntil(t, 20*time.Second, "the ralph loops complete beside the unplaceable gpu loops", func() bool {
+		for _, id := range ralphs {
+			if l, err := svc.Get(id); err != nil || l.Status != loop.Complete {
+				return false
+			}
+		}
+		return true
+	})
+	for _, id := range gpus {
+		if l, _ := svc.Get(id); l.Status != loop.Pending {
+			t.Errorf("gpu loop %s is %s; want pending (no worker has the label)", id, l.Status)
+		}
+	}
+	var sched *node
+	for _, n := range nodes {
+		if n.w.Scheduler() {
+			sched = n
+		}
+	}
+	if sched == nil {
+		t.Fatal("no scheduler")
+	}
+	v, err := sched.svc.Scheduler(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range v.Rows {
+		if r.Type == "gpu" && !slices.ContainsFunc(r.ReasonText, func(s string) bool { return strings.Contains(s, "no live worker has the labels [gpu]") }) {
+			t.Errorf("gpu loop %s: reasons %v; want the missing label named", r.ID, r.ReasonText)
+		}
+	}
+}
+
+func TestPlacementHolds(t *testing.T) {
+	w := func(name string, max, running int, labels ...string) cluster.Live {
+		return cluster.Live{Info: cluster.WorkerInfo{Name: name, MaxLoops: max, Running: running, Labels: labels}}
+	}
+	labels := map[string][]string{"gpu": {"gpu"}, "ralph": nil, "arm": {"arm", "gpu"}}
+	of := func(t string) []string { return labels[t] }
+	types := []string{"arm", "gpu", "ralph"}
+	tests := []struct {
+		name string
+		live []cluster.Live
+		want map[string]string // type → a part of its hold text
+	}{
+		{"a free gpu worker", []cluster.Live{w("a", 2, 0, "gpu"), w("b", 2, 2)}, map[string]string{"arm": "no live worker has the labels [arm, gpu]"}},
+		{"the gpu worker full", []cluster.Live{w("a", 2, 2, "gpu"), w("b", 2, 0)}, map[string]string{"gpu": "busy (2 of 2 slots on 1 worker(s))", "arm": "no live worker"}},
+		{"a standby with the label", []cluster.Live{w("a", 0, 0, "gpu", "arm")}, map[string]string{"gpu": "busy (0 of 0 slots", "arm": "busy"}},
+		{"every label somewhere free", []cluster.Live{w("a", 1, 0, "gpu", "arm")}, nil},
+	}
+	for _, tt := range tests {
+		got := placementHolds(types, of, tt.live)
+		if len(got) != len(tt.want) {
+			t.Errorf("%s: holds %v; want types %v", tt.name, got, tt.want)
+			continue
+		}
+		for typ, part := range tt.want {
+			if !strings.Contains(got[typ], part) {
+				t.Errorf("%s: hold of %s = %q; want it to say %q", tt.name, typ, got[typ], part)
+			}
+		}
 	}
 }

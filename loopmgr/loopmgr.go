@@ -106,6 +106,8 @@ type Manager struct {
 	toLaunch  map[string]loop.Loop    // loops assigned here, not yet started; owned by Run
 	lastLost  time.Time               // last look for loops of lost workers; owned by Run
 	wasLeader bool                    // the worker was the scheduler at the last tick; owned by Run
+	live      []cluster.Live          // the live workers, listed by this tick's place; owned by Run
+	liveErr   error                   // why they could not be listed
 }
 
 type active struct {
@@ -264,6 +266,7 @@ func (m *Manager) tickOnce(ctx context.Context) time.Duration {
 		if !m.o.Cluster.Scheduler() {
 			if m.wasLeader {
 				m.log.Info("no longer the scheduler", "worker", m.o.Cluster.Name())
+				m.svc.SetPlacement(nil)
 			}
 			m.wasLeader = false
 			return 0
@@ -273,6 +276,8 @@ func (m *Manager) tickOnce(ctx context.Context) time.Duration {
 			m.wasLeader, m.lastLost = true, time.Time{}
 		}
 		m.recoverLost(ctx, now)
+		m.place(ctx)
+		defer func() { m.live, m.liveErr = nil, nil }()
 	}
 	if err := m.sweep(now); err != nil {
 		m.log.Error("sweep", "err", err)
