@@ -205,14 +205,7 @@ func (r *Repo) tip(ctx context.Context, ref string) (commit string, ok bool, err
 
 // isAncestor reports whether commit a is an ancestor of (or equal to) b.
 func (r *Repo) isAncestor(ctx context.Context, a, b string) (bool, error) {
-	_, err := r.git(ctx, r.Root, "merge-base", "--is-ancestor", a, b)
-	switch exitCode(err) {
-	case 0:
-		return true, nil
-	case 1:
-		return false, nil
-	}
-	return false, err
+	return r.gitTest(ctx, "merge-base", "--is-ancestor", a, b)
 }
 
 // baseCommit resolves the base a new branch or a detached worktree starts
