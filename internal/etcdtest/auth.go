@@ -42,40 +42,49 @@ func (s *Server) Client(tb testing.TB, user, password string) *clientv3.Client {
 	return cli
 }
 
+// AuthCommands are the etcdctl commands EnableAuth runs the equivalent
+// of, as docs/several-machines.md ("TLS and users") gives them (etcdctl
+// asks for the passwords).
+func AuthCommands(a Auth) []string {
+	var c []string
+	for _, st := range authSteps(context.Background(), nil, a) {
+		c = append(c, st.etcdctl)
+	}
+	return c
+}
+
+type authStep struct {
+	etcdctl string
+	do      func() error
+}
+
+func authSteps(ctx context.Context, cli *clientv3.Client, a Auth) []authStep {
+	key := a.Prefix + "/"
+	return []authStep{
+		{"etcdctl user add root", func() error { _, err := cli.UserAdd(ctx, "root", a.RootPassword); return err }},
+		{"etcdctl user grant-role root root", func() error { _, err := cli.UserGrantRole(ctx, "root", "root"); return err }},
+		{"etcdctl role add " + a.Role, func() error { _, err := cli.RoleAdd(ctx, a.Role); return err }},
+		{"etcdctl role grant-permission " + a.Role + " readwrite --prefix=true " + key, func() error {
+			_, err := cli.RoleGrantPermission(ctx, a.Role, key, clientv3.GetPrefixRangeEnd(key), clientv3.PermissionType(clientv3.PermReadWrite))
+			return err
+		}},
+		{"etcdctl user add " + a.User, func() error { _, err := cli.UserAdd(ctx, a.User, a.Password); return err }},
+		{"etcdctl user grant-role " + a.User + " " + a.Role, func() error { _, err := cli.UserGrantRole(ctx, a.User, a.Role); return err }},
+		{"etcdctl auth enable", func() error { _, err := cli.AuthEnable(ctx); return err }},
+	}
+}
+
 // EnableAuth creates root and a.User with a.Role granted readwrite on
-// a.Prefix + "/" (--prefix), then enables authentication:
-//
-//	etcdctl user add root --new-user-password=<RootPassword>
-//	etcdctl user grant-role root root
-//	etcdctl role add <Role>
-//	etcdctl role grant-permission <Role> readwrite --prefix=true <Prefix>/
-//	etcdctl user add <User> --new-user-password=<Password>
-//	etcdctl user grant-role <User> <Role>
-//	etcdctl auth enable
+// a.Prefix + "/" (with --prefix), then enables authentication: the steps
+// of AuthCommands, through the client API.
 func (s *Server) EnableAuth(tb testing.TB, a Auth) {
 	tb.Helper()
 	cli := s.Client(tb, "", "")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	steps := []struct {
-		what string
-		do   func() error
-	}{
-		{"user add root", func() error { _, err := cli.UserAdd(ctx, "root", a.RootPassword); return err }},
-		{"user grant-role root root", func() error { _, err := cli.UserGrantRole(ctx, "root", "root"); return err }},
-		{"role add", func() error { _, err := cli.RoleAdd(ctx, a.Role); return err }},
-		{"role grant-permission", func() error {
-			key := a.Prefix + "/"
-			_, err := cli.RoleGrantPermission(ctx, a.Role, key, clientv3.GetPrefixRangeEnd(key), clientv3.PermissionType(clientv3.PermReadWrite))
-			return err
-		}},
-		{"user add", func() error { _, err := cli.UserAdd(ctx, a.User, a.Password); return err }},
-		{"user grant-role", func() error { _, err := cli.UserGrantRole(ctx, a.User, a.Role); return err }},
-		{"auth enable", func() error { _, err := cli.AuthEnable(ctx); return err }},
-	}
-	for _, st := range steps {
+	for _, st := range authSteps(ctx, cli, a) {
 		if err := st.do(); err != nil {
-			tb.Fatalf("etcdtest: %s: %v", st.what, err)
+			tb.Fatalf("etcdtest: %s: %v", st.etcdctl, err)
 		}
 	}
 }
