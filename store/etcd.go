@@ -91,7 +91,10 @@ type etcdStore struct {
 // OpenEtcd opens the store kept in etcd under c.Prefix and migrates it to
 // SchemaVersion (several daemons may open one store at once: it takes no
 // lock: several daemons share it as workers, package cluster). It returns an error naming the endpoints if etcd does
-// not answer within c.DialTimeout. Of opt, only Now, Log and ReadOnly
+// not answer within c.DialTimeout, and one line naming the setting and
+// what to do for a wrong TLS file, CA, client certificate, user or
+// password, an http/https mixup, or a user whose role may not read and
+// write "<prefix>/" (etcdtls.go). Of opt, only Now, Log and ReadOnly
 // (which keeps a store of an older schema from being migrated) apply:
 // etcd has no file lock to wait for and syncs as its server is told.
 func OpenEtcd(c EtcdConfig, opt Options) (*Store, error) {
@@ -124,7 +127,7 @@ func OpenEtcd(c EtcdConfig, opt Options) (*Store, error) {
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), c.DialTimeout)
 		_, err = cli.Get(ctx, prefix+"/meta/"+keySchemaVersion)
-		if err == nil {
+		if err == nil && !opt.ReadOnly {
 			err = checkEtcdWrite(ctx, cli, prefix+"/meta/"+keySchemaVersion)
 		}
 		cancel()

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/loopr-dev/loopr/internal/etcdtest"
+	"github.com/loopr-dev/loopr/loop"
 )
 
 // openEtcdWith opens a store with c (on its own prefix if c has none)
@@ -169,5 +170,52 @@ func TestEtcdTLSAndUsers(t *testing.T) {
 				rest = rest[i+len(w):]
 			}
 		})
+	}
+}
+
+// TestEtcdUserTokenExpires: etcd's token for a user expires after
+// --auth-token-ttl of idleness (300 s by default; 1 s here); a store
+// open longer than that — a daemon — goes on writing, and its follower
+// goes on seeing others' commits, on new tokens the client fetches.
+func TestEtcdUserTokenExpires(t *testing.T) {
+	const prefix = "/loopr/web"
+	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true, AuthTokenTTL: 1})
+	srv.EnableAuth(t, etcdtest.Auth{RootPassword: "root-secret", User: "loopr", Password: "loopr-secret", Role: "loopr-web", Prefix: prefix})
+	c := EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: prefix, DialTimeout: 5 * time.Second, Username: "loopr", Password: "loopr-secret"}
+	a, b := openEtcdWith(t, c), openEtcdWith(t, c)
+	seen := make(chan string, 16)
+	if err := a.Follow(func(*Tx) error { return nil }, func(cm Commit) {
+		for _, ch := range cm.Changes {
+			seen <- ch.ID
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range []string{"first", "after-expiry"} {
+		if i > 0 {
+			time.Sleep(3 * time.Second) // both clients' tokens expire
+		}
+		if err := b.Update(func(tx *Tx) error { return tx.Create(newLoop(id, loop.Pending, "")) }); err != nil {
+			t.Fatalf("Update %d (%s): %v", i, id, err)
+		}
+		select {
+		case got := <-seen:
+			if got != id {
+				t.Fatalf("follower saw %s; want %s", got, id)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("follower did not see %s within 10 s", id)
+		}
+		if err := a.Update(func(tx *Tx) error {
+			l, err := tx.Get(id)
+			if err != nil {
+				return err
+			}
+			l.Iteration++
+			return tx.Put(l)
+		}); err != nil {
+			t.Fatalf("Update by the follower's store after %d s idle: %v", 3*i, err)
+		}
+		<-seen // its own commit
 	}
 }

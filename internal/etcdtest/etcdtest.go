@@ -38,6 +38,9 @@ type Options struct {
 	// ClientCertAuth is etcd's --client-cert-auth: with TLS, a client
 	// must present a certificate TLS.CA signed.
 	ClientCertAuth bool
+	// AuthTokenTTL is etcd's --auth-token-ttl in seconds: how long an
+	// idle client's token lasts once auth is enabled; 0 means etcd's 300.
+	AuthTokenTTL uint
 }
 
 // Server is a running embedded etcd.
@@ -116,6 +119,9 @@ func start(tb testing.TB, o Options) (*Server, error) {
 		cfg.InitialCluster = o.InitialCluster
 	}
 	cfg.MaxTxnOps = o.MaxTxnOps
+	if o.AuthTokenTTL != 0 {
+		cfg.AuthTokenTTL = o.AuthTokenTTL
+	}
 	cfg.UnsafeNoFsync = o.NoFsync
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	e, err := embed.StartEtcd(cfg)
