@@ -219,3 +219,52 @@ func TestEtcdUserTokenExpires(t *testing.T) {
 		<-seen // its own commit
 	}
 }
+
+// TestEtcdUserKeepsLeaseAlive: a lease kept alive through a store that
+// logs in with a password (a worker's session) outlives etcd's token TTL
+// (--auth-token-ttl 2 s here) with no other request on the client: the
+// keepalives go on with no silence longer than the client's own cadence
+// (TTL/3 plus its 500 ms send tick).
+func TestEtcdUserKeepsLeaseAlive(t *testing.T) {
+	const prefix = "/loopr/web"
+	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true, AuthTokenTTL: 2})
+	srv.EnableAuth(t, etcdtest.Auth{RootPassword: "root-secret", User: "loopr", Password: "loopr-secret", Role: "loopr-web", Prefix: prefix})
+	s := openEtcdWith(t, EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: prefix, DialTimeout: 5 * time.Second, Username: "loopr", Password: "loopr-secret"})
+	cli := s.EtcdClient()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lease, err := cli.Grant(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, prefix+"/workers/w", "x", clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	ka, err := cli.KeepAlive(ctx, lease.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(8 * time.Second) // four token lifetimes
+	last := time.Now()
+	var longest time.Duration
+	for {
+		select {
+		case r, ok := <-ka:
+			if !ok || r == nil {
+				t.Fatalf("keepalive ended after %s: the lease was lost", time.Since(last))
+			}
+			longest = max(longest, time.Since(last))
+			last = time.Now()
+			continue
+		case <-deadline:
+		}
+		break
+	}
+	t.Logf("longest keepalive silence %s (lease TTL 3 s, token TTL 2 s)", longest)
+	if longest > 2*time.Second {
+		t.Errorf("a keepalive silence of %s; want under 2 s (the lease lasts 3 s)", longest)
+	}
+	if r, err := cli.TimeToLive(ctx, lease.ID); err != nil || r.TTL <= 0 {
+		t.Errorf("lease after 8 s: TTL %v, %v; want alive", r, err)
+	}
+}
