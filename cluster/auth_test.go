@@ -26,7 +26,7 @@ func TestWithTLSAndAuth(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Close() })
 	ctx := context.Background()
-	ttl := 2 * time.Second
+	ttl := 5 * time.Second // a 2 s lease lost sessions on a loaded 2-core machine (keepalive silence > 2/3 TTL)
 	var ws []*Worker
 	stops := map[string]func(){}
 	for _, n := range []string{"a", "b"} {
