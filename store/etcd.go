@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -92,7 +91,10 @@ type etcdStore struct {
 // OpenEtcd opens the store kept in etcd under c.Prefix and migrates it to
 // SchemaVersion (several daemons may open one store at once: it takes no
 // lock: several daemons share it as workers, package cluster). It returns an error naming the endpoints if etcd does
-// not answer within c.DialTimeout. Of opt, only Now, Log and ReadOnly
+// not answer within c.DialTimeout, and one line naming the setting and
+// what to do for a wrong TLS file, CA, client certificate, user or
+// password, an http/https mixup, or a user whose role may not read and
+// write "<prefix>/" (etcdtls.go). Of opt, only Now, Log and ReadOnly
 // (which keeps a store of an older schema from being migrated) apply:
 // etcd has no file lock to wait for and syncs as its server is told.
 func OpenEtcd(c EtcdConfig, opt Options) (*Store, error) {
@@ -115,23 +117,31 @@ func OpenEtcd(c EtcdConfig, opt Options) (*Store, error) {
 		// refused by the server with a clear error, not cut by the client.
 		MaxCallSendMsgSize: 16 << 20,
 		Logger:             zap.NewNop()} // errors reach the caller; the client's own retries are not the user's business
-	if c.CAFile != "" || c.CertFile != "" || c.KeyFile != "" {
-		tlsc, err := transport.TLSInfo{TrustedCAFile: c.CAFile, CertFile: c.CertFile, KeyFile: c.KeyFile}.ClientConfig()
-		if err != nil {
-			return nil, fmt.Errorf("open store: etcd TLS: %w", err)
-		}
-		cfg.TLS = tlsc
+	tlsc, err := etcdTLS(c)
+	if err != nil {
+		return nil, err
 	}
+	cfg.TLS = tlsc
 	where := fmt.Sprintf("etcd %s %s", strings.Join(c.Endpoints, ","), prefix)
 	cli, err := clientv3.New(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("open store: %s: %w", where, err)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), c.DialTimeout)
+		_, err = cli.Get(ctx, prefix+"/meta/"+keySchemaVersion)
+		if err == nil && !opt.ReadOnly {
+			err = checkEtcdWrite(ctx, cli, prefix+"/meta/"+keySchemaVersion)
+		}
+		cancel()
+		if err != nil {
+			cli.Close()
+		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.DialTimeout)
-	_, err = cli.Get(ctx, prefix+"/meta/"+keySchemaVersion)
-	cancel()
 	if err != nil {
-		cli.Close()
+		if a := etcdAuthError(c, prefix, err); a != "" {
+			return nil, fmt.Errorf("open store: %s: %s", where, a)
+		}
+		if d := diagnoseEtcd(c, tlsc); d != "" {
+			return nil, fmt.Errorf("open store: %s: %s", where, d)
+		}
 		return nil, fmt.Errorf("open store: %s: not reachable within %s (%v); is etcd running? (store.etcd in loopr.yml)", where, c.DialTimeout, err)
 	}
 	if opt.Log == nil {

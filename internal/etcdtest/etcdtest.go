@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
@@ -34,6 +35,15 @@ type Options struct {
 	// Name and InitialCluster make the server a member of a cluster
 	// (StartCluster sets them); "" means a one-member cluster named test.
 	Name, InitialCluster string
+	// TLS, when set, serves clients over https with TLS.ServerCert
+	// (etcd's --cert-file, --key-file, --trusted-ca-file).
+	TLS *Certs
+	// ClientCertAuth is etcd's --client-cert-auth: with TLS, a client
+	// must present a certificate TLS.CA signed.
+	ClientCertAuth bool
+	// AuthTokenTTL is etcd's --auth-token-ttl in seconds: how long an
+	// idle client's token lasts once auth is enabled; 0 means etcd's 300.
+	AuthTokenTTL uint
 }
 
 // Server is a running embedded etcd.
@@ -44,7 +54,16 @@ type Server struct {
 }
 
 // Endpoint is the client URL to give the store.
-func (s *Server) Endpoint() string { return fmt.Sprintf("http://127.0.0.1:%d", s.Opts.ClientPort) }
+func (s *Server) Endpoint() string {
+	return fmt.Sprintf("%s://127.0.0.1:%d", s.scheme(), s.Opts.ClientPort)
+}
+
+func (s *Server) scheme() string {
+	if s.Opts.TLS != nil {
+		return "https"
+	}
+	return "http"
+}
 
 // Stop stops the server (the data stays in Opts.Dir). Stopping a stopped
 // server does nothing.
@@ -90,7 +109,11 @@ func start(tb testing.TB, o Options) (*Server, error) {
 		cfg.Name = o.Name
 	}
 	cfg.Dir = o.Dir
-	cu := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", o.ClientPort)}
+	cu := url.URL{Scheme: (&Server{Opts: o}).scheme(), Host: fmt.Sprintf("127.0.0.1:%d", o.ClientPort)}
+	if c := o.TLS; c != nil {
+		cfg.ClientTLSInfo = transport.TLSInfo{CertFile: c.ServerCert, KeyFile: c.ServerKey,
+			TrustedCAFile: c.CA, ClientCertAuth: o.ClientCertAuth}
+	}
 	pu := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", o.PeerPort)}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{cu}, []url.URL{cu}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{pu}, []url.URL{pu}
@@ -101,6 +124,9 @@ func start(tb testing.TB, o Options) (*Server, error) {
 	cfg.MaxTxnOps = o.MaxTxnOps
 	if o.MaxRequestBytes != 0 {
 		cfg.MaxRequestBytes = o.MaxRequestBytes
+	}
+	if o.AuthTokenTTL != 0 {
+		cfg.AuthTokenTTL = o.AuthTokenTTL
 	}
 	cfg.UnsafeNoFsync = o.NoFsync
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
