@@ -182,7 +182,14 @@ func Run(ctx context.Context, o Options) error {
 	if o.GuardBinary != "" {
 		// If this process dies without a clean stop, its guard kills the
 		// agents it started (RELIABILITY.md); a clean stop releases it.
-		stopGuard, err := jail.StartGuard(o.GuardBinary)
+		// A worker of an etcd store also beats to it: frozen for 2/3 of
+		// its lease TTL, its agents are killed before its loops can run
+		// on another worker.
+		var beat time.Duration
+		if st.Backend() == store.BackendEtcd {
+			beat = time.Duration(cfg.Worker.LeaseTTLSecs) * time.Second * 2 / 3
+		}
+		stopGuard, err := jail.StartGuard(o.GuardBinary, beat)
 		if err != nil {
 			log.Warn("no guard: a crash of this daemon leaves its agents running until the next daemon starts", "err", err)
 		} else {
