@@ -52,7 +52,7 @@ func (e *env) guardCmd() *cobra.Command {
 	c.Flags().IntVar(&o.PID, "pid", 0, "the daemon's pid")
 	c.Flags().Uint64Var(&o.Start, "start", 0, "the daemon's start time, clock ticks after boot")
 	c.Flags().StringVar(&o.Cgroup, "cgroup", "", "the daemon's cgroup directory for its agents")
-	c.Flags().DurationVar(&o.Heartbeat, "heartbeat", 0, "kill the daemon's agents when it sent no heartbeat for this long (a worker of an etcd store: 2/3 of its lease TTL); 0: never")
+	c.Flags().DurationVar(&o.Heartbeat, "heartbeat", 0, "kill the daemon's agents when it sent no heartbeat for this long (a worker of an etcd store: half its lease TTL); 0: never")
 	return c
 }
 

@@ -52,8 +52,8 @@ func instance(pid int, start uint64) string { return fmt.Sprintf("p%d-%d", pid, 
 // tells the guard to exit without killing anything. bin is the loopr
 // executable. A nil jail has nothing to guard.
 //
-// heartbeat > 0 (a worker of an etcd store: 2/3 of its lease TTL) also
-// makes this process write a heartbeat on the pipe every heartbeat/4,
+// heartbeat > 0 (a worker of an etcd store: half its lease TTL) also
+// makes this process write a heartbeat on the pipe every heartbeat/3,
 // and the guard kill its agents when none came for heartbeat: a frozen
 // daemon (SIGSTOP, a debugger, a paused VM) cannot keep its lease alive,
 // so its loops go to other workers, and its agents must not run on
@@ -104,7 +104,7 @@ func (j *Jail) StartGuard(bin string, heartbeat time.Duration) (stop func(), err
 	done := make(chan struct{})
 	if heartbeat > 0 {
 		go func() {
-			t := time.NewTicker(heartbeat / 4)
+			t := time.NewTicker(heartbeat / 3)
 			defer t.Stop()
 			for {
 				select {
