@@ -24,6 +24,15 @@ import (
 // loops again.
 func TestGuardFrozenWorker(t *testing.T) {
 	t.Parallel()
+	for _, mode := range []string{"cgroup", "subreaper"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			frozenWorker(t, mode)
+		})
+	}
+}
+
+func frozenWorker(t *testing.T, mode string) {
 	const ttl = 4 * time.Second
 	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
 	const prefix = "/loopr/freeze"
@@ -31,9 +40,10 @@ func TestGuardFrozenWorker(t *testing.T) {
 	cfg := guardConfig(t, marks) + fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%q]\n    prefix: %s\nworker:\n  lease_ttl_secs: %d\n",
 		srv.Endpoint(), prefix, int(ttl/time.Second))
 	r := newRepo(t, cfg)
-	d, g, ids := startGuarded(t, r, marks, "")
+	d, g, ids := startGuarded(t, r, marks, "LOOPR_CONTAINMENT="+mode)
 	t.Cleanup(func() { _ = syscall.Kill(d.cmd.Process.Pid, syscall.SIGCONT) }) // never left stopped
-	name := status(t, r).Cluster.Worker
+	st := status(t, r)
+	name, containment := st.Cluster.Worker, st.Containment
 	guard := guardOf(d.cmd.Process.Pid)
 	if guard == 0 || !procLive(guard) {
 		t.Fatalf("no guard process for daemon %d", d.cmd.Process.Pid)
@@ -63,8 +73,14 @@ func TestGuardFrozenWorker(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Logf("SIGSTOP of the worker daemon (lease TTL %s): its agent, the setsid grandchild and the validate command gone after %s; its lease expired after %s",
-		ttl, killed.Round(time.Millisecond), expired.Round(time.Millisecond))
+	took := func(d time.Duration) string {
+		if d == 0 {
+			return "never"
+		}
+		return "after " + d.Round(time.Millisecond).String()
+	}
+	t.Logf("%s (%s): SIGSTOP of the worker daemon (lease TTL %s): its agent, the setsid grandchild and the validate command gone %s; its lease expired %s",
+		mode, containment, ttl, took(killed), took(expired))
 	if killed == 0 || killed > ttl*2/3+time.Second {
 		t.Fatalf("the frozen daemon's processes outlived 2/3 of the lease TTL + 1 s: still alive %v\nguard.log: %s", g.alive(), guardLog(r))
 	}
