@@ -26,6 +26,11 @@ import (
 //     (its pid and start time, polled every 50 ms), then kills exactly what
 //     that daemon started — see Guard — and exits.
 //
+// A worker daemon of an etcd store also writes a heartbeat byte on the
+// pipe (StartGuard's heartbeat); its guard, run with --heartbeat, kills
+// the same processes when none came for that long while the daemon lives
+// (frozen: SIGSTOP, a debugger, a paused VM), then watches on.
+//
 // Only that daemon's processes: its cgroup cells carry its instance
 // (pid and start time) in their names, its strays file names it, and the
 // environment scan takes only processes of its home started before it
