@@ -20,8 +20,8 @@ import (
 // command first: within 2/3 of the lease TTL + 1 s of the freeze, and
 // before the lease expires (both measured and printed). After SIGCONT
 // the daemon records nothing of the killed runs (exactly one attempt
-// charged for each, no iteration recorded), registers again and runs the
-// loops again.
+// charged for each, no iteration recorded; its own fencing saw the
+// keepalive gap), registers again and runs the loops again.
 func TestGuardFrozenWorker(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{"cgroup", "subreaper"} {
@@ -146,6 +146,17 @@ func frozenWorker(t *testing.T, mode string) {
 		if l.ID == ids[0] && (l.Status != loop.Running || l.Iteration != 2) {
 			t.Errorf("loop %s after the freeze: %s, iteration %d; want running its iteration 2", l.ID, l.Status, l.Iteration)
 		}
+	}
+	// The resumed daemon's own fencing saw the keepalive gap.
+	fenced := false
+	for _, line := range strings.Split(d.output(), "\n") {
+		if strings.Contains(line, "lost its etcd session") || strings.Contains(line, "result dropped") {
+			t.Logf("daemon: %s", line)
+			fenced = fenced || strings.Contains(line, "recording nothing")
+		}
+	}
+	if !fenced {
+		t.Errorf("the resumed daemon did not fence itself (no \"lost its etcd session … recording nothing\" in its log):\n%s", tail(d.output(), 30))
 	}
 	// A clean stop still releases the guard (the heartbeat is no crash).
 	if code := d.stop(); code != 0 {
