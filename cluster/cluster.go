@@ -130,6 +130,26 @@ func PutLease(tx *store.Tx, id string, l LoopLease, lease int64) error {
 	return tx.PutRaw(LeaseKey(id), b, lease)
 }
 
+// registration is the value of workers/<name>: the WorkerInfo and the
+// boot id of the machine it runs on. Two machines may share a host name
+// and a home path (cloned from one image), and a pid means nothing on
+// another machine: a registration is taken for a dead daemon of this home
+// only when it was made on this machine since its last boot.
+type registration struct {
+	WorkerInfo
+	Boot string `json:"boot,omitempty"`
+}
+
+// bootID identifies this machine until it reboots ("" where the kernel
+// does not say).
+var bootID = sync.OnceValue(func() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+})
+
 // NameTakenError refuses a worker whose name a live worker holds.
 type NameTakenError struct{ Other WorkerInfo }
 
@@ -281,7 +301,7 @@ func (w *Worker) register(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("cluster: register worker %s: %w", w.o.Info.Name, err)
 		}
-		info, _ := json.Marshal(w.o.Info)
+		info, _ := json.Marshal(registration{WorkerInfo: w.o.Info, Boot: bootID()})
 		rctx, cancel = w.reqCtx(ctx)
 		resp, err := w.cli.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 			Then(clientv3.OpPut(key, string(info), clientv3.WithLease(g.ID))).
@@ -298,9 +318,10 @@ func (w *Worker) register(ctx context.Context) error {
 		if len(kvs) == 0 {
 			continue // gone meanwhile
 		}
-		var other WorkerInfo
-		_ = json.Unmarshal(kvs[0].Value, &other)
-		if attempt == 0 && w.stale(other) {
+		var reg registration
+		_ = json.Unmarshal(kvs[0].Value, &reg)
+		other := reg.WorkerInfo
+		if attempt == 0 && reg.Boot == bootID() && w.stale(other) {
 			// This home's daemon on this host died without its lease
 			// running out yet: end its registration, leases and bid now.
 			w.log.Warn("worker: ending the registration of a dead daemon of this home", "worker", other.Name, "pid", other.PID)
@@ -314,8 +335,9 @@ func (w *Worker) register(ctx context.Context) error {
 	}
 }
 
-// stale reports whether other is a registration of this home on this host
-// by a process that no longer runs.
+// stale reports whether other, registered on this machine (same boot id),
+// is a registration of this home on this host by a process that no longer
+// runs.
 func (w *Worker) stale(other WorkerInfo) bool {
 	me := w.o.Info
 	if other.Host != me.Host || other.Home != me.Home {
@@ -388,6 +410,11 @@ func (w *Worker) revoke(lease clientv3.LeaseID) {
 	_, _ = w.cli.Revoke(ctx, lease)
 }
 
+// campaignOnce is one campaign (a test makes it fail).
+var campaignOnce = func(ctx context.Context, e *concurrency.Election, val string) error {
+	return e.Campaign(ctx, val)
+}
+
 // Run keeps the worker's session alive and campaigns to be the scheduler
 // until ctx ends; then it resigns and revokes its lease (its registration,
 // bid and loop leases go at once). A lost session is reported to OnLost
@@ -405,8 +432,23 @@ func (w *Worker) Run(ctx context.Context) error {
 		campaignStop = cancel
 		go func() {
 			e := concurrency.NewElection(sess, w.prefix+electionDir)
-			if err := e.Campaign(cctx, w.o.Info.Name); err != nil {
-				return
+			// A campaign that fails other than by being stopped (a watch
+			// error while waiting) leaves its bid in place: campaign again,
+			// or the bid may become the oldest with no one scheduling.
+			for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, max(w.o.TTL/4, time.Second)) {
+				err := campaignOnce(cctx, e, w.o.Info.Name)
+				if err == nil {
+					break
+				}
+				if cctx.Err() != nil {
+					return
+				}
+				w.log.Warn("worker: campaign to be the scheduler failed; trying again", "worker", w.o.Info.Name, "err", err, "in", backoff)
+				select {
+				case <-time.After(backoff):
+				case <-cctx.Done():
+					return
+				}
 			}
 			select {
 			case elected <- lease:

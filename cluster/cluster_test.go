@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/internal/etcdtest"
@@ -122,6 +124,38 @@ func TestRegister(t *testing.T) {
 		}
 		if w2.Lease() == old || w2.Lease() == 0 {
 			t.Fatalf("new lease %x; want a new one (old %x)", w2.Lease(), old)
+		}
+	})
+	t.Run("a live worker on another machine with the same host name and home is not ended", func(t *testing.T) {
+		t.Parallel()
+		// Two machines cloned from one image: host name and home path
+		// alike, the other's pid meaningless here. Its registration (put
+		// as that machine's daemon would, lease kept alive) must survive.
+		s := openStore(t, srv, newPrefix())
+		ctx := context.Background()
+		cli := s.EtcdClient()
+		g, err := cli.Grant(ctx, 30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kctx, kstop := context.WithCancel(ctx)
+		defer kstop()
+		if _, err := cli.KeepAlive(kctx, g.ID); err != nil {
+			t.Fatal(err)
+		}
+		other := registration{WorkerInfo: info("w", "h", "/home/x"), Boot: "another-machine"}
+		other.PID = 1 << 30 // no such process here
+		b, _ := json.Marshal(other)
+		if _, err := cli.Put(ctx, s.EtcdPrefix()+"/"+WorkerKey("w"), string(b), clientv3.WithLease(g.ID)); err != nil {
+			t.Fatal(err)
+		}
+		_, err = Register(ctx, Options{Store: s, Info: info("w", "h", "/home/x"), TTL: 30 * time.Second})
+		var nt *NameTakenError
+		if !errors.As(err, &nt) {
+			t.Fatalf("Register over a live worker of another machine: error = %v; want *NameTakenError", err)
+		}
+		if ttl, err := cli.TimeToLive(ctx, g.ID); err != nil || ttl.TTL <= 0 {
+			t.Fatalf("the other machine's lease was ended (TTL %v, err %v)", ttl.TTL, err)
 		}
 	})
 }
@@ -337,3 +371,29 @@ func TestDefaultName(t *testing.T) {
 }
 
 func clientLease(id int64) clientv3.LeaseID { return clientv3.LeaseID(id) }
+
+// A campaign that fails (a watch error while it waits) is tried again: a
+// worker that gave up would keep its bid, become the oldest and leave the
+// store without a scheduler.
+func TestCampaignFailureRetried(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
+	s := openStore(t, srv, newPrefix())
+	var fails atomic.Int32
+	real := campaignOnce
+	campaignOnce = func(ctx context.Context, e *concurrency.Election, val string) error {
+		if fails.Add(1) <= 2 {
+			return errors.New("injected: watch failed while waiting")
+		}
+		return real(ctx, e, val)
+	}
+	t.Cleanup(func() { campaignOnce = real })
+	w, err := Register(context.Background(), Options{Store: s, Info: info("a", "h", "/home/a"), TTL: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, w)
+	waitFor(t, 5*time.Second, "elected after two failed campaigns", w.Scheduler)
+	if n := fails.Load(); n < 3 {
+		t.Errorf("campaigned %d times; want 3 (two failures, then elected)", n)
+	}
+}

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"maps"
 	"os/exec"
 	"sync"
 	"time"
@@ -28,6 +29,21 @@ type gateState struct {
 
 	gitSet bool   // the daemon said whether loops get git worktrees
 	noGit  string // why not, "" when they do
+
+	// placement: on the scheduler of several workers, the types no live
+	// worker can take now (SetPlacement), held like preflight problems.
+	placement map[string]string
+}
+
+// SetPlacement records, on the scheduler of an etcd store's workers, the
+// loop types no live worker can take now — none has the type's
+// worker_labels, or every one that has them is full — with the reason.
+// Their loops are held by the preflight gate with that text, so they do
+// not take the global slots from loops a worker can run. nil clears it.
+func (s *Service) SetPlacement(holds map[string]string) {
+	s.gates.mu.Lock()
+	s.gates.placement = holds
+	s.gates.mu.Unlock()
 }
 
 // Preflight returns what would fail every iteration of some loop types in
@@ -126,6 +142,14 @@ func (s *Service) SetLookPath(look func(file string) (string, error)) {
 // workspace directory with the reason text.
 func (s *Service) gateInputs() (pre map[string]string, noGit map[string]bool, noGitText string) {
 	_, pre = s.preflight()
+	s.gates.mu.Lock()
+	if len(s.gates.placement) > 0 {
+		merged := make(map[string]string, len(pre)+len(s.gates.placement))
+		maps.Copy(merged, s.gates.placement)
+		maps.Copy(merged, pre) // a real preflight problem says more
+		pre = merged
+	}
+	s.gates.mu.Unlock()
 	if noGitText = s.NoGit(); noGitText != "" {
 		noGit = map[string]bool{}
 		for _, t := range s.cfg().Types() {

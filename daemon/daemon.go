@@ -166,6 +166,27 @@ func Run(ctx context.Context, o Options) error {
 	d.webhooks = newWebhooks(d, o.WebhookBackoff)
 	d.notifier = newNotifier(d)
 
+	var git *gitflow.Repo
+	if cfg.Git.Worktrees {
+		git, err = gitflow.Open(paths.Workspace, paths.Home, log)
+		switch {
+		case errors.Is(err, gitflow.ErrNotRepo), errors.Is(err, gitflow.ErrNoGit):
+			log.Warn("git worktrees off: loops run in the workspace directly, leaf loops one at a time", "err", err)
+			git = nil
+		case err != nil:
+			return fmt.Errorf("git: %w", err)
+		}
+	}
+	// Before anything is started (the guard, agents): a git.remote the
+	// clone lacks refuses the start.
+	if git != nil {
+		git.Remote = cfg.Git.Remote
+		if err := git.CheckRemote(ctx); err != nil {
+			return err
+		}
+	}
+	gitErr := err // gitflow.Open's answer, for the no-git text below
+
 	// Containment of the agents' processes (package contain): chosen once,
 	// said once, and what a crashed daemon left is ended before anything
 	// starts.
@@ -207,29 +228,12 @@ func Run(ctx context.Context, o Options) error {
 		OnAgentStart: func(id string, pid int) { mgr.RecordPID(id, pid) },
 		AgentSlots:   make(chan struct{}, max(1, cfg.APICallCap())),
 	}
-	var git *gitflow.Repo
-	if cfg.Git.Worktrees {
-		git, err = gitflow.Open(paths.Workspace, paths.Home, log)
-		switch {
-		case errors.Is(err, gitflow.ErrNotRepo), errors.Is(err, gitflow.ErrNoGit):
-			log.Warn("git worktrees off: loops run in the workspace directly, leaf loops one at a time", "err", err)
-			git = nil
-		case err != nil:
-			return fmt.Errorf("git: %w", err)
-		}
-	}
-	if git != nil {
-		git.Remote = cfg.Git.Remote
-		if err := git.CheckRemote(ctx); err != nil {
-			return err
-		}
-	}
 	d.git = git
 	// On etcd every daemon is a worker of the store's one queue
 	// (package cluster); the one elected scheduler also schedules.
 	var worker *cluster.Worker
 	if st.Backend() == store.BackendEtcd {
-		w, rerr := d.register(ctx, git) // err keeps gitflow.Open's answer (below)
+		w, rerr := d.register(ctx, git)
 		if rerr != nil {
 			return rerr
 		}
@@ -244,7 +248,7 @@ func Run(ctx context.Context, o Options) error {
 	switch {
 	case !cfg.Git.Worktrees:
 		d.svc.SetGit(control.NoGitText("git.worktrees is false"))
-	case git == nil && errors.Is(err, gitflow.ErrNoGit):
+	case git == nil && errors.Is(gitErr, gitflow.ErrNoGit):
 		d.svc.SetGit(control.NoGitText("git is not on PATH"))
 	case git == nil:
 		d.svc.SetGit(control.NoGitText("the workspace is not a git repository"))

@@ -81,7 +81,11 @@ type Repo struct {
 	// after this process's own lock. nil = this process's lock only.
 	Lock Locker
 
-	admin sync.Mutex // serializes worktree add, remove and prune
+	admin sync.Mutex // serializes worktree add, remove and prune (lockAdmin)
+
+	commonOnce sync.Once // finds the common git directory, for lockAdmin
+	common     string
+	commonErr  error
 
 	mu      sync.Mutex
 	targets map[string]chan struct{} // one-slot semaphores: merges per target branch

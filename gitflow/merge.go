@@ -86,7 +86,14 @@ func (r *Repo) MergeWith(ctx context.Context, branch, into string, o MergeOption
 			return fmt.Errorf("merge of %s into %s: not merged: %w", branch, into, err)
 		}
 	}
-	if _, err := r.git(ctx, dir, checkout...); err != nil {
+	// checkout reads every worktree (is into checked out elsewhere?).
+	unlockAdmin, err := r.lockAdmin(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = r.git(ctx, dir, checkout...)
+	unlockAdmin()
+	if err != nil {
 		return fmt.Errorf("merge into %s: check out in %s: %w", into, dir, err)
 	}
 	defer func() {

@@ -99,7 +99,13 @@ func (r *Repo) HasBranch(ctx context.Context, branch string) (bool, error) {
 
 // branchExists reports whether refs/heads/<branch> exists.
 func (r *Repo) branchExists(ctx context.Context, branch string) (bool, error) {
-	_, err := r.git(ctx, r.Root, "show-ref", "--verify", "--quiet", "refs/heads/"+branch)
+	return r.gitTest(ctx, "show-ref", "--verify", "--quiet", "refs/heads/"+branch)
+}
+
+// gitTest runs a git command that answers yes (exit 0) or no (exit 1) in
+// the repository; any other exit is an error.
+func (r *Repo) gitTest(ctx context.Context, args ...string) (bool, error) {
+	_, err := r.git(ctx, r.Root, args...)
 	switch exitCode(err) {
 	case 0:
 		return true, nil

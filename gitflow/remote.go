@@ -170,8 +170,11 @@ func (r *Repo) fetchNow(ctx context.Context) error {
 	// of all worktrees included, and fails on one being added meanwhile.
 	// No automatic gc in the middle of loopr's work: the user's own git
 	// commands do that.
-	r.admin.Lock()
-	defer r.admin.Unlock()
+	unlock, err := r.lockAdmin(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if _, err := r.git(ctx, r.Root, "-c", "gc.auto=0", "-c", "maintenance.auto=false", "fetch", "--quiet", "--no-tags", "--prune", "--no-write-fetch-head", r.Remote, refspec); err != nil {
 		return &RemoteError{msg: fmt.Sprintf("fetch from remote %s%s: %v", r.Remote, r.remoteURL(ctx), err), err: err}
 	}
@@ -202,14 +205,7 @@ func (r *Repo) tip(ctx context.Context, ref string) (commit string, ok bool, err
 
 // isAncestor reports whether commit a is an ancestor of (or equal to) b.
 func (r *Repo) isAncestor(ctx context.Context, a, b string) (bool, error) {
-	_, err := r.git(ctx, r.Root, "merge-base", "--is-ancestor", a, b)
-	switch exitCode(err) {
-	case 0:
-		return true, nil
-	case 1:
-		return false, nil
-	}
-	return false, err
+	return r.gitTest(ctx, "merge-base", "--is-ancestor", a, b)
 }
 
 // baseCommit resolves the base a new branch or a detached worktree starts
@@ -277,33 +273,46 @@ func (r *Repo) ensureRemotePlan(ctx context.Context, branch string) error {
 // the remote's for the user's eyes (git log loopr/<plan>), so a branch
 // that cannot follow is left alone, with a note in the log.
 func (r *Repo) fastForward(ctx context.Context, branch, commit string) {
-	cur, ok, err := r.tip(ctx, "refs/heads/"+branch)
-	switch {
-	case err != nil:
-	case !ok:
-		_, err = r.git(ctx, r.Root, "branch", "--no-track", branch, commit)
-	case cur == commit:
-		return
-	default:
-		var ff bool
-		if ff, err = r.isAncestor(ctx, cur, commit); err == nil && !ff {
-			r.logger().Info("local branch has commits the remote's has not; left as it is", "branch", branch, "remote", r.Remote)
-			return
-		}
-		if wt, on, werr := r.checkedOut(ctx, branch); werr != nil || on {
-			if werr == nil {
-				r.logger().Info("local branch is checked out; not moved to the remote's", "branch", branch, "worktree", wt)
-			}
-			return
-		}
-		_, err = r.git(ctx, r.Root, "update-ref", "-m", "loopr: fast-forward to "+r.Remote+"'s", "refs/heads/"+branch, commit, cur)
-	}
-	if err != nil {
+	if err := r.tryFastForward(ctx, branch, commit); err != nil {
 		r.logger().Warn("update local branch to the remote's", "branch", branch, "remote", r.Remote, "err", err)
 	}
 }
 
-// checkedOut finds the worktree that has branch checked out.
+func (r *Repo) tryFastForward(ctx context.Context, branch, commit string) error {
+	cur, ok, err := r.tip(ctx, "refs/heads/"+branch)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		_, err = r.git(ctx, r.Root, "branch", "--no-track", branch, commit)
+		return err
+	case cur == commit:
+		return nil
+	}
+	if ff, err := r.isAncestor(ctx, cur, commit); err != nil || !ff {
+		if err == nil {
+			r.logger().Info("local branch has commits the remote's has not; left as it is", "branch", branch, "remote", r.Remote)
+		}
+		return err
+	}
+	unlock, err := r.lockAdmin(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	wt, on, err := r.checkedOut(ctx, branch)
+	if err != nil || on {
+		if on {
+			r.logger().Info("local branch is checked out; not moved to the remote's", "branch", branch, "worktree", wt)
+		}
+		return err
+	}
+	_, err = r.git(ctx, r.Root, "update-ref", "-m", "loopr: fast-forward to "+r.Remote+"'s", "refs/heads/"+branch, commit, cur)
+	return err
+}
+
+// checkedOut finds the worktree that has branch checked out; the caller
+// holds lockAdmin (git worktree list fails on a worktree being added).
 func (r *Repo) checkedOut(ctx context.Context, branch string) (dir string, ok bool, err error) {
 	list, err := r.worktrees(ctx)
 	if err != nil {
@@ -393,6 +402,11 @@ func (r *Repo) moveBranch(ctx context.Context, branch, old, to string) error {
 		r.logger().Warn("dropping local commits the remote's branch does not have (an iteration fenced out, or its push failed)",
 			"branch", branch, "remote", r.Remote, "dropped", short(old), "now", short(to))
 	}
+	unlock, err := r.lockAdmin(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	dir, on, err := r.checkedOut(ctx, branch)
 	if err != nil {
 		return err
@@ -421,8 +435,6 @@ func (r *Repo) moveBranch(ctx context.Context, branch, old, to string) error {
 	if canon(filepath.Dir(dir)) != canon(root) {
 		return fmt.Errorf("branch %s is checked out in %s, so loopr cannot move it to remote %s's commit %s: check out another branch there", branch, dir, r.Remote, short(to))
 	}
-	r.admin.Lock()
-	defer r.admin.Unlock()
 	if err := r.clearStaleLock(ctx, dir); err != nil {
 		return err
 	}

@@ -70,7 +70,10 @@ func (r *Repo) RemoveWorktree(ctx context.Context, id, branch string) error {
 	if err != nil {
 		return err
 	}
-	unlock := r.lockAdmin(ctx)
+	unlock, err := r.lockAdmin(ctx)
+	if err != nil {
+		return err
+	}
 	err = r.removeLocked(ctx, filepath.Join(root, id))
 	unlock()
 	if err != nil || branch == "" {
@@ -89,7 +92,14 @@ func (r *Repo) DeleteBranch(ctx context.Context, branch string) error {
 	if ok, err := r.branchExists(ctx, branch); err != nil || !ok {
 		return err
 	}
-	if _, err := r.git(ctx, r.Root, "branch", "-D", branch); err != nil {
+	// git branch -D reads every worktree (is the branch checked out?).
+	unlock, err := r.lockAdmin(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = r.git(ctx, r.Root, "branch", "-D", branch)
+	unlock()
+	if err != nil {
 		return fmt.Errorf("delete branch %s: %w", branch, err)
 	}
 	r.logger().Info("deleted branch", "branch", branch)
@@ -129,7 +139,11 @@ func (r *Repo) Sweep(ctx context.Context, keep func(id string) bool) (removed []
 		}
 		removed = append(removed, name)
 	}
-	defer r.lockAdmin(ctx)()
+	unlock, err := r.lockAdmin(ctx)
+	if err != nil {
+		return removed, err
+	}
+	defer unlock()
 	if err := r.prune(ctx); err != nil {
 		return removed, err
 	}
@@ -148,7 +162,11 @@ func (r *Repo) sweepOne(ctx context.Context, dir string, integration bool) error
 		}
 		defer unlock()
 	}
-	defer r.lockAdmin(ctx)()
+	unlock, err := r.lockAdmin(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	return r.removeLocked(ctx, dir)
 }
 
@@ -219,7 +237,11 @@ func (r *Repo) ensureWorktree(ctx context.Context, name, branch, base string) (d
 		return "", false, err
 	}
 	dir = filepath.Join(root, name)
-	defer r.lockAdmin(ctx)()
+	unlock, err := r.lockAdmin(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	defer unlock()
 
 	// Forget registrations whose directories are gone, so their branches
 	// are free again.
@@ -302,7 +324,7 @@ func (r *Repo) validWorktree(ctx context.Context, dir string) bool {
 }
 
 // removeLocked removes the worktree or leftover directory at dir, with
-// r.admin held. A worktree git refuses to remove (locked, submodules) is
+// lockAdmin held. A worktree git refuses to remove (locked, submodules) is
 // deleted from disk and pruned.
 func (r *Repo) removeLocked(ctx context.Context, dir string) error {
 	_, ok, err := r.registered(ctx, dir)

@@ -12,6 +12,7 @@ import (
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/ratelimit"
+	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/scheduler"
 	"github.com/loopr-dev/loopr/store"
 )
@@ -86,15 +87,27 @@ func (m *Manager) workerTick(ctx context.Context, now time.Time) {
 	seen := m.seen
 	m.seen = map[string]store.Change{}
 	m.fmu.Unlock()
-	var stop []string
+	var stop, kill []string
 	for id, ch := range seen {
 		mine := !ch.Deleted && m.mine(ch.Loop)
 		m.mu.Lock()
 		a := m.active[id]
 		m.mu.Unlock()
 		if a != nil {
-			if !mine || ch.Loop.Iteration != a.iteration {
-				stop = append(stop, id) // cancelled, paused, recovered elsewhere: stop the agent
+			switch {
+			case ch.Loop.Iteration != a.iteration || ch.Loop.Status == loop.Running && !mine:
+				// Recovered (this worker's lease was lost) or given to
+				// another: it may run there any moment, so no grace.
+				kill = append(kill, id)
+			case !mine:
+				stop = append(stop, id) // cancelled, paused: stop the agent
+			}
+			if mine && ch.Loop.Iteration != a.iteration {
+				// Given back to this worker at another iteration while
+				// the old agent stops: launched once its result is in.
+				m.toLaunch[id] = ch.Loop
+			} else {
+				delete(m.toLaunch, id)
 			}
 			continue
 		}
@@ -108,6 +121,18 @@ func (m *Manager) workerTick(ctx context.Context, now time.Time) {
 		m.log.Info("stopping agents of loops changed on another daemon", "loops", strings.Join(stop, ","))
 		m.stopAgents(stop)
 	}
+	if len(kill) > 0 {
+		m.log.Warn("killing agents of loops this worker no longer holds", "loops", strings.Join(kill, ","))
+		m.mu.Lock()
+		for _, id := range kill {
+			if a := m.active[id]; a != nil && a.kill != nil {
+				a.kill(runner.ErrKill)
+			} else if a != nil {
+				a.cancel()
+			}
+		}
+		m.mu.Unlock()
+	}
 	lease := m.o.Cluster.Lease()
 	if lease == 0 || ctx.Err() != nil || len(m.toLaunch) == 0 {
 		return
@@ -116,6 +141,12 @@ func (m *Manager) workerTick(ctx context.Context, now time.Time) {
 	for _, id := range slices.Sorted(mapKeys(m.toLaunch)) {
 		// The record as the follower delivered it: a later change (a
 		// cancel) comes through the follower too, and stops the agent.
+		m.mu.Lock()
+		busy := m.active[id] != nil
+		m.mu.Unlock()
+		if busy {
+			continue // an older iteration's agent is stopping: after its result
+		}
 		cur := m.toLaunch[id]
 		delete(m.toLaunch, id)
 		var ll cluster.LoopLease
@@ -126,7 +157,15 @@ func (m *Manager) workerTick(ctx context.Context, now time.Time) {
 			held = held && lid == lease && ll.Worker == m.o.Cluster.Name() && ll.Lease == cluster.LeaseHex(lease) && ll.Iteration == cur.Iteration
 			return nil
 		})
-		if err != nil || !m.mine(cur) || !held {
+		if err != nil {
+			// Not known now (etcd slow or away): checked again on the
+			// next tick; dropped, the loop would stay assigned to this
+			// live worker and never run.
+			m.log.Warn("read the lease of a loop assigned to this worker; will check again", "loop", id, "err", err)
+			m.toLaunch[id] = cur
+			continue
+		}
+		if !m.mine(cur) || !held {
 			// Not (or no longer) ours under this session: a loop assigned
 			// to a session this worker lost is the scheduler's to recover.
 			continue
@@ -166,7 +205,11 @@ func (m *Manager) Fenced(why string) {
 	n := 0
 	for _, a := range m.active {
 		a.fenced = true
-		a.cancel()
+		if a.kill != nil {
+			a.kill(runner.ErrKill) // no grace: another worker may run the loop soon
+		} else {
+			a.cancel()
+		}
 		n++
 	}
 	m.mu.Unlock()
@@ -220,7 +263,13 @@ func (m *Manager) release(id string) {
 // in one transaction.
 func (m *Manager) assignAll(ctx context.Context, ids []string, now time.Time, agents *scheduler.Agents, limits map[string]ratelimit.State) []leased {
 	out := make([]leased, len(ids))
-	live, _, err := m.o.Cluster.Live(ctx)
+	if len(ids) == 0 {
+		return out
+	}
+	live, err := m.live, m.liveErr
+	if live == nil && err == nil {
+		live, _, err = m.o.Cluster.Live(ctx)
+	}
 	if err != nil {
 		for i := range out {
 			out[i] = leased{err: err}
@@ -421,4 +470,53 @@ func canceledCtx() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	return ctx
+}
+
+// place, on the scheduler before it decides, lists the live workers (kept
+// for the assignment) and holds the types no live worker can take now:
+// those whose worker_labels no live worker has, or whose every worker
+// with them is full. Without the hold such loops, chosen first by their
+// priority, would fail assignment tick after tick and keep the global
+// slots from loops an idle worker could run.
+func (m *Manager) place(ctx context.Context) {
+	m.live, _, m.liveErr = m.o.Cluster.Live(ctx)
+	if m.liveErr != nil {
+		return // the assignment fails with the error; holds kept as they were
+	}
+	c := m.cfg()
+	m.svc.SetPlacement(placementHolds(c.Types(), func(t string) []string { return c.Loop(t).WorkerLabels }, m.live))
+}
+
+// placementHolds is place's rule: the hold text per type (nil: none).
+func placementHolds(types []string, labelsOf func(string) []string, live []cluster.Live) map[string]string {
+	var holds map[string]string
+	for _, t := range types {
+		want := labelsOf(t)
+		if len(want) == 0 {
+			continue // any worker takes it; when all are full nothing could run anyway
+		}
+		capable, slots, used := 0, 0, 0
+		for _, w := range live {
+			if hasLabels(w.Info.Labels, want) {
+				capable++
+				slots += w.Info.MaxLoops
+				used += min(w.Info.Running, w.Info.MaxLoops)
+			}
+		}
+		labels := "[" + strings.Join(want, ", ") + "]"
+		var why string
+		switch {
+		case capable == 0:
+			why = fmt.Sprintf("no live worker has the labels %s its type asks for (worker_labels): start a worker with worker.labels %s, or change the type's worker_labels", labels, labels)
+		case used >= slots:
+			why = fmt.Sprintf("every live worker with the labels %s is busy (%d of %d slots on %d worker(s)); it starts when one has a free slot", labels, used, slots, capable)
+		default:
+			continue
+		}
+		if holds == nil {
+			holds = map[string]string{}
+		}
+		holds[t] = why
+	}
+	return holds
 }

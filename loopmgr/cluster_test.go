@@ -2,6 +2,7 @@ package loopmgr
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -29,8 +30,9 @@ type ledger struct {
 	running map[string]string // loop → worker running it now
 	passes  map[string][]string
 	overlap []string
-	block   map[string]bool // workers whose agents hang until stopped
-	dead    map[string]bool // workers the test killed: a pass of theirs may be lost with them
+	block   map[string]bool  // workers whose agents hang until stopped
+	dead    map[string]bool  // workers the test killed: a pass of theirs may be lost with them
+	causes  map[string]error // loop → why its blocked agent was stopped
 }
 
 func (lg *ledger) run(ctx context.Context, j runner.Job) runner.Result {
@@ -54,6 +56,12 @@ func (lg *ledger) run(ctx context.Context, j runner.Job) runner.Result {
 	}()
 	if block {
 		<-ctx.Done()
+		lg.mu.Lock()
+		if lg.causes == nil {
+			lg.causes = map[string]error{}
+		}
+		lg.causes[j.Loop.ID] = context.Cause(ctx)
+		lg.mu.Unlock()
 		return runner.Result{Outcome: runner.Cancelled}
 	}
 	select {
@@ -81,7 +89,7 @@ type node struct {
 	stopped bool
 }
 
-func startNode(t *testing.T, srv *etcdtest.Server, prefix, name string, ttl time.Duration, lg *ledger) *node {
+func startNode(t *testing.T, srv *etcdtest.Server, prefix, name string, ttl time.Duration, lg *ledger, mods ...func(*config.Config)) *node {
 	t.Helper()
 	st, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: prefix, DialTimeout: 2 * time.Second}, store.Options{})
 	if err != nil {
@@ -92,6 +100,9 @@ func startNode(t *testing.T, srv *etcdtest.Server, prefix, name string, ttl time
 	cfg.Storage.DiskQuotaMinGB = 0
 	cfg.Retry.BackoffBaseSecs, cfg.Retry.BackoffMaxSecs = 1, 1
 	cfg.Concurrency.MaxLoops = 6
+	for _, mod := range mods {
+		mod(cfg)
+	}
 	paths := workspace.Paths{Workspace: "/ws", Home: home}
 	svc := control.New(st, paths, func() *config.Config { return cfg }, time.Now)
 	n := &node{name: name, st: st, svc: svc, done: make(chan struct{})}
@@ -373,6 +384,15 @@ func TestClusterCancelAndFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, 5*time.Second, "the fenced worker's agent stopped", func() bool { return on(ids[1]) != victim })
+	lg.mu.Lock()
+	fencedCause, cancelCause := lg.causes[ids[1]], lg.causes[ids[0]]
+	lg.mu.Unlock()
+	if !errors.Is(fencedCause, errKill) {
+		t.Errorf("the fenced worker stopped its agent with %v; want runner.ErrKill (SIGKILL, no grace)", fencedCause)
+	}
+	if errors.Is(cancelCause, errKill) {
+		t.Errorf("a user's cancel stopped the agent with %v; want the usual stop with grace", cancelCause)
+	}
 	waitUntil(t, 10*time.Second, "the fenced worker's loop charged one attempt", func() bool {
 		l, err := svc.Get(ids[1])
 		return err == nil && l.Iteration == 2
@@ -402,6 +422,9 @@ func TestClusterCancelAndFence(t *testing.T) {
 		t.Errorf("fenced loop passed %d times (%v); want once", len(p), p)
 	}
 }
+
+// errKill: the test below names a variable runner.
+var errKill = runner.ErrKill
 
 func clientLease(id int64) clientv3.LeaseID { return clientv3.LeaseID(id) }
 
@@ -438,5 +461,214 @@ func TestPickWorker(t *testing.T) {
 				t.Fatalf("pickWorker() = %s, %v; want %s", got.Info.Name, ok, tc.want)
 			}
 		})
+	}
+}
+
+// TestWorkerRetriesAssignmentAfterFailedCheck: a loop assigned to this
+// worker whose lease could not be read (etcd slow or away for a moment)
+// is checked again on the next tick, not forgotten: forgotten, it would
+// stay running under a live worker that never runs it, and the scheduler
+// never recovers it (its lease key is alive).
+func TestWorkerRetriesAssignmentAfterFailedCheck(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
+	st, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: "/loopr/retrycheck", DialTimeout: 2 * time.Second}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := config.Default()
+	svc := control.New(st, workspace.Paths{Workspace: "/ws", Home: t.TempDir()}, func() *config.Config { return cfg }, time.Now)
+	w, err := cluster.Register(context.Background(), cluster.Options{Store: st, TTL: 30 * time.Second,
+		Info: cluster.WorkerInfo{Name: "a", Host: "h", Home: "/h", Workspace: "/ws", MaxLoops: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(Options{Service: svc, Runner: &fakeRunner{fn: func(context.Context, runner.Job) runner.Result { return runner.Result{} }}, Cluster: w})
+	l := loop.Loop{ID: "x", Type: loop.Ralph, Status: loop.Running, Iteration: 1, Lease: &loop.Lease{Owner: cluster.OwnerPrefix + "a"}}
+	m.toLaunch[l.ID] = l
+	st.Close() // every read fails now, as one does while etcd does not answer
+	m.workerTick(context.Background(), time.Now())
+	if _, ok := m.toLaunch[l.ID]; !ok {
+		t.Fatal("an assignment whose lease could not be read was dropped; want it checked again on the next tick")
+	}
+	if len(m.Running()) != 0 {
+		t.Fatalf("launched %v without reading its lease", m.Running())
+	}
+}
+
+// TestWorkerLaunchesReassignmentAfterOldAgentEnds: a loop given back to
+// this worker at a new iteration while the agent of its old iteration is
+// still stopping (the worker was fenced and registered again, or a user
+// cancelled and retried it) is launched once that agent's result is in —
+// not forgotten, which left it running under this live worker forever.
+func TestWorkerLaunchesReassignmentAfterOldAgentEnds(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
+	st, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: "/loopr/reassign", DialTimeout: 2 * time.Second}, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := config.Default()
+	cfg.Storage.DiskQuotaMinGB = 0
+	svc := control.New(st, workspace.Paths{Workspace: "/ws", Home: t.TempDir()}, func() *config.Config { return cfg }, time.Now)
+	w, err := cluster.Register(context.Background(), cluster.Options{Store: st, TTL: 30 * time.Second,
+		Info: cluster.WorkerInfo{Name: "a", Host: "h", Home: "/h", Workspace: "/ws", MaxLoops: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan int, 4)
+	m := New(Options{Service: svc, Cluster: w, Runner: &fakeRunner{fn: func(_ context.Context, j runner.Job) runner.Result {
+		ran <- j.Loop.Iteration
+		return runner.Result{Outcome: runner.Failed, Reason: "test"}
+	}}})
+	l, err := svc.Create(api.CreateRequest{Type: loop.Ralph, Task: "again"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The scheduler gave the loop to this worker at iteration 2.
+	err = st.Update(func(tx *store.Tx) error {
+		cur, err := tx.Get(l.ID)
+		if err != nil {
+			return err
+		}
+		if err := control.Move(tx, cur, loop.Running, time.Now(), "iteration 2 started on worker a", func(n *loop.Loop) {
+			n.Iteration, n.Lease = 2, &loop.Lease{Owner: cluster.OwnerPrefix + "a", ExpiresAt: time.Now().Add(time.Hour)}
+		}); err != nil {
+			return err
+		}
+		return cluster.PutLease(tx, l.ID, cluster.LoopLease{Worker: "a", Iteration: 2, Lease: cluster.LeaseHex(w.Lease())}, w.Lease())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := svc.Get(l.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent of iteration 1 is still stopping here when the follower
+	// delivers the assignment.
+	stopped := false
+	m.active[l.ID] = &active{cancel: func() { stopped = true }, iteration: 1, fenced: true}
+	m.noteChange(store.Change{ID: l.ID, Loop: cur})
+	m.workerTick(context.Background(), time.Now())
+	if !stopped {
+		t.Fatal("the old iteration's agent was not stopped")
+	}
+	select {
+	case it := <-ran:
+		t.Fatalf("iteration %d launched while the old agent still runs", it)
+	default:
+	}
+	// Its result is in (finish removes it), then the next tick.
+	m.mu.Lock()
+	delete(m.active, l.ID)
+	m.mu.Unlock()
+	m.workerTick(context.Background(), time.Now())
+	select {
+	case it := <-ran:
+		if it != 2 {
+			t.Fatalf("launched iteration %d; want 2", it)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop given back to this worker was never launched")
+	}
+}
+
+// TestClusterLabelsDoNotBlock: loops whose type asks for worker labels no
+// live worker has are held (reason preflight, saying why) instead of being
+// chosen first tick after tick and failing assignment, which kept the
+// global slots from the loops the idle workers could run.
+func TestClusterLabelsDoNotBlock(t *testing.T) {
+	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
+	prefix := "/loopr/labeltest"
+	lg := &ledger{running: map[string]string{}, passes: map[string][]string{}, block: map[string]bool{}, dead: map[string]bool{}}
+	gpu := func(c *config.Config) {
+		c.Concurrency.MaxLoops = 2
+		ts := config.DefaultTypeSettings()
+		ts.Base = 1000 // before every ralph
+		ts.WorkerLabels = []string{"gpu"}
+		c.UserTypes = map[string]config.TypeSettings{"gpu": ts}
+	}
+	nodes := []*node{startNode(t, srv, prefix, "a", 2*time.Second, lg, gpu), startNode(t, srv, prefix, "b", 2*time.Second, lg, gpu)}
+	svc := nodes[0].svc
+	var gpus, ralphs []string
+	for i := range 3 {
+		l, err := svc.Create(api.CreateRequest{Type: "gpu", Task: fmt.Sprintf("render %d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gpus = append(gpus, l.ID)
+	}
+	for i := range 3 {
+		l, err := svc.Create(api.CreateRequest{Type: loop.Ralph, Task: fmt.Sprintf("task %d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ralphs = append(ralphs, l.ID)
+	}
+	for _, n := range nodes {
+		n.mgr.Wake()
+	}
+	waitUntil(t, 20*time.Second, "the ralph loops complete beside the unplaceable gpu loops", func() bool {
+		for _, id := range ralphs {
+			if l, err := svc.Get(id); err != nil || l.Status != loop.Complete {
+				return false
+			}
+		}
+		return true
+	})
+	for _, id := range gpus {
+		if l, _ := svc.Get(id); l.Status != loop.Pending {
+			t.Errorf("gpu loop %s is %s; want pending (no worker has the label)", id, l.Status)
+		}
+	}
+	var sched *node
+	for _, n := range nodes {
+		if n.w.Scheduler() {
+			sched = n
+		}
+	}
+	if sched == nil {
+		t.Fatal("no scheduler")
+	}
+	v, err := sched.svc.Scheduler(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range v.Rows {
+		if r.Type == "gpu" && !slices.ContainsFunc(r.ReasonText, func(s string) bool { return strings.Contains(s, "no live worker has the labels [gpu]") }) {
+			t.Errorf("gpu loop %s: reasons %v; want the missing label named", r.ID, r.ReasonText)
+		}
+	}
+}
+
+func TestPlacementHolds(t *testing.T) {
+	w := func(name string, max, running int, labels ...string) cluster.Live {
+		return cluster.Live{Info: cluster.WorkerInfo{Name: name, MaxLoops: max, Running: running, Labels: labels}}
+	}
+	labels := map[string][]string{"gpu": {"gpu"}, "ralph": nil, "arm": {"arm", "gpu"}}
+	of := func(t string) []string { return labels[t] }
+	types := []string{"arm", "gpu", "ralph"}
+	tests := []struct {
+		name string
+		live []cluster.Live
+		want map[string]string // type → a part of its hold text
+	}{
+		{"a free gpu worker", []cluster.Live{w("a", 2, 0, "gpu"), w("b", 2, 2)}, map[string]string{"arm": "no live worker has the labels [arm, gpu]"}},
+		{"the gpu worker full", []cluster.Live{w("a", 2, 2, "gpu"), w("b", 2, 0)}, map[string]string{"gpu": "busy (2 of 2 slots on 1 worker(s))", "arm": "no live worker"}},
+		{"a standby with the label", []cluster.Live{w("a", 0, 0, "gpu", "arm")}, map[string]string{"gpu": "busy (0 of 0 slots", "arm": "busy"}},
+		{"every label somewhere free", []cluster.Live{w("a", 1, 0, "gpu", "arm")}, nil},
+	}
+	for _, tt := range tests {
+		got := placementHolds(types, of, tt.live)
+		if len(got) != len(tt.want) {
+			t.Errorf("%s: holds %v; want types %v", tt.name, got, tt.want)
+			continue
+		}
+		for typ, part := range tt.want {
+			if !strings.Contains(got[typ], part) {
+				t.Errorf("%s: hold of %s = %q; want it to say %q", tt.name, typ, got[typ], part)
+			}
+		}
 	}
 }

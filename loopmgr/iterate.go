@@ -226,7 +226,9 @@ func (m *Manager) finish(ctx context.Context, r result) {
 		// git.remote out of reach before the agent ran: no fault of the
 		// loop's, so no iteration spent (up to retry.transient_max).
 		var re *gitflow.RemoteError
-		res.Transient = errors.As(r.err, &re)
+		if res.Transient = errors.As(r.err, &re); res.Transient {
+			res.TransientWhat = "git remote out of reach"
+		}
 	}
 	// What the agent consumed is recorded with the outcome, in the same
 	// transaction (ours adds it): whatever the outcome, and before a git
@@ -480,13 +482,17 @@ func (m *Manager) transient(id string, iteration int, res runner.Result, now tim
 			return err
 		}
 		limit := m.cfg().Retry.TransientMax
+		what := "transient provider error"
+		if res.TransientWhat != "" {
+			what = res.TransientWhat
+		}
 		if cur.TransientRetries >= limit {
-			reason := fmt.Sprintf("transient provider error, %d retries spent (retry.transient_max %d): %s", cur.TransientRetries, limit, res.Reason)
+			reason := fmt.Sprintf("%s, %d retries spent (retry.transient_max %d): %s", what, cur.TransientRetries, limit, res.Reason)
 			return m.failLoop(tx, cur, reason, res.Feedback, now)
 		}
 		n := cur.TransientRetries + 1
 		delay := m.cfg().Retry.Delay(n)
-		msg := fmt.Sprintf("transient provider error (%d of %d retries, no iteration spent): %s; retry in %s", n, limit, res.Reason, delay)
+		msg := fmt.Sprintf("%s (%d of %d retries, no iteration spent): %s; retry in %s", what, n, limit, res.Reason, delay)
 		return control.Move(tx, cur, loop.Pending, now, msg, func(l *loop.Loop) {
 			l.TransientRetries = n
 			l.RunnableAt = now.Add(delay)

@@ -106,11 +106,14 @@ type Manager struct {
 	toLaunch  map[string]loop.Loop    // loops assigned here, not yet started; owned by Run
 	lastLost  time.Time               // last look for loops of lost workers; owned by Run
 	wasLeader bool                    // the worker was the scheduler at the last tick; owned by Run
+	live      []cluster.Live          // the live workers, listed by this tick's place; owned by Run
+	liveErr   error                   // why they could not be listed
 }
 
 type active struct {
 	cancel    context.CancelFunc
-	fenced    bool // the worker lost its session: record nothing
+	kill      context.CancelCauseFunc // with runner.ErrKill: SIGKILL, no grace (fenced)
+	fenced    bool                    // the worker lost its session: record nothing
 	iteration int
 	agent     string // the agent profile the iteration runs on
 	started   time.Time
@@ -263,6 +266,7 @@ func (m *Manager) tickOnce(ctx context.Context) time.Duration {
 		if !m.o.Cluster.Scheduler() {
 			if m.wasLeader {
 				m.log.Info("no longer the scheduler", "worker", m.o.Cluster.Name())
+				m.svc.SetPlacement(nil)
 			}
 			m.wasLeader = false
 			return 0
@@ -272,6 +276,8 @@ func (m *Manager) tickOnce(ctx context.Context) time.Duration {
 			m.wasLeader, m.lastLost = true, time.Time{}
 		}
 		m.recoverLost(ctx, now)
+		m.place(ctx)
+		defer func() { m.live, m.liveErr = nil, nil }()
 	}
 	if err := m.sweep(now); err != nil {
 		m.log.Error("sweep", "err", err)
@@ -549,8 +555,9 @@ func (m *Manager) launch(ctx context.Context, ls leased, profile string, now tim
 	// cancel, or stopping): were it tied to Run's ctx, an agent cancelled by
 	// shutdown could report before Run notices the shutdown, and its loop
 	// would be taken for cancelled by a user and left running.
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	a := &active{cancel: cancel, iteration: l.Iteration, started: now, agent: profile}
+	rctx, cancelCause := context.WithCancelCause(context.WithoutCancel(ctx))
+	cancel := func() { cancelCause(nil) }
+	a := &active{cancel: cancel, kill: cancelCause, iteration: l.Iteration, started: now, agent: profile}
 	m.mu.Lock()
 	m.active[id] = a
 	m.mu.Unlock()

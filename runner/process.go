@@ -145,6 +145,9 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 		res.stalled = true
 	}
 
+	if res.cancelled && errors.Is(context.Cause(ctx), ErrKill) {
+		s.grace = 0 // fenced: no grace, SIGKILL now
+	}
 	if exited {
 		stopGroup(pgid, cell, s.grace, false)
 	} else {

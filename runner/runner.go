@@ -161,6 +161,10 @@ type Result struct {
 	// its own (5xx, overloaded, connection reset): retried without
 	// spending the iteration, a bounded number of times.
 	Transient bool
+	// TransientWhat names what failed for a Transient result when it was
+	// not the agent's provider (e.g. "git remote out of reach"); "" = the
+	// provider.
+	TransientWhat string
 	// Stalled marks an agent killed for producing no output and changing
 	// no file for Settings.StallTimeout.
 	Stalled bool
@@ -815,3 +819,9 @@ func dirExists(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir()
 }
+
+// ErrKill, as the cause of the cancel of a Run's context, stops the
+// iteration's processes at once with SIGKILL, without the grace period:
+// its worker lost its etcd session, so another worker may run the loop
+// any moment (docs/several-machines.md).
+var ErrKill = errors.New("stop at once: this worker was fenced")

@@ -722,3 +722,27 @@ func TestRunParentArtifactRefused(t *testing.T) {
 		t.Error("the agent ran with a prompt that could not be built")
 	}
 }
+
+// TestRunKillNow: an iteration cancelled with ErrKill (its worker was
+// fenced: another may run the loop soon) is killed at once, without the
+// grace an agent that ignores SIGTERM would otherwise get.
+func TestRunKillNow(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	var gotPID int
+	r := &Runner{OnAgentStart: func(_ string, pid int) { gotPID = pid; cancel(ErrKill) }}
+	j := newJob(t, loop.Ralph, agent(t, `trap '' TERM; while :; do sleep 0.05; done`))
+	j.Settings.Grace = 10 * time.Second
+	start := time.Now()
+	res := r.Run(ctx, j)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("Run took %s after a kill-now cancel; want the agent killed without the 10 s grace", took.Round(time.Millisecond))
+	}
+	if res.Outcome != Cancelled {
+		t.Fatalf("Run() = %v %q, want cancelled", res.Outcome, res.Reason)
+	}
+	if !processDead(gotPID) {
+		t.Errorf("agent %d still alive", gotPID)
+	}
+}

@@ -3,13 +3,10 @@
 package contain
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 )
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat's start time: 100
@@ -105,45 +102,7 @@ func killStraysOf(home, inst string) int {
 	if len(lines) == 0 || strings.TrimSpace(lines[0]) != "daemon "+inst {
 		return 0 // another daemon's (or none): not the guard's to touch
 	}
-	procs := snapshot()
-	children := map[int][]int{}
-	for pid, p := range procs {
-		children[p.ppid] = append(children[p.ppid], pid)
-	}
-	self := os.Getpid()
-	seen := map[int]bool{}
-	var victims []int
-	var add func(pid int)
-	add = func(pid int) {
-		if seen[pid] || pid == self || procs[pid].dead() {
-			return
-		}
-		seen[pid] = true
-		victims = append(victims, pid)
-		for _, c := range children[pid] {
-			add(c)
-		}
-	}
-	for _, l := range lines[1:] {
-		var pid int
-		var start uint64
-		if _, err := fmt.Sscanf(l, "%d %d", &pid, &start); err != nil || pid <= 1 {
-			continue
-		}
-		if p, ok := procs[pid]; ok && p.start == start {
-			add(pid)
-		}
-	}
-	for _, pid := range victims {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-	}
-	deadline := time.Now().Add(KillWait)
-	for _, pid := range victims {
-		for time.Now().Before(deadline) && processAlive(pid, 0) {
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	return len(victims)
+	return killStrayLines(lines[1:], os.Getpid())
 }
 
 // otherDaemon reports whether home's pid file names a live process other

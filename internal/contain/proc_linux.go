@@ -364,23 +364,33 @@ func (j *Jail) killRecordedStrays() int {
 		return 0
 	}
 	defer os.Remove(path)
+	return killStrayLines(strings.Split(string(b), "\n"), j.self)
+}
+
+// killStrayLines kills the processes the lines of a strays file name
+// ("<pid> <start time>"), if they still run with that start time, with
+// everything below them, except self; it waits up to KillWait for them to
+// go and returns how many it killed.
+func killStrayLines(lines []string, self int) int {
 	procs := snapshot()
 	children := map[int][]int{}
 	for pid, p := range procs {
 		children[p.ppid] = append(children[p.ppid], pid)
 	}
+	seen := map[int]bool{}
 	var victims []int
 	var add func(pid int)
 	add = func(pid int) {
-		if pid == j.self || procs[pid].dead() {
+		if seen[pid] || pid == self || procs[pid].dead() {
 			return
 		}
+		seen[pid] = true
 		victims = append(victims, pid)
 		for _, c := range children[pid] {
 			add(c)
 		}
 	}
-	for l := range strings.SplitSeq(string(b), "\n") {
+	for _, l := range lines {
 		var pid int
 		var start uint64
 		if _, err := fmt.Sscanf(l, "%d %d", &pid, &start); err != nil || pid <= 1 {
