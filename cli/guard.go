@@ -18,13 +18,16 @@ import (
 func (e *env) guardCmd() *cobra.Command {
 	var o contain.GuardOptions
 	c := &cobra.Command{
-		Use:    "_guard --home HOME --pid PID --start TICKS [--cgroup DIR]",
+		Use:    "_guard --home HOME --pid PID --start TICKS [--cgroup DIR] [--heartbeat DURATION]",
 		Short:  "Kill a dead daemon's agents (started by the daemon; reads its pipe on fd 3)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Home == "" || o.PID <= 1 {
 				return &UsageError{errors.New("_guard: --home and --pid are required (the daemon starts it)")}
+			}
+			if o.Heartbeat < 0 {
+				return &UsageError{errors.New("_guard: --heartbeat must not be negative (0: no heartbeat)")}
 			}
 			ctl := os.NewFile(3, "guard-pipe")
 			if ctl == nil {
@@ -49,6 +52,7 @@ func (e *env) guardCmd() *cobra.Command {
 	c.Flags().IntVar(&o.PID, "pid", 0, "the daemon's pid")
 	c.Flags().Uint64Var(&o.Start, "start", 0, "the daemon's start time, clock ticks after boot")
 	c.Flags().StringVar(&o.Cgroup, "cgroup", "", "the daemon's cgroup directory for its agents")
+	c.Flags().DurationVar(&o.Heartbeat, "heartbeat", 0, "kill the daemon's agents when it sent no heartbeat for this long (a worker of an etcd store: half its lease TTL); 0: never")
 	return c
 }
 

@@ -203,7 +203,16 @@ func Run(ctx context.Context, o Options) error {
 	if o.GuardBinary != "" {
 		// If this process dies without a clean stop, its guard kills the
 		// agents it started (RELIABILITY.md); a clean stop releases it.
-		stopGuard, err := jail.StartGuard(o.GuardBinary)
+		// A worker of an etcd store also beats to it: frozen (SIGSTOP, a
+		// paused VM) for half its lease TTL, its agents are killed. Its
+		// lease outlives the freeze by at least 2/3 of the TTL (etcd
+		// keepalives go every TTL/3), so they die before its loops can
+		// be given to another worker.
+		var beat time.Duration
+		if st.Backend() == store.BackendEtcd {
+			beat = time.Duration(cfg.Worker.LeaseTTLSecs) * time.Second / 2
+		}
+		stopGuard, err := jail.StartGuard(o.GuardBinary, beat)
 		if err != nil {
 			log.Warn("no guard: a crash of this daemon leaves its agents running until the next daemon starts", "err", err)
 		} else {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -25,6 +26,11 @@ import (
 //     (its pid and start time, polled every 50 ms), then kills exactly what
 //     that daemon started — see Guard — and exits.
 //
+// A worker daemon of an etcd store also writes a heartbeat byte on the
+// pipe (StartGuard's heartbeat); its guard, run with --heartbeat, kills
+// the same processes when none came for that long while the daemon lives
+// (frozen: SIGSTOP, a debugger, a paused VM), then watches on.
+//
 // Only that daemon's processes: its cgroup cells carry its instance
 // (pid and start time) in their names, its strays file names it, and the
 // environment scan takes only processes of its home started before it
@@ -35,8 +41,12 @@ import (
 // by itself.
 const EnvGuard = "LOOPR_GUARD"
 
-// guardStop is the byte a daemon that stops cleanly writes to its guard.
-const guardStop = 's'
+// guardStop is the byte a daemon that stops cleanly writes to its guard;
+// guardBeat the one a worker daemon writes while it runs (StartGuard).
+const (
+	guardStop = 's'
+	guardBeat = 'h'
+)
 
 // instance names one daemon process: its pid and start time (clock ticks
 // after boot), which no later process repeats.
@@ -46,7 +56,14 @@ func instance(pid int, start uint64) string { return fmt.Sprintf("p%d-%d", pid, 
 // process), detached, and returns the function a clean stop calls: it
 // tells the guard to exit without killing anything. bin is the loopr
 // executable. A nil jail has nothing to guard.
-func (j *Jail) StartGuard(bin string) (stop func(), err error) {
+//
+// heartbeat > 0 (a worker of an etcd store: half its lease TTL) also
+// makes this process write a heartbeat on the pipe every heartbeat/3,
+// and the guard kill its agents when none came for heartbeat: a frozen
+// daemon (SIGSTOP, a debugger, a paused VM) cannot keep its lease alive,
+// so its loops go to other workers, and its agents must not run on
+// beside them. 0 (bbolt): no heartbeat, no timeout.
+func (j *Jail) StartGuard(bin string, heartbeat time.Duration) (stop func(), err error) {
 	if j == nil {
 		return func() {}, nil
 	}
@@ -58,6 +75,9 @@ func (j *Jail) StartGuard(bin string) (stop func(), err error) {
 	args := []string{"_guard", "--home", j.home, "--pid", strconv.Itoa(j.self), "--start", strconv.FormatUint(j.start, 10)}
 	if root := j.cgroupDir(); root != "" {
 		args = append(args, "--cgroup", root)
+	}
+	if heartbeat > 0 {
+		args = append(args, "--heartbeat", heartbeat.String())
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.ExtraFiles = []*os.File{pr} // fd 3
@@ -85,12 +105,37 @@ func (j *Jail) StartGuard(bin string) (stop func(), err error) {
 		delete(started.guards, pid)
 		started.state.Unlock()
 	}()
-	var done bool
+	var mu sync.Mutex // one writer at a time: the beats, then the stop
+	done := make(chan struct{})
+	if heartbeat > 0 {
+		go func() {
+			t := time.NewTicker(heartbeat / 3)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+				}
+				mu.Lock()
+				select {
+				case <-done:
+				default:
+					_, _ = pw.Write([]byte{guardBeat}) // EPIPE once the guard is gone: nothing to do
+				}
+				mu.Unlock()
+			}
+		}()
+	}
 	return func() {
-		if done {
+		mu.Lock()
+		defer mu.Unlock()
+		select {
+		case <-done:
 			return
+		default:
 		}
-		done = true
+		close(done)
 		_, _ = pw.Write([]byte{guardStop})
 		pw.Close()
 	}, nil
@@ -104,6 +149,13 @@ type GuardOptions struct {
 	Cgroup string // its cgroup root, "" without cgroups
 	Ctl    io.Reader
 	Log    io.Writer // one line on what was killed; nil: discard
+	// Heartbeat > 0: the daemon writes a heartbeat on Ctl at least this
+	// often; when none came for Heartbeat, the daemon is frozen and the
+	// guard kills its processes (as on a crash) but keeps watching.
+	Heartbeat time.Duration
+	// OnFrozen, if set, is called after each such kill with how many
+	// processes were found (for tests).
+	OnFrozen func(n int)
 }
 
 // ErrGuardStopped is what Guard returns after a clean stop.
@@ -112,19 +164,70 @@ var ErrGuardStopped = errors.New("the daemon stopped cleanly")
 // Guard waits until the daemon o names ends. After a clean stop it returns
 // ErrGuardStopped at once; otherwise it kills what that daemon started and
 // returns how many processes it found.
+//
+// With o.Heartbeat set it also kills what the daemon started each time
+// its heartbeats stop for o.Heartbeat while the daemon lives (frozen),
+// then watches on: a daemon that resumes beats again, and a later freeze
+// or its end is handled the same way.
 func Guard(o GuardOptions) (int, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	clean := false
-	buf := make([]byte, 16)
-	for {
-		n, err := o.Ctl.Read(buf)
-		for _, b := range buf[:n] {
-			clean = clean || b == guardStop
+	type chunk struct {
+		b   []byte
+		err error
+	}
+	reads := make(chan chunk)
+	go func() {
+		for {
+			buf := make([]byte, 16)
+			n, err := o.Ctl.Read(buf)
+			reads <- chunk{buf[:n], err}
+			if err != nil {
+				return
+			}
 		}
-		if err != nil {
-			break
+	}()
+	var silence <-chan time.Time
+	var timer *time.Timer
+	if o.Heartbeat > 0 {
+		timer = time.NewTimer(o.Heartbeat)
+		defer timer.Stop()
+		silence = timer.C
+	}
+	clean, frozen := false, false
+	for ended := false; !ended; {
+		select {
+		case c := <-reads:
+			for _, b := range c.b {
+				clean = clean || b == guardStop
+			}
+			ended = c.err != nil
+			if timer != nil && len(c.b) > 0 {
+				if frozen {
+					fmt.Fprintf(o.Log, "loopr guard: daemon pid %d of %s beats again\n", o.PID, o.Home)
+					frozen = false
+				}
+				if !timer.Stop() {
+					select {
+					case <-timer.C:
+					default:
+					}
+				}
+				timer.Reset(o.Heartbeat)
+			}
+		case <-silence:
+			if frozen || !processAlive(o.PID, o.Start) {
+				continue // killed once for this silence; or dead: the pipe is about to end
+			}
+			frozen = true
+			began := time.Now()
+			n := guardKill(o, uptimeTicks(), true)
+			fmt.Fprintf(o.Log, "loopr guard: daemon pid %d of %s sent no heartbeat for %s (frozen?); killed %d of its processes in %s\n",
+				o.PID, o.Home, o.Heartbeat, n, time.Since(began).Round(time.Millisecond))
+			if o.OnFrozen != nil {
+				o.OnFrozen(n)
+			}
 		}
 	}
 	if clean {
@@ -137,7 +240,7 @@ func Guard(o GuardOptions) (int, error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	began := time.Now()
-	n := guardKill(o, cutoff)
+	n := guardKill(o, cutoff, false)
 	fmt.Fprintf(o.Log, "loopr guard: daemon pid %d of %s ended without a clean stop; killed %d of its processes in %s\n",
 		o.PID, o.Home, n, time.Since(began).Round(time.Millisecond))
 	return n, nil

@@ -59,7 +59,10 @@ func uptimeTicks() uint64 {
 //     cannot tell them from that daemon's own. A daemon of the home
 //     started after it has a later instance and later processes: none
 //     of them is touched.
-func guardKill(o GuardOptions, cutoff uint64) int {
+//
+// alive: the daemon lives on (frozen): its cgroup root stays, for the
+// cells it makes when it resumes.
+func guardKill(o GuardOptions, cutoff uint64, alive bool) int {
 	inst := instance(o.PID, o.Start)
 	n := 0
 	if o.Cgroup != "" && validRoot(o.Cgroup) {
@@ -73,7 +76,9 @@ func guardKill(o GuardOptions, cutoff uint64) int {
 			killCgroup(dir, KillWait)
 			removeCgroup(dir)
 		}
-		_ = os.Remove(o.Cgroup) // fails while another daemon's cells are there
+		if !alive {
+			_ = os.Remove(o.Cgroup) // fails while another daemon's cells are there
+		}
 	}
 	n += killStraysOf(o.Home, inst)
 	home := o.Home

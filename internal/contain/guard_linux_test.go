@@ -130,3 +130,121 @@ func TestCellNamesCarryTheInstance(t *testing.T) {
 		t.Fatalf("cell %s does not carry the daemon's instance %s", cell.dir, j.inst)
 	}
 }
+
+// liveDaemon returns the pid and start time of a process that runs for
+// the test (a frozen daemon, to its guard: alive, silent).
+func liveDaemon(t *testing.T) (int, uint64) {
+	t.Helper()
+	c := exec.Command("sleep", "60")
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	return c.Process.Pid, startTime(c.Process.Pid)
+}
+
+func TestGuardKillsAFrozenDaemonsAgentsAndWatchesOn(t *testing.T) {
+	home := t.TempDir()
+	const beat = 300 * time.Millisecond
+	pid, start := liveDaemon(t)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	frozen := make(chan int, 4)
+	type result struct {
+		n   int
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		n, err := Guard(GuardOptions{Home: home, PID: pid, Start: start, Ctl: pr, Heartbeat: beat, OnFrozen: func(n int) { frozen <- n }})
+		res <- result{n, err}
+	}()
+	agent := sleeper(t, home, "L1")
+	// Beating: 3 × the timeout passes and the agent lives.
+	var silent time.Time // the last beat
+	for range 12 {
+		if _, err := pw.Write([]byte{guardBeat}); err != nil {
+			t.Fatal(err)
+		}
+		silent = time.Now()
+		time.Sleep(beat / 4)
+	}
+	if !processAlive(agent.Process.Pid, 0) {
+		t.Fatal("the guard killed the agent of a daemon that sent its heartbeats")
+	}
+	select {
+	case n := <-frozen:
+		t.Fatalf("the guard took a beating daemon for frozen (killed %d)", n)
+	default:
+	}
+	// Silent (frozen): the agent dies within the timeout and a little.
+	select {
+	case n := <-frozen:
+		took := time.Since(silent)
+		if n < 1 || took < beat || took > beat+time.Second {
+			t.Fatalf("frozen daemon: killed %d after %s; want ≥ 1 after %s to %s", n, took, beat, beat+time.Second)
+		}
+		t.Logf("silent for %s: the guard killed %d processes (timeout %s)", took.Round(time.Millisecond), n, beat)
+	case <-time.After(beat + 2*time.Second):
+		t.Fatal("the guard did not act on a daemon silent for its heartbeat timeout")
+	}
+	if !waitGone(agent.Process.Pid) {
+		t.Fatal("the frozen daemon's agent survived its guard")
+	}
+	// It watches on: the daemon resumes and starts an agent; beating,
+	// that one lives; a clean stop ends the guard without a kill.
+	again := sleeper(t, home, "L2")
+	for range 8 {
+		if _, err := pw.Write([]byte{guardBeat}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(beat / 4)
+	}
+	if !processAlive(again.Process.Pid, 0) {
+		t.Fatal("the guard killed an agent of the resumed, beating daemon")
+	}
+	if _, err := pw.Write([]byte{guardStop}); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	select {
+	case r := <-res:
+		if !errors.Is(r.err, ErrGuardStopped) {
+			t.Fatalf("Guard after a clean stop = %d, %v; want ErrGuardStopped", r.n, r.err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the guard did not end after a clean stop")
+	}
+	if !processAlive(again.Process.Pid, 0) {
+		t.Fatal("a clean stop killed the agent")
+	}
+}
+
+func TestGuardWithoutHeartbeatWaitsForTheEnd(t *testing.T) {
+	// bbolt: no heartbeat; a silent daemon is not taken for frozen.
+	home := t.TempDir()
+	pid, start := liveDaemon(t)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	agent := sleeper(t, home, "L1")
+	res := make(chan error, 1)
+	go func() {
+		_, err := Guard(GuardOptions{Home: home, PID: pid, Start: start, Ctl: pr})
+		res <- err
+	}()
+	time.Sleep(time.Second)
+	if !processAlive(agent.Process.Pid, 0) {
+		t.Fatal("a guard without a heartbeat killed the agent of a silent, live daemon")
+	}
+	pw.Write([]byte{guardStop})
+	pw.Close()
+	if err := <-res; !errors.Is(err, ErrGuardStopped) {
+		t.Fatalf("Guard after a clean stop = %v; want ErrGuardStopped", err)
+	}
+}

@@ -57,6 +57,6 @@ func processAlive(pid int, _ uint64) bool {
 
 // guardKill has no /proc to find anything by: the process groups of the
 // agents died with nothing to name them.
-func guardKill(GuardOptions, uint64) int { return 0 }
+func guardKill(GuardOptions, uint64, bool) int { return 0 }
 
 func uptimeTicks() uint64 { return 0 }
