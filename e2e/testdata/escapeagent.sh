@@ -40,9 +40,11 @@ doublefork) perl -e 'exit 0 if fork; setpgrp(0, 0); exit 0 if fork; exec @ARGV' 
 envi) (env -i PATH="$PATH" setsid sh -c "$body" "$pf" "$ticks" </dev/null >/dev/null 2>&1 &) ;;
 *) echo "unknown escape $title" >&2; exit 2 ;;
 esac
-# The escapee is on its own once its pid file is there.
+# The escapee is on its own once its pid file is there, and has written
+# into the worktree once (under load it may not have yet: iteration 1's
+# commit would then hold nothing, and require_changes fail iteration 2).
 n=0
-while [ ! -s "$pf" ] && [ $n -lt 100 ]; do sleep 0.02; n=$((n + 1)); done
+while { [ ! -s "$pf" ] || [ ! -s escape.txt ]; } && [ $n -lt 250 ]; do sleep 0.02; n=$((n + 1)); done
 
 case $mode in
 exit) exit 1 ;;
