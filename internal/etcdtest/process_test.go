@@ -25,8 +25,19 @@ func TestProcesses(t *testing.T) {
 	put := func(from, to int) {
 		t.Helper()
 		for i := from; i < to; i++ {
-			if _, err := cli.Put(ctx, fmt.Sprintf("k%03d", i), "v"); err != nil {
-				t.Fatalf("put %d: %v", i, err)
+			// A put during an election may time out ("request timed out,
+			// possibly due to previous leader failure"): a client tries
+			// again (the put is idempotent), as loopr's store does.
+			for try := 1; ; try++ {
+				_, err := cli.Put(ctx, fmt.Sprintf("k%03d", i), "v")
+				if err == nil {
+					break
+				}
+				if try == 20 || ctx.Err() != nil {
+					t.Fatalf("put %d: %v (%d tries)", i, err, try)
+				}
+				t.Logf("put %d: %v; trying again", i, err)
+				time.Sleep(250 * time.Millisecond)
 			}
 		}
 	}
