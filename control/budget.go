@@ -128,7 +128,10 @@ func TreeSpent(tx *store.Tx, root loop.Loop) (string, bool, error) {
 
 // spentCache holds the trees whose budget is spent while the daemon runs
 // (the index is on): usage changes only when an iteration is recorded and
-// budgets only by `loopr budget` and import, which update it.
+// budgets only by `loopr budget` and import, which update it. On etcd,
+// where other daemons record iterations too, the store follower queues
+// every changed loop with usage or a budget and the next decision rechecks
+// its tree (metacache.go).
 type spentCache struct {
 	mu     sync.Mutex
 	loaded bool
@@ -441,7 +444,8 @@ func (s *Service) budgetsUsed(tx *store.Tx) (bool, error) {
 		return false, err
 	}
 	// Every write of a budget goes through this Service (noteBudget): one
-	// daemon, or one command, owns the store.
+	// daemon, or one command, owns the store; on etcd the store follower
+	// forgets the answer when another daemon writes BudgetsKey (metacache.go).
 	if used {
 		s.budgets.Store(budgetsSome)
 	} else {

@@ -71,6 +71,7 @@ type Service struct {
 	idx     indexState   // the in-memory scheduling index, once enabled (index.go)
 	spent   spentCache   // the trees whose budget is spent, with the index on (budget.go)
 	budgets atomic.Int32 // whether any loop has a budget: budgetsUnknown, None or Some (budget.go)
+	meta    metaCache    // rate limits and fairness in memory on etcd, with the index on (metacache.go)
 
 	gates gateState                         // preflight and no_git (preflight.go)
 	arts  storeArtifacts                    // artifact copies seen in the store (artifacts.go)

@@ -79,6 +79,7 @@ func (s *Service) EnableIndex() error {
 				}
 			}
 			ix.Apply(changes)
+			s.followed(c)
 		})
 		if s.idx.err == nil {
 			s.idx.ix.Store(ix)
@@ -97,7 +98,27 @@ func (s *Service) Index() *readyset.Index { return s.idx.ix.Load() }
 // check.
 func (s *Service) env(fair bool) (readyset.Env, float64, error) {
 	var env readyset.Env
-	err := s.Store.View(func(tx *store.Tx) error {
+	var err error
+	if s.cachesMeta() {
+		env, err = s.cachedEnv(fair) // etcd: from memory (metacache.go)
+	} else {
+		err = s.Store.View(s.envFrom(&env, fair))
+	}
+	if err != nil {
+		return readyset.Env{}, 0, err
+	}
+	free, low, text := s.diskGate()
+	env.DiskLow, env.DiskLowText = low, text
+	env.Preflight, env.NoGit, env.NoGitText = s.gateInputs()
+	env.ArtifactExists = s.artifactExists
+	env.ArtifactsExist = s.artifactsExist
+	return env, free, nil
+}
+
+// envFrom returns a read of env's store part: rate limits, spent trees and
+// (when fair) the fairness state.
+func (s *Service) envFrom(env *readyset.Env, fair bool) func(tx *store.Tx) error {
+	return func(tx *store.Tx) error {
 		var err error
 		if env.Limits, err = LoadLimits(tx); err != nil {
 			return err
@@ -111,16 +132,7 @@ func (s *Service) env(fair bool) (readyset.Env, float64, error) {
 			return err
 		}
 		return nil
-	})
-	if err != nil {
-		return readyset.Env{}, 0, err
 	}
-	free, low, text := s.diskGate()
-	env.DiskLow, env.DiskLowText = low, text
-	env.Preflight, env.NoGit, env.NoGitText = s.gateInputs()
-	env.ArtifactExists = s.artifactExists
-	env.ArtifactsExist = s.artifactsExist
-	return env, free, nil
 }
 
 // indexSnapshot is Snapshot read from the index instead of the store.

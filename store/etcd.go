@@ -282,7 +282,7 @@ type etcdTx struct {
 	writes map[string]wval // key → its new value or deletion
 	wkeys  []string        // the keys of writes, sorted
 
-	wroteLoops bool // set by commit: followers must see this one
+	wroteLoops bool // set by commit (a loop record or a meta key): followers must see this one
 }
 
 type keyRange struct{ lo, hi string }
@@ -491,6 +491,7 @@ func (t *etcdTx) commit() (rev int64, ok bool, err error) {
 	}
 	ops := make([]clientv3.Op, 0, len(t.wkeys))
 	loops := t.e.prefix + "/" + string(bucketLoops) + "/"
+	meta := t.e.prefix + "/" + string(bucketMeta) + "/"
 	for _, k := range t.wkeys {
 		w := t.writes[k]
 		if w.del {
@@ -500,7 +501,7 @@ func (t *etcdTx) commit() (rev int64, ok bool, err error) {
 		} else {
 			ops = append(ops, clientv3.OpPut(k, string(w.v)))
 		}
-		if strings.HasPrefix(k, loops) {
+		if strings.HasPrefix(k, loops) || strings.HasPrefix(k, meta) {
 			t.wroteLoops = true
 		}
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,8 +15,10 @@ import (
 )
 
 // etcdFollow feeds the store's followers on etcd from one watch of the
-// loop records, whoever committed them: this daemon or another one on the
-// same prefix. One etcd revision is one Commit. The watch resumes from the
+// loop records and the meta keys, whoever committed them: this daemon or
+// another one on the same prefix. One etcd revision is one Commit; its Meta
+// names the meta keys it wrote (rate limits, fairness, budgets: what a
+// scheduler keeps in memory). The watch resumes from the
 // last revision delivered after a disconnect; if etcd compacted that
 // history away, the loop records are read again and the followers are sent
 // one Commit that brings them to the new revision (every record, and a
@@ -142,9 +145,13 @@ func (fw *etcdFollow) lastApplied() int64 {
 func (fw *etcdFollow) run() {
 	defer close(fw.done)
 	pre := fw.e.prefix + "/" + string(bucketLoops) + "/"
+	meta := fw.e.prefix + "/" + string(bucketMeta) + "/"
 	for fw.e.ctx.Err() == nil {
 		ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(fw.e.ctx))
-		wch := fw.e.cli.Watch(ctx, pre, clientv3.WithPrefix(), clientv3.WithRev(fw.lastApplied()+1))
+		// One watch of the keys from the loop records to the end of the meta
+		// keys ("loops/" < "meta/"; the few keys between are skipped), so
+		// that one revision is one Commit whatever it wrote.
+		wch := fw.e.cli.Watch(ctx, pre, clientv3.WithRange(clientv3.GetPrefixRangeEnd(meta)), clientv3.WithRev(fw.lastApplied()+1))
 		compacted := false
 		for resp := range wch {
 			if resp.CompactRevision != 0 || errors.Is(resp.Err(), rpctypes.ErrCompacted) {
@@ -154,7 +161,7 @@ func (fw *etcdFollow) run() {
 			if resp.Err() != nil {
 				break
 			}
-			fw.deliverEvents(pre, resp.Events)
+			fw.deliverEvents(pre, meta, resp.Events)
 		}
 		cancel()
 		if fw.e.ctx.Err() != nil {
@@ -174,13 +181,20 @@ func (fw *etcdFollow) run() {
 	}
 }
 
-// deliverEvents sends events, grouped by revision, to the followers.
-func (fw *etcdFollow) deliverEvents(pre string, evs []*clientv3.Event) {
+// deliverEvents sends events, grouped by revision, to the followers: the
+// loop records under pre as Changes, the meta keys under meta as Meta.
+func (fw *etcdFollow) deliverEvents(pre, meta string, evs []*clientv3.Event) {
 	for i := 0; i < len(evs); {
 		rev := evs[i].Kv.ModRevision
 		var c Commit
 		for ; i < len(evs) && evs[i].Kv.ModRevision == rev; i++ {
 			ev := evs[i]
+			if key := string(ev.Kv.Key); strings.HasPrefix(key, meta) {
+				c.Meta = append(c.Meta, key[len(meta):])
+				continue
+			} else if !strings.HasPrefix(key, pre) {
+				continue
+			}
 			id := string(ev.Kv.Key[len(pre):])
 			if ev.Type == mvccpb.DELETE {
 				c.Changes = append(c.Changes, Change{ID: id, Deleted: true})
@@ -207,7 +221,7 @@ func (fw *etcdFollow) deliver(rev int64, c Commit) {
 		}
 	}
 	for _, f := range fw.fs {
-		if rev > f.from && len(c.Changes) > 0 {
+		if rev > f.from && (len(c.Changes) > 0 || len(c.Meta) > 0) {
 			f.f(c)
 		}
 	}
@@ -216,13 +230,18 @@ func (fw *etcdFollow) deliver(rev int64, c Commit) {
 }
 
 // reload brings the followers to the current revision after the history
-// they needed was compacted: every loop record as it is now, and a
-// deletion for each loop they know of that is gone.
+// they needed was compacted: every loop record as it is now, a deletion
+// for each loop they know of that is gone, and every meta key's name.
 func (fw *etcdFollow) reload() error {
 	t := fw.e.newTx(false)
 	var c Commit
 	seen := map[string]struct{}{}
 	err := etcdGuard(func() error {
+		// Any meta key may have changed in the history that is gone.
+		mc := t.bucket(bucketMeta).Cursor()
+		for k, _ := mc.First(); k != nil; k, _ = mc.Next() {
+			c.Meta = append(c.Meta, string(k))
+		}
 		return (&Tx{kv: t}).ForEach(func(l loop.Loop) bool {
 			seen[l.ID] = struct{}{}
 			c.Changes = append(c.Changes, Change{ID: l.ID, Loop: utc(l)})

@@ -22,6 +22,11 @@ type Change struct {
 // in the order it did it (an id may appear more than once).
 type Commit struct {
 	Changes []Change
+	// Meta names the meta keys the transaction wrote or deleted. Only the
+	// etcd backend fills it in (other daemons write the same store there);
+	// on bbolt it is nil, and a commit that wrote no loop record is not
+	// delivered at all.
+	Meta []string
 }
 
 // Follower is told every committed change to the loop records: an
