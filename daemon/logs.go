@@ -8,12 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/runner"
+	"github.com/loopr-dev/loopr/store"
 )
 
 // logPoll is how often a followed agent log is checked for more output.
@@ -97,6 +99,9 @@ func (d *daemon) agentLogRoute(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Loopr-Iteration", strconv.Itoa(it))
 	if path == "" {
+		if elsewhere := d.ranElsewhere(id, n); elsewhere != "" {
+			return control.Invalid("iteration", "%s", elsewhere)
+		}
 		w.WriteHeader(http.StatusOK) // never ran: no output, not an error
 		return nil
 	}
@@ -156,4 +161,38 @@ func (d *daemon) agentLogRoute(w http.ResponseWriter, r *http.Request) error {
 		case <-time.After(logPoll):
 		}
 	}
+}
+
+// ranElsewhere says, on a worker of an etcd store, where loop id's
+// iteration n (0: its latest) ran when that was another worker: its log
+// stays in that worker's home. "" when it ran here, never ran, or the
+// store is the bbolt file.
+func (d *daemon) ranElsewhere(id string, n int) string {
+	if d.worker == nil {
+		return ""
+	}
+	var evs []loop.Event
+	if err := d.store.View(func(tx *store.Tx) error {
+		var err error
+		evs, err = tx.Events(id)
+		return err
+	}); err != nil {
+		return ""
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		e := evs[i]
+		if e.Kind != loop.EventTransition || e.To != loop.Running || (n > 0 && e.Iteration != n) {
+			continue
+		}
+		_, after, ok := strings.Cut(e.Message, " started on worker ")
+		if !ok {
+			return ""
+		}
+		name, _, _ := strings.Cut(after, " ")
+		if name == d.worker.Name() {
+			return ""
+		}
+		return fmt.Sprintf("iteration %d of loop %s ran on worker %s: its agent log is in that worker's home; run loopr logs %s on that machine", e.Iteration, id, name, id)
+	}
+	return ""
 }

@@ -498,6 +498,35 @@ func TestEtcdTwoWorkersOneRepository(t *testing.T) {
 	if len(on) != 2 {
 		t.Errorf("iterations ran on workers %v; want both", on)
 	}
+	// `loopr logs` (daemon A) of a loop whose last iteration ran on B says
+	// where its log is, instead of printing nothing; one that ran on A
+	// gets its log (the tree's agents may print nothing: then it says so).
+	self := status(t, r).Cluster.Worker
+	lastOn := map[string]string{}
+	for _, e := range evs {
+		if _, w, ok := strings.Cut(e.Message, " started on worker "); ok {
+			lastOn[e.Loop] = strings.Fields(w)[0]
+		}
+	}
+	var onA, onB string
+	for id, w := range lastOn {
+		if w == self {
+			onA = id
+		} else {
+			onB = id
+		}
+	}
+	if onB != "" {
+		res := run(t, r.dir, "", "logs", onB)
+		if res.code != 2 || !strings.Contains(res.stderr, "ran on worker "+lastOn[onB]) || !strings.Contains(res.stderr, "run loopr logs "+onB+" on that machine") {
+			t.Errorf("loopr logs %s (ran on %s) via %s: exit %d, stderr %q; want the worker named", onB, lastOn[onB], self, res.code, res.stderr)
+		}
+	}
+	if onA != "" {
+		if res := run(t, r.dir, "", "logs", onA); res.code != 0 || strings.Contains(res.stderr, "ran on worker") {
+			t.Errorf("loopr logs %s (ran here): exit %d, stderr %q; want its log (or that the agent wrote none)", onA, res.code, res.stderr)
+		}
+	}
 	waitFor(t, 15*time.Second, "a complete webhook for every loop", func() bool {
 		hookMu.Lock()
 		defer hookMu.Unlock()

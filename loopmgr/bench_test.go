@@ -66,7 +66,10 @@ func dispatchLatency(b *testing.B, worktrees, onEtcd, worker bool) {
 	if err := os.WriteFile(agent, []byte(trivialAgent), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	ws := home
+	// The workspace is not the home (a daemon's home is <workspace>/.loopr
+	// or elsewhere): with ws == home the stall watch of every agent would
+	// walk the home's loops/ directory, growing with each sample.
+	ws := b.TempDir()
 	var git *gitflow.Repo
 	if worktrees {
 		ws = b.TempDir()
@@ -101,6 +104,10 @@ func dispatchLatency(b *testing.B, worktrees, onEtcd, worker bool) {
 	cfg.Git.Worktrees = worktrees
 	ralph := cfg.Loops[loop.Ralph]
 	ralph.Validate = nil
+	// The agent changes nothing: with require_changes (on for ralph by
+	// default) each child would fail and start again, and that second
+	// start be taken for the next sample's.
+	ralph.RequireChanges = false
 	cfg.Loops[loop.Ralph] = ralph
 	svc := control.New(st, workspace.Paths{Workspace: ws, Home: home}, func() *config.Config { return cfg }, time.Now)
 
