@@ -190,11 +190,16 @@ func TestElectionAndListing(t *testing.T) {
 	waitFor(t, 5*time.Second, "a scheduler elected", func() bool { return leader() != nil })
 	first := leader()
 	for _, w := range ws {
-		_ = s.View(func(tx *store.Tx) error {
-			if _, lease, ok := tx.Raw(w.BidKey()); !ok || lease != w.Lease() {
-				t.Errorf("worker %s: bid key %s not found under its lease", w.Name(), w.BidKey())
-			}
-			return nil
+		// Each worker campaigns from its own goroutine: the first may be
+		// elected before the last has put its bid.
+		waitFor(t, 5*time.Second, "worker "+w.Name()+"'s bid key under its lease", func() bool {
+			found := false
+			_ = s.View(func(tx *store.Tx) error {
+				_, lease, ok := tx.Raw(w.BidKey())
+				found = ok && lease == w.Lease()
+				return nil
+			})
+			return found
 		})
 	}
 	// Listing: every worker, the scheduler marked, running counted from leases.
