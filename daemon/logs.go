@@ -78,6 +78,12 @@ func (d *daemon) agentLogRoute(w http.ResponseWriter, r *http.Request) error {
 	if n > l.Iteration {
 		return control.Invalid("iteration", "loop %s has had %d iteration(s); there is no iteration %d", id, l.Iteration, n)
 	}
+	// On a worker of several, the iteration asked for (or the latest) may
+	// have run on another machine: its log is there, and what this home
+	// holds is at most an earlier or cut-short run.
+	if elsewhere := d.ranElsewhere(id, n); elsewhere != "" {
+		return control.Invalid("iteration", "%s", elsewhere)
+	}
 	path, it := IterationLog(d.paths.Home, id, n)
 	d.streams.Add(1)
 	defer d.streams.Done()
@@ -93,15 +99,15 @@ func (d *daemon) agentLogRoute(w http.ResponseWriter, r *http.Request) error {
 		if l, err = d.svc.Get(id); err != nil {
 			return err
 		}
+		if elsewhere := d.ranElsewhere(id, 0); elsewhere != "" {
+			return control.Invalid("iteration", "%s", elsewhere) // it started on another worker
+		}
 		path, it = IterationLog(d.paths.Home, id, 0)
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Loopr-Iteration", strconv.Itoa(it))
 	if path == "" {
-		if elsewhere := d.ranElsewhere(id, n); elsewhere != "" {
-			return control.Invalid("iteration", "%s", elsewhere)
-		}
 		w.WriteHeader(http.StatusOK) // never ran: no output, not an error
 		return nil
 	}
@@ -164,9 +170,9 @@ func (d *daemon) agentLogRoute(w http.ResponseWriter, r *http.Request) error {
 }
 
 // ranElsewhere says, on a worker of an etcd store, where loop id's
-// iteration n (0: its latest) ran when that was another worker: its log
-// stays in that worker's home. "" when it ran here, never ran, or the
-// store is the bbolt file.
+// iteration n (0: its latest) last started when that was another worker:
+// its log stays in that worker's home. "" when it started here, never
+// started, or the store is the bbolt file.
 func (d *daemon) ranElsewhere(id string, n int) string {
 	if d.worker == nil {
 		return ""
