@@ -11,6 +11,7 @@ import (
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/procenv"
 	"github.com/loopr-dev/loopr/store"
 )
 
@@ -142,10 +143,10 @@ func (n *notifier) exec(ctx context.Context, nt note) {
 	ctx, cancel := context.WithTimeout(ctx, n.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(),
-		"LOOPR_EVENT="+nt.Event, "LOOPR_LOOP_ID="+nt.Loop, "LOOPR_TITLE="+nt.Title,
-		"LOOPR_REASON="+nt.Reason, "LOOPR_ACTION="+nt.Action)
 	cmd.Dir = n.d.paths.Workspace
+	cmd.Env = procenv.InDir(append(os.Environ(),
+		"LOOPR_EVENT="+nt.Event, "LOOPR_LOOP_ID="+nt.Loop, "LOOPR_TITLE="+nt.Title,
+		"LOOPR_REASON="+nt.Reason, "LOOPR_ACTION="+nt.Action), cmd.Dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/internal/contain"
+	"github.com/loopr-dev/loopr/procenv"
 )
 
 // pollInterval is how often a stopping process group is checked for members
@@ -86,7 +87,7 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 	mk := func() *exec.Cmd {
 		cmd := exec.Command(s.argv[0], s.argv[1:]...)
 		cmd.Dir = s.dir
-		cmd.Env = s.env
+		cmd.Env = procenv.InDir(s.env, s.dir)
 		if s.stdin != nil {
 			cmd.Stdin = s.stdin
 		}
