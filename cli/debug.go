@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/spf13/cobra"
 
 	"github.com/loopr-dev/loopr/api"
@@ -41,11 +44,15 @@ func (e *env) debugCmd() *cobra.Command {
 				if !jsonOut {
 					printSchedulerWorker(cmd.Context(), e, b)
 				}
-				if rs, ok := b.(schedStreamer); ok && !jsonOut {
-					return printScheduler(e, func(row func(*api.SchedRow) error) error {
+				if rs, ok := b.(schedStreamer); ok {
+					each := func(row func(*api.SchedRow) error) error {
 						_, err := rs.SchedulerRows(cmd.Context(), now, func(_ *api.SchedulerView, r *api.SchedRow) error { return row(r) })
 						return err
-					})
+					}
+					if jsonOut {
+						return writeRowsJSON(e.stdout, each)
+					}
+					return printScheduler(e, each)
 				}
 				v, err := b.Scheduler(cmd.Context(), now)
 				if err != nil {
@@ -72,6 +79,26 @@ func (e *env) debugCmd() *cobra.Command {
 // its way, and 100k rows are never held.
 type schedStreamer interface {
 	SchedulerRows(ctx context.Context, now time.Time, row func(*api.SchedulerView, *api.SchedRow) error) (api.SchedulerView, error)
+}
+
+// writeRowsJSON prints the rows each yields as one JSON array, the bytes
+// writeJSON writes for the slice of them, a row at a time: 100k rows are
+// never held, nor their 50 MB document. An error leaves the output cut
+// short, never a valid-looking array.
+func writeRowsJSON(w io.Writer, each func(row func(*api.SchedRow) error) error) error {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	opts := json.JoinOptions(jsonv1.DefaultOptionsV1(), jsontext.WithIndent("  "))
+	enc := jsontext.NewEncoder(bw, opts)
+	if err := enc.WriteToken(jsontext.BeginArray); err != nil {
+		return err
+	}
+	if err := each(func(r *api.SchedRow) error { return json.MarshalEncode(enc, r, opts) }); err != nil {
+		return err
+	}
+	if err := enc.WriteToken(jsontext.EndArray); err != nil {
+		return err
+	}
+	return bw.Flush() // the encoder ends the top-level value with a newline
 }
 
 // printScheduler prints the table of the rows each yields, aligned by

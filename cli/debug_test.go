@@ -2,8 +2,11 @@ package cli
 
 import (
 	"bytes"
+	stdjson "encoding/json"
 	"errors"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/loopr-dev/loopr/api"
 )
@@ -73,5 +76,78 @@ func TestRunnableTextSaysEachOnce(t *testing.T) {
 				t.Errorf("runnableText(%q)\n got %q\nwant %q", tc.reasons, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestRowsJSONStreamed: writeRowsJSON writes, a row at a time, the very
+// bytes writeJSON writes for the whole slice (encoding/json, indented):
+// HTML-escaped characters, nil and empty slices, omitted zero fields,
+// floats, no rows at all. Invalid UTF-8 is the one difference (U+FFFD
+// itself where encoding/json writes \ufffd, as store.WriteJSON): the same
+// value once decoded.
+func TestRowsJSONStreamed(t *testing.T) {
+	t.Parallel()
+	rows := []api.SchedRow{
+		{ID: "01JD3K9Q5ZB7X0000000000000", Type: "ralph", Status: "pending", Title: "<b>a & b</b> \u2028 \"q\"",
+			Priority: -120, AgeSeconds: 1 << 40, Runnable: true, Reasons: []string{}, ReasonText: nil},
+		{ID: "x", Type: "plan", Title: "\ufffd utf-8 日本", Reasons: []string{"global_cap"},
+			ReasonText: []string{"global cap 50/50"}, Tier: 2, FairnessKey: "k", KeyUsed: 1e21, Cost: 0.000001, Agent: "codex"},
+		{},
+	}
+	for _, n := range []int{0, 1, len(rows)} {
+		var want, got bytes.Buffer
+		if err := writeJSON(&want, rows[:n]); err != nil {
+			t.Fatal(err)
+		}
+		err := writeRowsJSON(&got, func(row func(*api.SchedRow) error) error {
+			for i := range rows[:n] {
+				if err := row(&rows[i]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 { // writeJSON of an empty (non-nil) slice
+			want.Reset()
+			want.WriteString("[]\n")
+		}
+		if got.String() != want.String() {
+			t.Errorf("%d rows: writeRowsJSON() mismatch\nwant:\n%s\ngot:\n%s", n, want.String(), got.String())
+		}
+	}
+	var got, want []api.SchedRow
+	bad := api.SchedRow{Title: "bad \xff utf-8"}
+	for _, w := range []struct {
+		out  *[]api.SchedRow
+		emit func(*bytes.Buffer) error
+	}{
+		{&want, func(b *bytes.Buffer) error { return writeJSON(b, []api.SchedRow{bad}) }},
+		{&got, func(b *bytes.Buffer) error {
+			return writeRowsJSON(b, func(row func(*api.SchedRow) error) error { return row(&bad) })
+		}},
+	} {
+		var b bytes.Buffer
+		if err := w.emit(&b); err != nil {
+			t.Fatal(err)
+		}
+		if err := stdjson.Unmarshal(b.Bytes(), w.out); err != nil {
+			t.Fatalf("invalid UTF-8: %v in %q", err, b.String())
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("invalid UTF-8: writeRowsJSON() mismatch once decoded (-want +got):\n%s", diff)
+	}
+
+	// An error from the rows is returned, and no closing bracket is written.
+	var out bytes.Buffer
+	boom := errors.New("boom")
+	if err := writeRowsJSON(&out, func(row func(*api.SchedRow) error) error { return boom }); !errors.Is(err, boom) {
+		t.Errorf("writeRowsJSON() error = %v, want %v", err, boom)
+	}
+	if bytes.Contains(out.Bytes(), []byte("]")) {
+		t.Errorf("a failed listing printed a complete array: %q", out.String())
 	}
 }

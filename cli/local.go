@@ -33,6 +33,9 @@ func (b *local) Why(_ context.Context, id string, now time.Time) (api.Why, error
 func (b *local) Scheduler(_ context.Context, now time.Time) (api.SchedulerView, error) {
 	return b.svc.Scheduler(now)
 }
+func (b *local) SchedulerRows(_ context.Context, now time.Time, row func(*api.SchedulerView, *api.SchedRow) error) (api.SchedulerView, error) {
+	return b.svc.SchedulerRows(now, row)
+}
 func (b *local) Status(ctx context.Context) (api.Status, error) {
 	st, err := b.svc.Status(b.svc.Now())
 	st.Version = Version

@@ -230,6 +230,26 @@ func (s *Service) Scheduler(now time.Time) (api.SchedulerView, error) {
 	return v, nil
 }
 
+// SchedulerRows hands the rows of the plan at now to row one at a time, in
+// order, each in the same *api.SchedRow (valid only during the call),
+// without building the rows of every waiting loop first; v's Rows stay
+// empty. It returns the view, or the first error row returns.
+func (s *Service) SchedulerRows(now time.Time, row func(v *api.SchedulerView, r *api.SchedRow) error) (api.SchedulerView, error) {
+	_, d, err := s.Plan(now)
+	if err != nil {
+		return api.SchedulerView{}, err
+	}
+	v := api.SchedulerView{Now: now, Waiting: d.Waiting, Eligible: d.Eligible, Running: d.Running, Slots: d.Slots}
+	var r api.SchedRow
+	for i := range d.Rows {
+		fillRow(&r, &d.Rows[i], now)
+		if err := row(&v, &r); err != nil {
+			return v, err
+		}
+	}
+	return v, nil
+}
+
 // Why explains one loop at now: its score breakdown and every gate, passed
 // or failed, with numbers.
 func (s *Service) Why(id string, now time.Time) (api.Why, error) {

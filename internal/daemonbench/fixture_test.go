@@ -53,6 +53,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(measureEnv) != "" { // a child of BenchmarkDebugSchedulerOffline
+		os.Exit(measureChild(os.Args[1:]))
+	}
 	flag.Parse()
 	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
 		os.Exit(m.Run()) // no benchmark asked for: no binary to build (go test ./...)
