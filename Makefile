@@ -12,7 +12,7 @@ build:
 	$(GO) build -ldflags "-X github.com/loopr-dev/loopr/cli.Version=$(VERSION)" -o $(BIN) ./cmd/loopr
 
 test:
-	$(GO) test -race $(PKGS)
+	$(GO) test -race -timeout 30m $(PKGS)
 
 test-short:
 	$(GO) test -short $(PKGS)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/internal/etcdtest"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/store"
 )
 
@@ -54,8 +55,8 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) time.
 	t.Helper()
 	start := time.Now()
 	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("%s: not within %s", what, d)
+		if took := time.Since(start); took > testslack.Scale(d) {
+			t.Fatalf("%s: not within %s (the limit %s, scaled by the load: see internal/testslack)", what, took.Round(time.Millisecond), d)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/loopr-dev/loopr/client"
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/daemon"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/workspace"
 )
@@ -159,7 +160,7 @@ func create(t *testing.T, c *client.Client, title string, runNow bool) loop.Loop
 // waitFor reads the stream until a message satisfies ok, or fails the test.
 func waitFor(t *testing.T, ch <-chan api.StreamMsg, within time.Duration, what string, ok func(api.StreamMsg) bool) api.StreamMsg {
 	t.Helper()
-	timeout := time.After(within)
+	timeout := time.After(testslack.Scale(within))
 	for {
 		select {
 		case m, open := <-ch:

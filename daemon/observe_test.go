@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -51,7 +52,7 @@ func scrape(t *testing.T, d *testDaemon) map[string]float64 {
 // waitStatus waits until the loop's status is want.
 func waitStatus(t *testing.T, d *testDaemon, id string, want loop.Status, within time.Duration) loop.Loop {
 	t.Helper()
-	deadline := time.Now().Add(within)
+	deadline := time.Now().Add(testslack.Scale(within))
 	for {
 		l, err := d.c.Get(context.Background(), id)
 		if err == nil && l.Status == want {

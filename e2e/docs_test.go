@@ -35,7 +35,7 @@ func TestReadmeConfigReference(t *testing.T) {
 	if !strings.Contains(string(readme), "```yaml\n"+string(config.Template())+"```") {
 		t.Error("README.md's configuration reference differs from config.Template(): update it")
 	}
-	for _, cmd := range []string{"go run ./cmd/loopr demo", "go test -race ./..."} {
+	for _, cmd := range []string{"go run ./cmd/loopr demo", "go test -race -timeout 30m ./..."} {
 		if !strings.Contains(string(readme), cmd) {
 			t.Errorf("README.md lacks the quick-start command %q", cmd)
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/store"
 )
@@ -242,10 +243,10 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 // under test need.
 func waitEvery(t *testing.T, timeout time.Duration, every func() time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
 	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		if took := time.Since(start); took > testslack.Scale(timeout) {
+			t.Fatalf("timed out after %s waiting for %s (the limit %s, scaled by the load: see internal/testslack)", took.Round(time.Millisecond), what, timeout)
 		}
 		time.Sleep(every())
 	}

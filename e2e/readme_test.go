@@ -103,14 +103,28 @@ func TestReadmeQuickStart(t *testing.T) {
 		t.Skip("builds and runs the demo")
 	}
 	cmds := readmeBlock(t, "## Quick start")
-	want := []string{"go run ./cmd/loopr demo", "go test -race ./..."}
+	want := []string{"go run ./cmd/loopr demo", "go test -race -timeout 30m ./..."}
 	if strings.Join(cmds, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("the quick start changed: %q; update this walk-through", cmds)
 	}
 	makefile, err := os.ReadFile("../Makefile")
-	if err != nil || !regexp.MustCompile(`(?m)^test:\n\t\$\(GO\) test -race \$\(PKGS\)$`).Match(makefile) ||
+	if err != nil || !regexp.MustCompile(`(?m)^test:\n\t\$\(GO\) test -race -timeout 30m \$\(PKGS\)$`).Match(makefile) ||
 		!regexp.MustCompile(`(?m)^PKGS\s*[:?]?=\s*\./\.\.\.$`).Match(makefile) {
-		t.Errorf("the Makefile's test target is not `go test -race ./...` (%v)", err)
+		t.Errorf("the Makefile's test target is not `%s` (%v)", want[1], err)
+	}
+	// CI runs exactly the README's command, once, as its last go test.
+	ci, err := os.ReadFile("../.ci/run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []string
+	for _, line := range strings.Split(string(ci), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "go test") {
+			runs = append(runs, strings.TrimSpace(line))
+		}
+	}
+	if len(runs) != 1 || runs[0] != want[1] {
+		t.Errorf(".ci/run runs %q, want exactly the README's %q", runs, want[1])
 	}
 
 	// go run ./cmd/loopr demo: stdout is not a terminal here, so it prints

@@ -17,6 +17,7 @@ import (
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/internal/etcdtest"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/store"
@@ -149,8 +150,8 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) tim
 	t.Helper()
 	start := time.Now()
 	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("%s: not within %s", what, d)
+		if took := time.Since(start); took > testslack.Scale(d) {
+			t.Fatalf("%s: not within %s (the limit %s, scaled by the load: see internal/testslack)", what, took.Round(time.Millisecond), d)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
