@@ -16,6 +16,7 @@ import (
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/client"
 	"github.com/loopr-dev/loopr/daemon"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/workspace"
 )
 
@@ -35,7 +36,7 @@ func serve(t *testing.T, h http.Handler) string {
 }
 
 func dial(sock string) (*client.Client, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testslack.Scale(2*time.Second))
 	defer cancel()
 	return client.Dial(ctx, sock)
 }

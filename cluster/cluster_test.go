@@ -341,7 +341,7 @@ func TestLocker(t *testing.T) {
 	unlock()
 	select {
 	case <-got:
-	case <-time.After(5 * time.Second):
+	case <-time.After(testslack.Scale(5 * time.Second)):
 		t.Fatal("b did not get the lock after a unlocked")
 	}
 	// Another name is not blocked by a held one.
@@ -350,7 +350,7 @@ func TestLocker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer u1()
-	tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	tctx, cancel := context.WithTimeout(ctx, testslack.Scale(2*time.Second))
 	defer cancel()
 	u2, err := b.Locker().Lock(tctx, "y")
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/config"
+	"github.com/loopr-dev/loopr/internal/testslack"
 )
 
 // TestLoadRefusesWhatIsNotARegularFile: loopr.yml replaced by a FIFO, a
@@ -64,7 +65,7 @@ func TestLoadRefusesWhatIsNotARegularFile(t *testing.T) {
 			if err != nil && strings.Contains(err.Error(), "cfg-env-marker") {
 				t.Errorf("the error carries the environment: %v", err)
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(testslack.Scale(5 * time.Second)):
 			t.Fatalf("config.Load(%s) blocked for 5s", path)
 		}
 	}

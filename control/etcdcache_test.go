@@ -9,6 +9,7 @@ import (
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/internal/etcdtest"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/ratelimit"
 	"github.com/loopr-dev/loopr/scheduler"
@@ -38,7 +39,7 @@ func etcdService(t *testing.T, endpoint, prefix string) *control.Service {
 // follower), and returns them.
 func decideUntil(t *testing.T, svc *control.Service, what string, ok func(start []string) bool) []string {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testslack.Scale(5 * time.Second))
 	for {
 		d, err := svc.Decide(now)
 		if err != nil {
@@ -122,7 +123,7 @@ func TestEtcdDecisionSeesOtherDaemons(t *testing.T) {
 	if err := b.Charge([]scheduler.Charge{{ID: "o", Type: loop.Ralph, Key: "team-b", Cost: 30}}, now); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testslack.Scale(5 * time.Second))
 	for {
 		snap, err := a.Snapshot()
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/daemon"
+	"github.com/loopr-dev/loopr/internal/testslack"
 )
 
 // TestEveryRouteRefusesBadInput covers what TestBadInputIsA4xxJSONError
@@ -123,7 +124,7 @@ func TestEveryRouteRefusesBadInput(t *testing.T) {
 		if len(r.body) < 80 {
 			name += " " + r.body
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testslack.Scale(10*time.Second))
 		hr, err := http.NewRequestWithContext(ctx, r.method, "http://loopr"+r.path, strings.NewReader(r.body))
 		if err != nil {
 			cancel()

@@ -19,6 +19,7 @@ import (
 	"github.com/loopr-dev/loopr/client"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/daemon"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/store"
 )
@@ -297,7 +298,7 @@ func TestSecondDaemonRefused(t *testing.T) {
 
 	run := func() (error, time.Duration) {
 		began := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testslack.Scale(10*time.Second))
 		defer cancel()
 		err := daemon.Run(ctx, daemon.Options{Paths: paths, Config: testConfig(), Ready: func(int) {
 			t.Error("second daemon became ready")
@@ -531,7 +532,7 @@ func TestSlowSubscriberBlocksNobody(t *testing.T) {
 	if _, err := d.c.CreateBatch(ctx, reqs); err != nil {
 		t.Fatalf("CreateBatch() = %v", err)
 	}
-	sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+	sctx, scancel := context.WithTimeout(ctx, testslack.Scale(5*time.Second))
 	defer scancel()
 	if _, err := d.c.Status(sctx); err != nil {
 		t.Fatalf("Status() with a stuck stream = %v", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/daemon"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/workspace"
 )
 
@@ -42,7 +43,7 @@ func FuzzAPI(f *testing.F) {
 	case <-ready:
 	case err := <-done:
 		f.Fatalf("daemon.Run() = %v", err)
-	case <-time.After(20 * time.Second):
+	case <-time.After(testslack.Scale(20 * time.Second)):
 		f.Fatal("daemon not ready")
 	}
 	hc := socketHTTP(paths.Socket())
@@ -88,7 +89,7 @@ func FuzzAPI(f *testing.F) {
 			// "400 Bad Request" before any route sees it.
 			return
 		}
-		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		rctx, cancel := context.WithTimeout(context.Background(), testslack.Scale(10*time.Second))
 		defer cancel()
 		req, err := http.NewRequestWithContext(rctx, method, "http://loopr"+path, bytes.NewReader(body))
 		if err != nil {

@@ -105,10 +105,10 @@ func startDaemonWith(t *testing.T, paths workspace.Paths, cfg *config.Config, ad
 	case err := <-d.done:
 		d.done <- err
 		t.Fatalf("daemon.Run() = %v before it was ready", err)
-	case <-time.After(20 * time.Second):
+	case <-time.After(testslack.Scale(20 * time.Second)):
 		t.Fatal("daemon not ready after 20s")
 	}
-	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+	dctx, dcancel := context.WithTimeout(ctx, testslack.Scale(5*time.Second))
 	defer dcancel()
 	c, err := client.Dial(dctx, paths.Socket())
 	if err != nil {
@@ -132,7 +132,7 @@ func (d *testDaemon) stop(t *testing.T) error {
 			close(d.done)
 		}
 		return err
-	case <-time.After(20 * time.Second):
+	case <-time.After(testslack.Scale(20 * time.Second)):
 		t.Fatal("daemon did not stop within 20s")
 		return nil
 	}

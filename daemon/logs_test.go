@@ -12,6 +12,7 @@ import (
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/client"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -34,7 +35,7 @@ func TestLogJournalAndPrefixRoutes(t *testing.T) {
 	// of the iteration.
 	runs := create(t, d.c, "Runs", true)
 	buf.Reset()
-	lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	lctx, cancel := context.WithTimeout(ctx, testslack.Scale(20*time.Second))
 	n, err := d.c.Log(lctx, runs.ID, 0, true, &buf)
 	cancel()
 	if err != nil || n != 1 || buf.String() != "out of "+runs.ID+"\nend of iteration 1\n" {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/config"
+	"github.com/loopr-dev/loopr/internal/testslack"
 )
 
 // TestNotifyCommandBounded: the notify command gets the event in its
@@ -44,7 +45,7 @@ func TestNotifyCommandBounded(t *testing.T) {
 		t.Fatalf("the command saw %q", b)
 	}
 	pgid, _ := strconv.Atoi(f[5])
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(testslack.Scale(3 * time.Second))
 	// A member killed but not yet reaped is a zombie: it counts as gone
 	// (another test's daemon in this process may be the child subreaper
 	// that inherited it, and it reaps only while it runs).

@@ -148,7 +148,7 @@ exit 0`)
 	}
 	var m map[string]float64
 	got := map[string]float64{}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testslack.Scale(5 * time.Second))
 	for { // the metrics follow the journal: give them a moment, every counter of them
 		m = scrape(t, d)
 		for k := range want {
@@ -336,7 +336,7 @@ func TestCleanerRunsAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	d2 := startDaemon(t, paths, cfg)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testslack.Scale(10 * time.Second))
 	for {
 		_, err := d2.c.Get(context.Background(), "stale")
 		if err != nil {

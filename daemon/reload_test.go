@@ -12,6 +12,7 @@ import (
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/client"
 	"github.com/loopr-dev/loopr/config"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/workspace"
 )
@@ -183,7 +184,7 @@ func TestHotReloadWebhooks(t *testing.T) {
 	d := startDaemon(t, paths, cfg)
 	rcv := newReceiver(t, nil)
 	writeAtomic(t, paths.Config, reloadYAML("webhooks:\n  - {url: \""+rcv.srv.URL+"\", events: [created]}\n"))
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testslack.Scale(10 * time.Second))
 	for scrape(t, d)[`loopr_config_reloads_total{result="applied"}`] != 1 {
 		if time.Now().After(deadline) {
 			t.Fatal("the reload adding a webhook was not applied within 10s")

@@ -21,6 +21,7 @@ import (
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/daemon"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/store"
 )
@@ -204,7 +205,7 @@ func TestWebhookRetries(t *testing.T) {
 	runLoops(t, d, 1, 20*time.Second)
 
 	got := flaky.waitDelivered(t, 1, 10*time.Second)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testslack.Scale(10 * time.Second))
 	for {
 		m := scrape(t, d)
 		if m[`loopr_webhook_deliveries_total{result="failed"}`] == 2 || time.Now().After(deadline) {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/store"
 )
@@ -537,7 +538,7 @@ func TestLogsFollowWhileTheAgentWrites(t *testing.T) {
 		if err != nil {
 			t.Fatalf("logs -f: %v %s", err, stderr.String())
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(testslack.Scale(30 * time.Second)):
 		cmd.Process.Kill()
 		t.Fatal("logs -f did not end with its iteration")
 	}

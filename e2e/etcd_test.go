@@ -21,6 +21,7 @@ import (
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/internal/etcdtest"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/store"
 )
@@ -232,7 +233,7 @@ func TestEtcdStandbyFailover(t *testing.T) {
 		_ = b.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-bDone:
-		case <-time.After(10 * time.Second):
+		case <-time.After(testslack.Scale(10 * time.Second)):
 			_ = b.Process.Kill()
 			<-bDone
 		}
@@ -376,7 +377,7 @@ func TestEtcdDaemonStopsWithoutEtcd(t *testing.T) {
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-d.done:
-	case <-time.After(30 * time.Second):
+	case <-time.After(testslack.Scale(30 * time.Second)):
 		t.Fatalf("daemon still running 30 s after SIGTERM with etcd gone:\n%s", tail(d.output(), 20))
 	}
 	took := time.Since(began)
@@ -429,7 +430,7 @@ func TestEtcdTwoWorkersOneRepository(t *testing.T) {
 		_ = b.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-bDone:
-		case <-time.After(10 * time.Second):
+		case <-time.After(testslack.Scale(10 * time.Second)):
 			_ = b.Process.Kill()
 			<-bDone
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/internal/etcdtest"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/store"
 )
@@ -50,7 +51,7 @@ func frozenWorker(t *testing.T, mode string) {
 	}
 	cli := etcdClientE2E(t, srv.Endpoint())
 	registered := func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testslack.Scale(2*time.Second))
 		defer cancel()
 		res, err := cli.Get(ctx, prefix+"/workers/"+name)
 		return err != nil || len(res.Kvs) > 0 // an error: not known to be gone

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/gitflow"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -173,7 +174,7 @@ func TestSlowUserHooksNeverDelayStop(t *testing.T) {
 	}
 	select {
 	case <-d.done:
-	case <-time.After(30 * time.Second):
+	case <-time.After(testslack.Scale(30 * time.Second)):
 		t.Fatalf("SIGTERM took more than 30 s:\n%s", tail(d.output(), 30))
 	}
 	took := time.Since(start)

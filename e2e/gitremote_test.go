@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/gitflow"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -161,7 +162,7 @@ func TestGitRemoteOutage(t *testing.T) {
 func TestGitRemoteMissing(t *testing.T) {
 	t.Parallel()
 	r := newRepo(t, remoteConfig(t))
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testslack.Scale(30*time.Second))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "daemon")
 	cmd.Dir = r.dir

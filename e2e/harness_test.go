@@ -212,7 +212,7 @@ func (d *daemonProc) stop() int {
 		_ = d.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-d.done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(testslack.Scale(5 * time.Second)):
 			_ = d.cmd.Process.Kill()
 			<-d.done
 		}

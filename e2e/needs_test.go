@@ -16,6 +16,7 @@ import (
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/gitflow"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -261,7 +262,7 @@ func TestTUINeedsYouUnderTmux(t *testing.T) {
 	// waiting first. n steps to the other one, then back.
 	first := selected()
 	tm.keys("n")
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testslack.Scale(10 * time.Second))
 	for selected() == first {
 		if time.Now().After(deadline) {
 			t.Fatalf("n did not move the selection from %q:\n%s", first, tm.screen())

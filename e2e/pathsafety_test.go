@@ -16,6 +16,7 @@ import (
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/gitflow"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -398,7 +399,7 @@ func TestApproveUsesTheValidatedCopy(t *testing.T) {
 	// The agent's file replaced: approve reads the copy.
 	p := awaiting()
 	toFIFO(filepath.Join(e.home, "loops", p.ID, "iterations", "001", "plan.md"))
-	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	actx, cancel := context.WithTimeout(ctx, testslack.Scale(10*time.Second))
 	start := time.Now()
 	res, err := d.c.Act(actx, p.ID, api.ActionApprove, api.ActionRequest{})
 	took := time.Since(start)
@@ -416,7 +417,7 @@ func TestApproveUsesTheValidatedCopy(t *testing.T) {
 	// The copy itself replaced: refused, one line, nothing blocks.
 	q := awaiting()
 	toFIFO(q.Artifact)
-	actx, cancel = context.WithTimeout(ctx, 10*time.Second)
+	actx, cancel = context.WithTimeout(ctx, testslack.Scale(10*time.Second))
 	_, err = d.c.Act(actx, q.ID, api.ActionApprove, api.ActionRequest{})
 	cancel()
 	if err == nil || !strings.Contains(err.Error(), "001-plan.md is a named pipe (FIFO), not a regular file; iterate or reject loop "+q.ID) || strings.Contains(err.Error(), "\n") {
@@ -486,7 +487,7 @@ func TestConfigFileThatIsNotARegularFile(t *testing.T) {
 		relWaitFor(t, 10*time.Second, "the refused "+tc.name+" reload in the log", func() bool {
 			return strings.Contains(e.output(), tc.msg)
 		})
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), testslack.Scale(5*time.Second))
 		st, err := d.c.Status(sctx)
 		cancel()
 		if err != nil || st.MaxLoops != 4 {

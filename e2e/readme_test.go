@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -271,7 +272,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 	}
 
 	// The tree runs to the end; every loop passes.
-	deadline := time.Now().Add(3 * time.Minute)
+	deadline := time.Now().Add(testslack.Scale(3 * time.Minute))
 	for {
 		var st api.Status
 		mustJSON(t, runLoopr("status", "--json"), &st)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/client"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/store"
 )
@@ -102,7 +103,7 @@ func (e *relEnv) start(extra ...string) *relDaemon {
 		close(d.done)
 	}()
 	e.t.Cleanup(func() { d.stop() })
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testslack.Scale(20 * time.Second))
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		c, err := client.Dial(ctx, filepath.Join(e.home, "loopr.sock"))
@@ -156,7 +157,7 @@ func (d *relDaemon) stop() int {
 		_ = d.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-d.done:
-		case <-time.After(15 * time.Second):
+		case <-time.After(testslack.Scale(15 * time.Second)):
 			_ = d.cmd.Process.Kill()
 			<-d.done
 		}

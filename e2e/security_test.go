@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -280,7 +281,7 @@ func relSocketClient(sock string) *http.Client {
 // relFirstStreamLines reads the first n lines of the event stream.
 func relFirstStreamLines(t *testing.T, hc *http.Client, n int) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testslack.Scale(5*time.Second))
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, "GET", "http://loopr/v1/events", nil)
 	if err != nil {

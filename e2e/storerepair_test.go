@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopr-dev/loopr/internal/testslack"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -445,7 +446,7 @@ func TestStoreRepairCyclicIndex(t *testing.T) {
 
 	bounded := func(args ...string) result {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), testslack.Scale(30*time.Second))
 		defer cancel()
 		cmd := exec.CommandContext(ctx, bin, args...)
 		cmd.Dir = dir

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -49,7 +50,7 @@ func (tm *tmux) keys(keys ...string) { tm.run(append([]string{"send-keys", "-t",
 // waitGone waits until the screen no longer contains gone.
 func (tm *tmux) waitGone(what, gone string) string {
 	tm.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(testslack.Scale(15 * time.Second))
 	for {
 		s := tm.screen()
 		if !strings.Contains(s, gone) {
@@ -65,7 +66,7 @@ func (tm *tmux) waitGone(what, gone string) string {
 // waitScreen waits until the screen contains every string in want.
 func (tm *tmux) waitScreen(what string, want ...string) string {
 	tm.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(testslack.Scale(15 * time.Second))
 	for {
 		s := tm.screen()
 		missing := ""
@@ -129,7 +130,7 @@ func TestTUIUnderTmux(t *testing.T) {
 	tm.keys("c")
 	tm.waitScreen("confirm", `cancel ralph "C: add index"?`)
 	tm.keys("y")
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testslack.Scale(10 * time.Second))
 	for {
 		var l loop.Loop
 		if err := json.Unmarshal([]byte(ok(t, dir, "show", "1737802700", "--json")), &l); err != nil {

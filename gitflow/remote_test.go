@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -590,7 +591,7 @@ func TestRemotePushBoundedByTimeout(t *testing.T) {
 	}
 	// Let the orphaned hook finish before the test's directories go.
 	pid, _ := os.ReadFile(pidFile)
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(testslack.Scale(15 * time.Second)); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if _, err := os.Stat(filepath.Join("/proc", strings.TrimSpace(string(pid)))); len(pid) == 0 || err != nil {
 			break
 		}

@@ -570,7 +570,7 @@ func TestWorkerLaunchesReassignmentAfterOldAgentEnds(t *testing.T) {
 		if it != 2 {
 			t.Fatalf("launched iteration %d; want 2", it)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testslack.Scale(10 * time.Second)):
 		t.Fatal("the loop given back to this worker was never launched")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/loopr-dev/loopr/artifact"
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/ratelimit"
 	"github.com/loopr-dev/loopr/runner"
@@ -127,7 +128,7 @@ func (h *harness) get(id string) loop.Loop {
 // goroutine) until it holds or the deadline passes.
 func (h *harness) waitFor(what string, cond func() bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testslack.Scale(10 * time.Second))
 	for !cond() {
 		if time.Now().After(deadline) {
 			h.t.Fatalf("timed out waiting for %s", what)
@@ -344,7 +345,7 @@ func TestRecoverKillsStaleAgentAndCountsAttempt(t *testing.T) {
 	h.start()
 	select {
 	case <-waited:
-	case <-time.After(5 * time.Second):
+	case <-time.After(testslack.Scale(5 * time.Second)):
 		agent.Process.Kill()
 		t.Fatal("the stale agent was not killed on recovery")
 	}

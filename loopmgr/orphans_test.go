@@ -1,6 +1,7 @@
 package loopmgr
 
 import (
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,7 +44,7 @@ func TestKillOrphansFindsUnrecordedAgents(t *testing.T) {
 	waited := make(chan error, 1)
 	go func() { waited <- stale.Wait() }()
 	// Let sh fork its sleep.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testslack.Scale(5 * time.Second))
 	for len(loopProcs(home, "stale")) < 2 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -53,7 +54,7 @@ func TestKillOrphansFindsUnrecordedAgents(t *testing.T) {
 	}
 	select {
 	case <-waited:
-	case <-time.After(5 * time.Second):
+	case <-time.After(testslack.Scale(5 * time.Second)):
 		t.Fatal("the orphaned agent is still running")
 	}
 	if got := loopProcs(home, "stale"); len(got) != 0 {

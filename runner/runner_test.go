@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/loopr-dev/loopr/artifact"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -682,7 +683,7 @@ func TestRunFilesTheAgentReplaced(t *testing.T) {
 			var res Result
 			select {
 			case res = <-done:
-			case <-time.After(20 * time.Second):
+			case <-time.After(testslack.Scale(20 * time.Second)):
 				t.Fatal("Run blocked for 20s")
 			}
 			if res.Outcome != tt.wantOutcome || !strings.HasPrefix(res.Reason, tt.wantReason) {

@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/loopr-dev/loopr/internal/etcdtest"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -218,7 +219,7 @@ func twoWritersRace(t *testing.T, srv *etcdtest.Server) {
 		}
 	}
 	// Each follower saw every bump, in order, once: the other store's too.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testslack.Scale(5 * time.Second))
 	for _, f := range []*seen{&sa, &sb} {
 		for {
 			f.mu.Lock()
@@ -401,7 +402,7 @@ func TestEtcdClusterMemberLoss(t *testing.T) {
 	}
 	wait := func(n int64) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(testslack.Scale(20 * time.Second))
 		for start := ok.Load(); ok.Load() < start+n; time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("only %d writes succeeded in 20s", ok.Load()-start)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/internal/etcdtest"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -45,7 +46,7 @@ func TestEtcdFollowMeta(t *testing.T) {
 		return tx.SetMeta("fairness", map[string]int{"k": 2})
 	})
 	mustUpdate(t, b, func(tx *Tx) error { return tx.PutRaw("artifacts/x", []byte("bytes"), 0) })
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testslack.Scale(5 * time.Second))
 	for len(commits()) < 2 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}

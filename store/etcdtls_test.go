@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/loopr-dev/loopr/internal/etcdtest"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -203,7 +204,7 @@ func TestEtcdUserTokenExpires(t *testing.T) {
 			if got != id {
 				t.Fatalf("follower saw %s; want %s", got, id)
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(testslack.Scale(10 * time.Second)):
 			t.Fatalf("follower did not see %s within 10 s", id)
 		}
 		if err := a.Update(func(tx *Tx) error {

@@ -5,6 +5,7 @@ package contain
 import (
 	"context"
 	"fmt"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,7 +188,7 @@ func TestRecoverKillsLeftoverCgroups(t *testing.T) {
 	}
 	select {
 	case <-waited:
-	case <-time.After(5 * time.Second):
+	case <-time.After(testslack.Scale(5 * time.Second)):
 		t.Fatal("the leftover process is still running")
 	}
 	if _, err := os.Stat(cell.dir); err == nil {
@@ -234,7 +235,7 @@ func TestReaperNeverTakesAnExecChild(t *testing.T) {
 		t.Errorf("an exec child was lost: %v", err)
 	}
 	// Every orphan was reaped: no zombie child of ours is left.
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(testslack.Scale(3 * time.Second))
 	for {
 		var zombies []int
 		for pid, p := range snapshot() {
@@ -281,7 +282,7 @@ while [ ! -s %[1]s ]; do sleep 0.01; done`, pf))
 	pid := readPID(t, pf)
 	defer syscall.Kill(pid, syscall.SIGKILL)
 	record := filepath.Join(home, strayFile)
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(testslack.Scale(5 * time.Second))
 	for {
 		b, _ := os.ReadFile(record)
 		if strings.HasPrefix(string(b), strconv.Itoa(pid)+" ") || strings.Contains(string(b), "\n"+strconv.Itoa(pid)+" ") {

@@ -4,6 +4,7 @@ package contain
 
 import (
 	"errors"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,11 +41,11 @@ func deadDaemon(t *testing.T) (int, uint64) {
 	return c.Process.Pid, start
 }
 
-// waitGone waits up to 2 s for the process to end (the test process is
+// waitGone waits up to 2 s (scaled by the load) for the process to end (the test process is
 // its parent: it is reaped by Wait in the cleanup, so a zombie counts as
 // gone).
 func waitGone(pid int) bool {
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+	for deadline := time.Now().Add(testslack.Scale(2 * time.Second)); time.Now().Before(deadline); {
 		if !processAlive(pid, 0) {
 			return true
 		}
@@ -215,7 +216,7 @@ func TestGuardKillsAFrozenDaemonsAgentsAndWatchesOn(t *testing.T) {
 		if !errors.Is(r.err, ErrGuardStopped) {
 			t.Fatalf("Guard after a clean stop = %d, %v; want ErrGuardStopped", r.n, r.err)
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(testslack.Scale(2 * time.Second)):
 		t.Fatal("the guard did not end after a clean stop")
 	}
 	if !processAlive(again.Process.Pid, 0) {

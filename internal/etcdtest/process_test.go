@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopr-dev/loopr/internal/testslack"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -20,7 +21,7 @@ func TestProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), testslack.Scale(30*time.Second))
 	defer cancel()
 	put := func(from, to int) {
 		t.Helper()
@@ -67,7 +68,7 @@ func TestProcesses(t *testing.T) {
 	}
 	defer one.Close()
 	var got int64
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(testslack.Scale(10 * time.Second)); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		resp, err := one.Get(ctx, "k", clientv3.WithPrefix(), clientv3.WithCountOnly(), clientv3.WithSerializable())
 		if err == nil {
 			if got = resp.Count; got == 20 {

@@ -2,6 +2,7 @@ package safefile
 
 import (
 	"errors"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -28,7 +29,7 @@ func call[T any](t *testing.T, fn func() (T, error)) (T, error) {
 	select {
 	case o := <-done:
 		return o.v, o.err
-	case <-time.After(5 * time.Second):
+	case <-time.After(testslack.Scale(5 * time.Second)):
 		t.Fatal("blocked for 5s")
 		panic("unreachable")
 	}
