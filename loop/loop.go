@@ -120,20 +120,20 @@ type Usage struct {
 	AgentSeconds        float64 `json:"agent_seconds"`
 }
 
-// Add returns u plus v.
+// Add returns u plus v; every sum saturates (usage.go).
 func (u Usage) Add(v Usage) Usage {
-	u.InputTokens += v.InputTokens
-	u.OutputTokens += v.OutputTokens
-	u.CacheReadTokens += v.CacheReadTokens
-	u.CacheCreationTokens += v.CacheCreationTokens
-	u.CostUSD += v.CostUSD
-	u.AgentSeconds += v.AgentSeconds
+	u.InputTokens = addTokens(u.InputTokens, v.InputTokens)
+	u.OutputTokens = addTokens(u.OutputTokens, v.OutputTokens)
+	u.CacheReadTokens = addTokens(u.CacheReadTokens, v.CacheReadTokens)
+	u.CacheCreationTokens = addTokens(u.CacheCreationTokens, v.CacheCreationTokens)
+	u.CostUSD = addAmount(u.CostUSD, v.CostUSD, MaxLedgerUSD)
+	u.AgentSeconds = addAmount(u.AgentSeconds, v.AgentSeconds, MaxLedgerSeconds)
 	return u
 }
 
-// Tokens is every token counted, of all kinds.
+// Tokens is every token counted, of all kinds (saturating).
 func (u Usage) Tokens() int64 {
-	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheCreationTokens
+	return addTokens(addTokens(u.InputTokens, u.OutputTokens), addTokens(u.CacheReadTokens, u.CacheCreationTokens))
 }
 
 // Budget is a spending ceiling; a zero field is no ceiling of that kind.
