@@ -464,6 +464,9 @@ func (m *Manager) rateLimited(id string, iteration int, profile string, res runn
 		}
 		msg := fmt.Sprintf("rate limited (agent %s, hit %d): its loops wait %s, until %s; no iteration spent",
 			profile, st.Hits, delay.Round(time.Second), st.BackoffUntil.Format(time.RFC3339))
+		if detail := strings.TrimPrefix(res.Reason, "rate limited: "); detail != "" && detail != res.Reason {
+			msg += " (" + detail + ")" // what the agent said: the limit, its reset, whether it was believed
+		}
 		if _, err := tx.AppendEvent(loop.Event{Time: now, Loop: id, Kind: loop.EventRateLimit, Iteration: iteration, Message: msg}); err != nil {
 			return err
 		}
