@@ -16,7 +16,7 @@ import (
 func (e *env) limitsCmd() *cobra.Command {
 	var jsonOut bool
 	c := &cobra.Command{
-		Use:   "limits [--json] | limits clear PROFILE",
+		Use:   "limits [--json]",
 		Short: "List the rate limits of the agent profiles; `limits clear PROFILE` ends one now",
 		Long: `List every agent profile of loopr.yml (and any other the store still holds a
 state for) with its rate limit: free, limited until when (no loop starts on it
