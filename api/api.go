@@ -73,6 +73,25 @@ type ProfileLimit struct {
 	Since      time.Time `json:"since,omitzero"`
 }
 
+// AgentLimit is one agent profile's rate-limit state and the loops that
+// wait in needs_human for it (`loopr limits`, GET /v1/limits).
+type AgentLimit struct {
+	ProfileLimit
+	Configured    bool      `json:"configured"` // a profile of loopr.yml; false: only its stored state is left
+	LastHit       time.Time `json:"last_hit,omitzero"`
+	RecoveryUntil time.Time `json:"recovery_until,omitzero"` // end of the one-start-per-poll ramp
+	Held          int       `json:"held"`                    // loops in needs_human (reason limit) waiting for it
+}
+
+// ClearLimitResult is the answer to POST /v1/limits/{agent}/clear (`loopr
+// limits clear`): the profile's state before, and the loops that went
+// back to pending from needs_human (reason limit).
+type ClearLimitResult struct {
+	Agent    string       `json:"agent"`
+	Was      ProfileLimit `json:"was"`
+	Released []string     `json:"released"`
+}
+
 // BatchRequest creates several loops at once (POST /v1/loops/batch). Each
 // item is admitted or refused on its own (partial success); parents must
 // exist before the batch.

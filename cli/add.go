@@ -129,6 +129,9 @@ LOOPR_NO_START=1 in the environment, only queues the loops in the store.`,
 }
 
 func (e *env) create(cmd *cobra.Command, req api.CreateRequest, jsonOut, noStart bool) error {
+	if err := checkUSD("--budget-usd", req.Budget.USD, "0 = loopr.yml's budget"); err != nil {
+		return err
+	}
 	defer e.startIfQueued(cmd.Context(), noStart)
 	return e.withBackend(func(b Backend) error {
 		if req.Parent != "" {

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"math"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -35,8 +37,8 @@ ID is a loop id or a unique prefix of one (at least 4 characters).`,
 			if cmd.Flags().Changed("tokens") {
 				req.Tokens = &tokens
 			}
-			if usd < 0 || usd != usd {
-				return &UsageError{fmt.Errorf("--usd: must be a number >= 0 (0 removes the dollar ceiling), got %g", usd)}
+			if err := checkUSD("--usd", usd, "0 removes the dollar ceiling"); err != nil {
+				return err
 			}
 			if tokens < 0 {
 				return &UsageError{fmt.Errorf("--tokens: must be >= 0 (0 removes the token ceiling), got %d", tokens)}
@@ -62,10 +64,10 @@ ID is a loop id or a unique prefix of one (at least 4 characters).`,
 				}
 				fmt.Fprintf(e.stdout, "%s %s budget %s; %s spent %s\n", scope, res.Loop.ID, budgetText(res.Loop.Budget), scope, usageText(res.Usage))
 				if len(res.Resumed) > 0 {
-					fmt.Fprintf(e.stdout, "resumed %d loop(s) waiting for the budget: %v\n", len(res.Resumed), res.Resumed)
+					fmt.Fprintf(e.stdout, "resumed %d loop(s) waiting for the budget: %s\n", len(res.Resumed), strings.Join(res.Resumed, ", "))
 				}
 				if len(res.Held) > 0 {
-					fmt.Fprintf(e.stdout, "the budget is spent: %d waiting loop(s) now wait in needs_human: %v\n", len(res.Held), res.Held)
+					fmt.Fprintf(e.stdout, "the budget is spent: %d waiting loop(s) now wait in needs_human: %s\n", len(res.Held), strings.Join(res.Held, ", "))
 				}
 				return nil
 			})
@@ -76,4 +78,13 @@ ID is a loop id or a unique prefix of one (at least 4 characters).`,
 	f.Int64Var(&tokens, "tokens", 0, "token ceiling (all kinds); 0 = none")
 	f.BoolVar(&jsonOut, "json", false, "print the loop, its tree usage and the resumed loops as JSON")
 	return c
+}
+
+// checkUSD refuses a dollar amount a flag cannot mean: negative, NaN or
+// infinite (which no request could carry: JSON has no Inf).
+func checkUSD(flag string, v float64, zero string) error {
+	if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return &UsageError{fmt.Errorf("%s: must be a finite number >= 0 (%s), got %g", flag, zero, v)}
+	}
+	return nil
 }

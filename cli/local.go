@@ -86,6 +86,12 @@ func (b *local) GC(ctx context.Context, req api.GCRequest) (api.GCResult, error)
 // Stats is the store's part of the summary: counters and latencies need
 // the daemon.
 func (b *local) Stats(_ context.Context) (api.Stats, error) { return b.svc.Stats(b.svc.Now()) }
+func (b *local) Limits(_ context.Context) ([]api.AgentLimit, error) {
+	return b.svc.Limits(b.svc.Now())
+}
+func (b *local) ClearLimit(_ context.Context, agent string) (api.ClearLimitResult, error) {
+	return b.svc.ClearLimit(agent)
+}
 
 func (b *local) TreeUsage(_ context.Context, id string) (api.TreeUsage, error) {
 	return b.svc.TreeUsageOf(id)

@@ -44,6 +44,8 @@ type Backend interface {
 	Stats(ctx context.Context) (api.Stats, error)
 	TreeUsage(ctx context.Context, id string) (api.TreeUsage, error)
 	SetBudget(ctx context.Context, id string, req api.BudgetRequest) (api.BudgetResult, error)
+	Limits(ctx context.Context) ([]api.AgentLimit, error)
+	ClearLimit(ctx context.Context, agent string) (api.ClearLimitResult, error)
 	Close() error
 }
 
@@ -132,7 +134,7 @@ func (e *env) rootCmd() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{err} })
 	root.AddCommand(
 		e.initCmd(), e.configCmd(), e.planCmd(), e.addCmd(), e.listCmd(), e.showCmd(), e.whyCmd(), e.budgetCmd(),
-		e.statusCmd(), e.debugCmd(), e.exportCmd(), e.importCmd(), e.daemonCmd(),
+		e.statusCmd(), e.limitsCmd(), e.debugCmd(), e.exportCmd(), e.importCmd(), e.daemonCmd(),
 		e.tuiCmd(), e.demoCmd(), e.agentSimCmd(), e.guardCmd(),
 	)
 	root.AddCommand(e.actionCmds()...)

@@ -321,6 +321,20 @@ func (c *Client) SetBudget(ctx context.Context, id string, req api.BudgetRequest
 	return res, err
 }
 
+// Limits returns the rate-limit state of every agent profile (`loopr limits`).
+func (c *Client) Limits(ctx context.Context) ([]api.AgentLimit, error) {
+	var out []api.AgentLimit
+	err := c.call(ctx, http.MethodGet, "/v1/limits", nil, &out)
+	return out, err
+}
+
+// ClearLimit forgets an agent profile's rate limit (`loopr limits clear`).
+func (c *Client) ClearLimit(ctx context.Context, agent string) (api.ClearLimitResult, error) {
+	var res api.ClearLimitResult
+	err := c.call(ctx, http.MethodPost, "/v1/limits/"+url.PathEscape(agent)+"/clear", nil, &res)
+	return res, err
+}
+
 // Act applies a user action (api.ActionCancel …) to a loop.
 func (c *Client) Act(ctx context.Context, id, action string, req api.ActionRequest) (api.ActionResult, error) {
 	var res api.ActionResult

@@ -108,6 +108,21 @@ func TestAnswerRefusedBudget(t *testing.T) {
 			answer: "kid1",
 			want:   "kid1: tree budget spent: $2.50 of $2.00 (root root1); an answer would leave this ralph behind the same gate — raise the budget with loopr budget root1 --usd N and it resumes",
 		},
+		{
+			// It asked, and its iteration spent the tree's budget: an
+			// answer would send it pending behind the budget gate.
+			name: "a question while its tree's budget is spent",
+			loops: func() []loop.Loop {
+				root := rec("root2", "", loop.Running, 0)
+				root.Type, root.Budget, root.Usage = loop.Plan, loop.Budget{Tokens: 1000}, loop.Usage{InputTokens: 600}
+				kid := rec("kid2", "root2", loop.NeedsHuman, 0)
+				kid.Usage = loop.Usage{InputTokens: 500}
+				kid.Needs = &loop.Needs{Reason: loop.NeedsQuestion, Detail: "Which port?", Since: now}
+				return []loop.Loop{root, kid}
+			}(),
+			answer: "kid2",
+			want:   "kid2: tree budget spent: 1100 of 1000 tokens (root root2); answered, this ralph would wait behind the budget gate, out of Needs you — raise the budget with loopr budget root2 --usd N first, then answer",
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -131,8 +146,9 @@ func TestAnswerRefusedBudget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Status != loop.NeedsHuman || got.Needs == nil || got.Needs.Reason != loop.NeedsBudget || got.Answer != "" {
-				t.Errorf("after the refusal: status %s needs %v answer %q; want needs_human (budget), no answer", got.Status, got.Needs, got.Answer)
+			want := tc.loops[len(tc.loops)-1].Needs.Reason
+			if got.Status != loop.NeedsHuman || got.Needs == nil || got.Needs.Reason != want || got.Answer != "" {
+				t.Errorf("after the refusal: status %s needs %v answer %q; want needs_human (%s), no answer", got.Status, got.Needs, got.Answer, want)
 			}
 		})
 	}

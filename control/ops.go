@@ -232,7 +232,9 @@ func (s *Service) Act(id, action string, req api.ActionRequest) (api.ActionResul
 			}
 			affected, err = s.Iterate(tx, l, req.Feedback, now)
 		case api.ActionAnswer:
-			err = Answer(tx, l, req.Answer, now)
+			if err = s.limitHeld(tx, l, now); err == nil {
+				err = Answer(tx, l, req.Answer, now)
+			}
 		}
 		if err != nil {
 			return err
@@ -412,9 +414,9 @@ func (s *Service) Iterate(tx *store.Tx, l loop.Loop, feedback string, now time.T
 // spent its iteration (no_progress, stalled) gets the next iteration, and
 // room for it past max_iterations; one that asked a question, or waited
 // for a limit or a budget raised since, runs the same iteration again. A
-// loop whose budget is still spent is refused with an *ActionError naming
-// `loopr budget`: answered, it would wait behind the same gate, out of
-// "Needs you".
+// loop whose budget is still spent, whatever it waits for, is refused with
+// an *ActionError naming `loopr budget`: answered, it would wait behind the
+// budget gate, out of "Needs you".
 func Answer(tx *store.Tx, l loop.Loop, text string, now time.Time) error {
 	if l.Status != loop.NeedsHuman {
 		return &notWaitingError{st: l.Status, te: &loop.TransitionError{ID: l.ID, From: l.Status, To: loop.Pending}}
@@ -423,18 +425,20 @@ func Answer(tx *store.Tx, l loop.Loop, text string, now time.Time) error {
 	if l.Needs != nil {
 		reason = l.Needs.Reason
 	}
-	if reason == loop.NeedsBudget {
-		text, spent, err := budgetHeld(tx, l)
-		if err != nil {
-			return err
+	spentText, spent, err := budgetHeld(tx, l)
+	if err != nil {
+		return err
+	}
+	if spent { // pending again, the budget gate would hold it, out of sight
+		held := l
+		held.Needs = &loop.Needs{Reason: loop.NeedsBudget, Detail: spentText}
+		msg := fmt.Sprintf("%s: %s; an answer would leave this %s behind the same gate — raise the budget with %s and it resumes",
+			l.ID, spentText, l.Type, held.NeedsAction())
+		if reason != loop.NeedsBudget {
+			msg = fmt.Sprintf("%s: %s; answered, this %s would wait behind the budget gate, out of Needs you — raise the budget with %s first, then answer",
+				l.ID, spentText, l.Type, held.NeedsAction())
 		}
-		if spent { // pending again, the budget gate would hold it, out of sight
-			held := l
-			held.Needs = &loop.Needs{Reason: loop.NeedsBudget, Detail: text}
-			return &ActionError{Action: api.ActionAnswer, Loop: l, Err: &loop.TransitionError{ID: l.ID, From: l.Status, To: loop.Pending},
-				Msg: fmt.Sprintf("%s: %s; an answer would leave this %s behind the same gate — raise the budget with %s and it resumes",
-					l.ID, text, l.Type, held.NeedsAction())}
-		}
+		return &ActionError{Action: api.ActionAnswer, Loop: l, Err: &loop.TransitionError{ID: l.ID, From: l.Status, To: loop.Pending}, Msg: msg}
 	}
 	msg := "answered by user"
 	if reason != "" {

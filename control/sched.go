@@ -444,10 +444,7 @@ func (s *Service) Status(now time.Time) (api.Status, error) {
 	st.Limits = limits
 	for _, name := range slices.Sorted(maps.Keys(limits)) {
 		rl := limits[name]
-		pl := api.ProfileLimit{Agent: name, Hits: rl.Hits, Limited: rl.Blocked(now), Recovering: rl.Recovering(now), Since: rl.Since}
-		if pl.Limited {
-			pl.ResumeAt = rl.ResumeAt()
-		}
+		pl := profileLimit(name, rl, now)
 		st.Profiles = append(st.Profiles, pl)
 		// The summary fields of one shared state: the profile that resumes last.
 		if rl.BackoffUntil.After(st.RateLimit.BackoffUntil) || st.RateLimit == (ratelimit.State{}) {

@@ -38,6 +38,7 @@ func TestEveryRouteRefusesBadInput(t *testing.T) {
 		{"GET", "/v1/scheduler", ""}, {"GET", "/v1/export", ""}, {"POST", "/v1/import", ""}, {"GET", "/v1/events", ""},
 		{"GET", "/v1/stats", ""}, {"POST", "/v1/gc", `{"dry_run":true}`}, {"GET", "/metrics", ""},
 		{"GET", "/v1/loops/nope/usage", ""}, {"POST", "/v1/loops/nope/budget", `{"usd":1}`},
+		{"GET", "/v1/limits", ""}, {"POST", "/v1/limits/default/clear", ""},
 	} {
 		sep := "?"
 		if strings.Contains(r.path, "?") {
@@ -83,6 +84,11 @@ func TestEveryRouteRefusesBadInput(t *testing.T) {
 		{"POST", "/v1/gc", `{"days":`},
 		{"POST", "/v1/gc", `{"dry_run":true,"force":true}`},
 		{"POST", "/v1/gc", `{"days":"` + big + `"}`},
+		{"POST", "/v1/limits/nope/clear", ""},
+		{"POST", "/v1/limits/Default/clear", ""},
+		{"POST", "/v1/limits/" + strings.Repeat("a", 40) + "/clear", ""},
+		{"POST", "/v1/limits/a%00b/clear", ""},
+		{"GET", "/v1/limits/default/clear", ""},
 		{"POST", "/v1/import", "{\"id\":\"a\"}\n\x00\n"},
 		{"POST", "/v1/import", `{"id":"../../etc","type":"ralph","status":"pending","iteration":1,"max_iterations":1,"created_at":"2025-01-01T00:00:00Z","updated_at":"2025-01-01T00:00:00Z"}`},
 	} {

@@ -61,6 +61,8 @@ func (d *daemon) routes() http.Handler {
 	handle("GET /v1/journal", d.journalRoute) // journal.go
 	handle("GET /v1/stats", d.getStats)
 	handle("POST /v1/gc", d.postGC)
+	handle("GET /v1/limits", d.getLimits)                 // limits.go
+	handle("POST /v1/limits/{agent}/clear", d.clearLimit) // limits.go
 	handle("GET /metrics", d.getMetrics)
 	return jsonFallback(mux)
 }

@@ -79,8 +79,11 @@ func TestStatusAndListEveryState(t *testing.T) {
 	for i, reason := range loop.NeedsReasons {
 		id := fmt.Sprintf("01JD3K9Q5ZB7X000000000NH%02d", i)
 		action := `→ loopr answer ` + id + ` "…"`
-		if reason == loop.NeedsBudget {
+		switch reason {
+		case loop.NeedsBudget:
 			action = "→ loopr budget " + root + " --usd N"
+		case loop.NeedsLimit: // an answer is refused while the profile is limited
+			action = "→ loopr limits clear claude"
 		}
 		head := regexp.MustCompile(`(?m)^  ` + id + ` +` + string(reason) + ` +\S+ ago  日本語のタイトル: ` + string(reason) + `.*…\n    \S.*\n    ` + regexp.QuoteMeta(action) + `$`)
 		if !head.MatchString(block) {

@@ -120,20 +120,20 @@ type Usage struct {
 	AgentSeconds        float64 `json:"agent_seconds"`
 }
 
-// Add returns u plus v.
+// Add returns u plus v; every sum saturates (usage.go).
 func (u Usage) Add(v Usage) Usage {
-	u.InputTokens += v.InputTokens
-	u.OutputTokens += v.OutputTokens
-	u.CacheReadTokens += v.CacheReadTokens
-	u.CacheCreationTokens += v.CacheCreationTokens
-	u.CostUSD += v.CostUSD
-	u.AgentSeconds += v.AgentSeconds
+	u.InputTokens = addTokens(u.InputTokens, v.InputTokens)
+	u.OutputTokens = addTokens(u.OutputTokens, v.OutputTokens)
+	u.CacheReadTokens = addTokens(u.CacheReadTokens, v.CacheReadTokens)
+	u.CacheCreationTokens = addTokens(u.CacheCreationTokens, v.CacheCreationTokens)
+	u.CostUSD = addAmount(u.CostUSD, v.CostUSD, MaxLedgerUSD)
+	u.AgentSeconds = addAmount(u.AgentSeconds, v.AgentSeconds, MaxLedgerSeconds)
 	return u
 }
 
-// Tokens is every token counted, of all kinds.
+// Tokens is every token counted, of all kinds (saturating).
 func (u Usage) Tokens() int64 {
-	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheCreationTokens
+	return addTokens(addTokens(u.InputTokens, u.OutputTokens), addTokens(u.CacheReadTokens, u.CacheCreationTokens))
 }
 
 // Budget is a spending ceiling; a zero field is no ceiling of that kind.
@@ -172,9 +172,18 @@ type Needs struct {
 // NeedsAction is the command that resumes l, a loop in needs_human: for a
 // spent budget, `loopr budget` on the loop whose budget it is (the root of
 // a tree whose budget is spent, named in the detail as "(root ID)", else l
-// itself; `loopr answer` would only put it back behind the same gate);
-// otherwise `loopr answer`.
+// itself; `loopr answer` would only put it back behind the same gate); for
+// a long limit, `loopr limits clear` of the profile the detail names after
+// LimitedAgent (it also resumes by itself when the limit ends); otherwise
+// `loopr answer`.
 func (l *Loop) NeedsAction() string {
+	if n := l.Needs; n != nil && n.Reason == NeedsLimit {
+		if rest, ok := strings.CutPrefix(n.Detail, LimitedAgent); ok {
+			if name, _, _ := strings.Cut(rest, " "); ValidTypeName(name) {
+				return "loopr limits clear " + name
+			}
+		}
+	}
 	if n := l.Needs; n != nil && n.Reason == NeedsBudget {
 		holder := l.ID
 		if i := strings.LastIndex(n.Detail, TreeBudgetRoot); i >= 0 {
@@ -186,6 +195,10 @@ func (l *Loop) NeedsAction() string {
 	}
 	return fmt.Sprintf("loopr answer %s \"…\"", l.ID)
 }
+
+// LimitedAgent begins the detail of a loop held for a long limit, followed
+// by the profile's name and a space.
+const LimitedAgent = "agent "
 
 // TreeBudgetRoot precedes the root's id, closed by ")", in the detail of a
 // loop held because its tree's budget is spent.

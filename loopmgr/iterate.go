@@ -331,7 +331,18 @@ func (m *Manager) applyFailed(l loop.Loop, iteration int, res runner.Result, err
 	}
 	reason := "the result could not be applied: " + err.Error()
 	m.log.Error("apply result: spending the iteration", "loop", l.ID, "outcome", res.Outcome, "err", err)
-	if ferr := m.failIteration(l.ID, iteration, reason, reason, now); ferr != nil {
+	ferr := m.failIteration(l.ID, iteration, reason, reason, now)
+	if c := m.charge; ferr != nil && c != nil && !c.applied && !transientApply(ferr) {
+		// The charge may be what the store refuses (a record or today's
+		// total it cannot encode or read): the same charge would fail
+		// the same way on every rerun of the agent. The iteration is
+		// spent without it; finish still tries to record it alone.
+		m.log.Error("record failed iteration: spending it without its usage", "loop", l.ID, "usage", c.usage, "err", ferr)
+		m.charge = nil
+		ferr = m.failIteration(l.ID, iteration, reason+"; its usage could not be recorded either", reason, now)
+		m.charge = c
+	}
+	if ferr != nil {
 		m.log.Error("record failed iteration", "loop", l.ID, "err", ferr)
 		m.unrecorded(l.ID, iteration)
 	}
@@ -363,14 +374,14 @@ func (m *Manager) ours(tx *store.Tx, id string, iteration int) (loop.Loop, error
 			return cur, err
 		}
 	}
-	if c := m.charge; c != nil && c.id == id && c.iteration == iteration {
+	if c := m.charge; c != nil && c.id == id && c.iteration == iteration && !c.applied {
 		// The usage of the iteration being recorded: added to the record
 		// (and to today's total) by whatever writes its outcome.
 		cur.Usage = cur.Usage.Add(c.usage)
+		c.inTx = true // applied once the transaction commits (update)
 		if err := control.AddUsageToday(tx, c.usage, m.now()); err != nil {
 			return cur, err
 		}
-		c.applied = true
 	}
 	return cur, nil
 }
@@ -387,6 +398,9 @@ func (m *Manager) update(id string, fn func(*store.Tx) error) error {
 		}
 	}
 	err := m.svc.Store.Update(fn)
+	if c := m.charge; c != nil && c.inTx {
+		c.inTx, c.applied = false, err == nil // a failed transaction took the charge back
+	}
 	if errors.Is(err, errStale) {
 		m.log.Info("result dropped: loop changed while it ran", "loop", id)
 		return nil
@@ -450,6 +464,9 @@ func (m *Manager) rateLimited(id string, iteration int, profile string, res runn
 		}
 		msg := fmt.Sprintf("rate limited (agent %s, hit %d): its loops wait %s, until %s; no iteration spent",
 			profile, st.Hits, delay.Round(time.Second), st.BackoffUntil.Format(time.RFC3339))
+		if detail := strings.TrimPrefix(res.Reason, "rate limited: "); detail != "" && detail != res.Reason {
+			msg += " (" + detail + ")" // what the agent said: the limit, its reset, whether it was believed
+		}
 		if _, err := tx.AppendEvent(loop.Event{Time: now, Loop: id, Kind: loop.EventRateLimit, Iteration: iteration, Message: msg}); err != nil {
 			return err
 		}
@@ -673,15 +690,18 @@ type charge struct {
 	iteration int
 	usage     loop.Usage
 	agent     string // the profile the iteration ran on
-	applied   bool
+	applied   bool   // a committed transaction carried it
+	inTx      bool   // the transaction under way carries it (ours)
 }
 
 // spentBy returns what an iteration consumed: the usage the agent
-// reported, plus its agent time.
+// reported with its agent time, as the runner wrote them to usage.json;
+// for a result that carries no agent time, the time between the agent's
+// start and end. Counted once: the runner's agent time is that same span.
 func spentBy(res runner.Result) loop.Usage {
 	u := res.Usage
-	if !res.AgentStart.IsZero() && res.AgentEnd.After(res.AgentStart) {
-		u.AgentSeconds += res.AgentEnd.Sub(res.AgentStart).Seconds()
+	if u.AgentSeconds == 0 && !res.AgentStart.IsZero() && res.AgentEnd.After(res.AgentStart) {
+		u.AgentSeconds = res.AgentEnd.Sub(res.AgentStart).Seconds()
 	}
 	return u
 }

@@ -64,7 +64,7 @@ func (m *Manager) limitHolds(limits map[string]ratelimit.State, now time.Time) {
 		for _, l := range hold {
 			p, _ := agents.Pick(&l, limits, now)
 			st := limits[p]
-			detail := fmt.Sprintf("agent %s limited since %s until %s (longer than rate_limit.notify_after_secs %d) and no fallback is free",
+			detail := fmt.Sprintf(loop.LimitedAgent+"%s limited since %s until %s (longer than rate_limit.notify_after_secs %d) and no fallback is free",
 				p, st.Since.Format(time.RFC3339), st.BackoffUntil.Format(time.RFC3339), m.cfg().RateLimit.NotifyAfterSecs)
 			needs := &loop.Needs{Reason: loop.NeedsLimit, Detail: detail, Since: now}
 			if err := control.Move(tx, l, loop.NeedsHuman, now, "needs a person: "+detail, func(n *loop.Loop) { n.Needs = needs }); err != nil {

@@ -7,7 +7,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/ratelimit"
 )
+
+// tok is a token count as read from an agent's output, bounded
+// (loop.BoundTokens): the parsers add them up.
+func tok(n int64) int64 { return loop.BoundTokens(n) }
 
 // jsonLines calls fn with each line of out that holds a JSON object and
 // contains one of needles (agent CLIs print one event per line; anything
@@ -115,9 +122,7 @@ func parseClaude(out []byte, r *Report) structured {
 			// allowed_warning); only rejected blocks.
 			if e.RateLimitInfo != nil && e.RateLimitInfo.Status == "rejected" {
 				rejectedSeen = true
-				if e.RateLimitInfo.ResetsAt > 0 {
-					rejected = time.Unix(e.RateLimitInfo.ResetsAt, 0)
-				}
+				rejected = ratelimit.Epoch(e.RateLimitInfo.ResetsAt) // seconds, or milliseconds
 				rejectedDetail = "rate_limit_event rejected"
 				if t := e.RateLimitInfo.RateLimitType; t != "" {
 					rejectedDetail += " (" + t + ")"
@@ -134,13 +139,13 @@ func parseClaude(out []byte, r *Report) structured {
 			r.IsError = e.IsError
 			s.message = e.Result
 			if e.Usage != nil {
-				r.Usage.InputTokens = max(e.Usage.InputTokens, 0)
-				r.Usage.OutputTokens = max(e.Usage.OutputTokens, 0)
-				r.Usage.CacheReadTokens = max(e.Usage.CacheReadTokens, 0)
-				r.Usage.CacheCreationTokens = max(e.Usage.CacheCreationTokens, 0)
+				r.Usage.InputTokens = tok(e.Usage.InputTokens)
+				r.Usage.OutputTokens = tok(e.Usage.OutputTokens)
+				r.Usage.CacheReadTokens = tok(e.Usage.CacheReadTokens)
+				r.Usage.CacheCreationTokens = tok(e.Usage.CacheCreationTokens)
 			}
-			if e.TotalCostUSD != nil && *e.TotalCostUSD >= 0 {
-				r.Usage.CostUSD = *e.TotalCostUSD
+			if e.TotalCostUSD != nil {
+				r.Usage.CostUSD = loop.BoundUSD(*e.TotalCostUSD)
 			}
 			if e.IsError {
 				byStatus(r, e.APIErrorStatus, e.Result)
@@ -192,12 +197,10 @@ func parseCodex(out []byte, r *Report) structured {
 		case "turn.completed":
 			s.done = true
 			if u := e.Usage; u != nil {
-				cached := min(max(u.CachedInputTokens, 0), max(u.InputTokens, 0))
+				cached := min(tok(u.CachedInputTokens), tok(u.InputTokens))
 				// input_tokens counts the cached ones too.
-				r.Usage.InputTokens += max(u.InputTokens, 0) - cached
-				r.Usage.CacheReadTokens += cached
-				r.Usage.CacheCreationTokens += max(u.CacheWriteTokens, 0)
-				r.Usage.OutputTokens += max(u.OutputTokens, 0)
+				r.Usage = r.Usage.Add(loop.Usage{InputTokens: tok(u.InputTokens) - cached, CacheReadTokens: cached,
+					CacheCreationTokens: tok(u.CacheWriteTokens), OutputTokens: tok(u.OutputTokens)})
 			}
 		case "turn.failed":
 			s.done = true
@@ -268,16 +271,15 @@ func parseGemini(out []byte, r *Report) structured {
 			u.InputTokens, u.OutputTokens, u.CacheReadTokens = 0, 0, 0
 			if len(st.Models) > 0 {
 				for _, m := range st.Models {
-					cached := min(max(m.Tokens.Cached, 0), max(m.Tokens.Prompt, 0))
-					u.InputTokens += max(m.Tokens.Prompt, 0) - cached
-					u.CacheReadTokens += cached
-					u.OutputTokens += max(m.Tokens.Candidates, 0) + max(m.Tokens.Thoughts, 0)
+					cached := min(tok(m.Tokens.Cached), tok(m.Tokens.Prompt))
+					u = u.Add(loop.Usage{InputTokens: tok(m.Tokens.Prompt) - cached, CacheReadTokens: cached,
+						OutputTokens: tok(m.Tokens.Candidates) + tok(m.Tokens.Thoughts)})
 				}
 			} else {
-				cached := min(max(st.Cached, 0), max(st.InputTokens, 0))
-				u.InputTokens = max(st.InputTokens, 0) - cached
+				cached := min(tok(st.Cached), tok(st.InputTokens))
+				u.InputTokens = tok(st.InputTokens) - cached
 				u.CacheReadTokens = cached
-				u.OutputTokens = max(st.OutputTokens, 0)
+				u.OutputTokens = tok(st.OutputTokens)
 			}
 			r.Usage = u
 		}
@@ -322,15 +324,13 @@ func parseOpenCode(out []byte, r *Report) structured {
 			if e.Part == nil {
 				return
 			}
+			var step loop.Usage
 			if t := e.Part.Tokens; t != nil {
-				r.Usage.InputTokens += max(t.Input, 0)
-				r.Usage.OutputTokens += max(t.Output, 0) + max(t.Reasoning, 0)
-				r.Usage.CacheReadTokens += max(t.Cache.Read, 0)
-				r.Usage.CacheCreationTokens += max(t.Cache.Write, 0)
+				step = loop.Usage{InputTokens: tok(t.Input), OutputTokens: tok(t.Output) + tok(t.Reasoning),
+					CacheReadTokens: tok(t.Cache.Read), CacheCreationTokens: tok(t.Cache.Write)}
 			}
-			if e.Part.Cost > 0 {
-				r.Usage.CostUSD += e.Part.Cost
-			}
+			step.CostUSD = loop.BoundUSD(e.Part.Cost)
+			r.Usage = r.Usage.Add(step)
 		case "error":
 			r.IsError = true
 			if e.Error != nil {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/ratelimit"
 )
 
 // The presets.
@@ -104,6 +105,7 @@ func Parse(name string, out []byte, exitCode int, now time.Time, pattern *regexp
 	case OpenCode:
 		s = parseOpenCode(out, &r)
 	}
+	r.Usage = r.Usage.Bounded() // a run's sums too (loop.MaxRunTokens, loop.MaxRunUSD)
 	failed := exitCode != 0 || r.IsError
 	switch {
 	case r.Limited:
@@ -133,14 +135,19 @@ func Parse(name string, out []byte, exitCode int, now time.Time, pattern *regexp
 }
 
 // settle turns the announced reset into RetryAfter. A reset already past
-// when read is stale (or moved later since): it is not trusted, and the
-// caller re-probes after its short backoff instead.
+// when read is stale (or moved later since), and one beyond
+// ratelimit.Horizon is garbage: neither is trusted, and the caller
+// re-probes after its short backoff instead.
 func settle(r *Report, now time.Time) {
 	if !r.Limited || r.ResetAt.IsZero() {
 		return
 	}
-	if !r.ResetAt.After(now) {
-		r.Detail = clip(r.Detail+" (announced reset "+r.ResetAt.UTC().Format(time.RFC3339)+" already past: re-probe)", detailMax)
+	if !ratelimit.Trusted(now, r.ResetAt) {
+		why := "already past"
+		if r.ResetAt.After(now) {
+			why = "more than 7 days away, not believed"
+		}
+		r.Detail = clip(r.Detail+" (announced reset "+r.ResetAt.UTC().Format(time.RFC3339)+" "+why+": re-probe)", detailMax)
 		r.ResetAt = time.Time{}
 		return
 	}

@@ -69,8 +69,9 @@ func TestParseTextLimits(t *testing.T) {
 		{"You've hit your session limit · resets 11:25pm (UTC)\n/login to switch to an API usage-billed account.", limit, time.Date(2026, 11, 23, 23, 25, 0, 0, utc)},
 		{"You've hit your session limit · resets 5:40pm (Europe/Berlin)", limit, time.Date(2026, 11, 24, 17, 40, 0, 0, berlin)},
 		{"You've hit your weekly limit · resets Nov 26, 10:26pm (UTC)\n/upgrade to increase your usage limit.", limit, time.Date(2026, 11, 26, 22, 26, 0, 0, utc)},
-		{"You've hit your weekly limit · resets Jul 31, 2am (UTC)", limit, time.Date(2027, 7, 31, 2, 0, 0, 0, utc)},
-		{"You've hit your weekly limit · resets Sep 15 at 7pm", limit, time.Date(2027, 9, 15, 19, 0, 0, 0, utc)},
+		// Months ahead of now: beyond ratelimit.Horizon (7 days), not believed.
+		{"You've hit your weekly limit · resets Jul 31, 2am (UTC)", limit, time.Time{}},
+		{"You've hit your weekly limit · resets Sep 15 at 7pm", limit, time.Time{}},
 		{"You've hit your Opus limit · resets 10:26pm (UTC)", limit, time.Date(2026, 11, 23, 22, 26, 0, 0, utc)},
 		{"You've hit your Sonnet limit · resets 12:26am (UTC)", limit, time.Date(2026, 11, 24, 0, 26, 0, 0, utc)},
 		{"You've hit your limit · resets 5pm (Europe/Vilnius)", limit, time.Date(2026, 11, 24, 17, 0, 0, 0, vilnius)},
@@ -86,7 +87,8 @@ func TestParseTextLimits(t *testing.T) {
 
 		// Codex CLI.
 		{"You've hit your usage limit. Upgrade to Pro (https://openai.com/chatgpt/pricing), visit https://chatgpt.com/codex/settings/usage to purchase more credits or try again at 3:42 PM.", limit, time.Date(2026, 11, 24, 15, 42, 0, 0, utc)},
-		{"You've hit your usage limit. Try again at Jul 5th, 2027 8:19 PM.", limit, time.Date(2027, 7, 5, 20, 19, 0, 0, utc)},
+		{"You've hit your usage limit. Try again at Jul 5th, 2027 8:19 PM.", limit, time.Time{}}, // beyond the horizon
+		{"You've hit your usage limit. Try again at Nov 29th, 2026 8:19 PM.", limit, time.Date(2026, 11, 29, 20, 19, 0, 0, utc)},
 		{"You've hit your usage limit. Try again later.", limit, time.Time{}},
 		{"■ You've hit your usage limit. … try again in 5 days 22 hours 11 minutes.", limit, now.Add(5*24*time.Hour + 22*time.Hour + 11*time.Minute)},
 		{"ERROR: stream error: exceeded retry limit, last status: 429 Too Many Requests, request id: 8f1c", limit, time.Time{}},
@@ -228,6 +230,10 @@ func TestParseClaude(t *testing.T) {
 		{"500 with a null status", lines(claudeInit, claude500Null), 1, transient, true, time.Time{}, loop.Usage{}},
 		{"ordinary failure", lines(claudeInit, claudeFailed), 1, none, true, time.Time{}, loop.Usage{InputTokens: 100, OutputTokens: 50, CostUSD: 0.5}},
 		{"rejected event, killed before the result", lines(claudeInit, claudeReject), 143, limit, false, time.Unix(1795472573, 0), loop.Usage{}},
+		// resetsAt in milliseconds is read as such, not as the year 58865;
+		// one in the year 5138 is not believed (the next start probes).
+		{"rejected event, resetsAt in milliseconds", lines(claudeInit, strings.Replace(claudeReject, "1795472573", "1795472573000", 1), claudeSession), 1, limit, true, time.Unix(1795472573, 0), loop.Usage{}},
+		{"rejected event, resetsAt 99999999999", lines(claudeInit, strings.Replace(claudeReject, "1795472573", "99999999999", 1), claudeSession), 1, limit, true, time.Time{}, loop.Usage{}},
 		{"killed while retrying a 429", lines(claudeInit, `{"type":"system","subtype":"api_retry","attempt":3,"max_retries":10,"retry_delay_ms":30000,"error_status":429,"error":"rate_limit","session_id":"s"}`), -1, limit, false, time.Time{}, loop.Usage{}},
 		{"killed while retrying a 529", lines(claudeInit, `{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":500,"error_status":529,"error":"overloaded","session_id":"s"}`), -1, transient, false, time.Time{}, loop.Usage{}},
 		{"text output after all (command replaced)", []byte("You've hit your session limit · resets 11:25pm (UTC)\n"), 1, limit, false, time.Date(2026, 11, 23, 23, 25, 0, 0, time.UTC), loop.Usage{}},
@@ -294,7 +300,8 @@ func TestParseCodex(t *testing.T) {
 		r.Usage != (loop.Usage{InputTokens: 1946, CacheReadTokens: 1000, CacheCreationTokens: 5, OutputTokens: 7}) {
 		t.Errorf("passing run: %+v", r)
 	}
-	if r := Parse(Codex, limited, 1, now, defaultPattern); !r.Limited || !r.ResetAt.Equal(time.Date(2027, 7, 5, 20, 19, 0, 0, time.UTC)) {
+	// Seven months ahead: beyond ratelimit.Horizon, not believed.
+	if r := Parse(Codex, limited, 1, now, defaultPattern); !r.Limited || !r.ResetAt.IsZero() || !strings.Contains(r.Detail, "2027-07-05T20:19:00Z more than 7 days away, not believed") {
 		t.Errorf("usage limit: %+v", r)
 	}
 	if r := Parse(Codex, retry, 1, now, defaultPattern); !r.Limited || !r.ResetAt.IsZero() {

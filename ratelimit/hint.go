@@ -167,16 +167,13 @@ func ParseHint(output string, now time.Time) (until time.Time, ok bool) {
 	return until, ok
 }
 
-// epoch reads unix epoch seconds, or milliseconds when 12 digits or more.
+// epoch reads unix epoch seconds, or milliseconds (Epoch).
 func epoch(digits string) (time.Time, bool) {
 	n, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil {
+	if err != nil || n <= 0 {
 		return time.Time{}, false
 	}
-	if len(digits) >= 12 {
-		return time.UnixMilli(n), true
-	}
-	return time.Unix(n, 0), true
+	return Epoch(n), true
 }
 
 // sumParts adds up "5 days 22 hours 11 minutes": each number with its unit.

@@ -14,8 +14,9 @@
 //
 // A hit computes delay = max(retryAfter, min(Initial·2^(hits-1), Max)); hits
 // count consecutive rate limits and Success resets them. A wait announced by
-// the provider (Retry-After, a reset time) is honoured even beyond Max.
-// ParseHint reads such an announcement from an agent's output.
+// the provider (Retry-After, a reset time) is honoured even beyond Max, up
+// to Horizon (7 days); one further away is not believed. ParseHint reads
+// such an announcement from an agent's output.
 package ratelimit
 
 import (
@@ -59,6 +60,35 @@ func (c Config) Backoff(hits int) time.Duration {
 	return d
 }
 
+// Horizon is the longest wait loopr takes from a provider's word: a limit
+// announced to end further away than this (a stray number, an epoch in
+// milliseconds read as seconds: the year 5138) is not believed. The hit
+// then backs off as if nothing was announced, and the next start probes
+// the provider again, as for a reset already past. Weekly limits fit.
+// The exponential backoff is capped here too, whatever Config.Max says.
+const Horizon = 7 * 24 * time.Hour
+
+// Trusted reports whether a limit announced at now to end at until is
+// believed: no further than Horizon away. A reset already past is not
+// (there is nothing to wait for, and the caller's backoff re-probes).
+func Trusted(now, until time.Time) bool {
+	return until.After(now) && !until.After(now.Add(Horizon))
+}
+
+// Epoch reads a unix epoch a provider announced a reset with: seconds, or
+// milliseconds when it is too large for seconds of a plausible date
+// (>= 1e11, the year 5138, while now in milliseconds is 1.7e12). It is
+// the zero time for n <= 0.
+func Epoch(n int64) time.Time {
+	switch {
+	case n <= 0:
+		return time.Time{}
+	case n >= 1e11:
+		return time.UnixMilli(n)
+	}
+	return time.Unix(n, 0)
+}
+
 // State is the shared rate-limit state. The zero value is "never limited".
 type State struct {
 	Hits          int       `json:"hits"`                    // consecutive rate limits since the last success
@@ -78,13 +108,18 @@ type State struct {
 //
 // and extends BackoffUntil to now+delay (never shortening a backoff already
 // running, since several loops may report the same limit). RecoveryUntil
-// becomes BackoffUntil + Recovery. It returns delay.
+// becomes BackoffUntil + Recovery. It returns delay. A retryAfter beyond
+// Horizon is not believed (it counts as 0), and the exponential part stops
+// at Horizon: no hit blocks a profile longer than that.
 func (s *State) Hit(now time.Time, retryAfter time.Duration, c Config) time.Duration {
 	if s.Hits == 0 || s.Since.IsZero() {
 		s.Since = now
 	}
 	s.Hits++
-	delay := max(retryAfter, c.Backoff(s.Hits), 0)
+	if retryAfter > Horizon {
+		retryAfter = 0
+	}
+	delay := max(retryAfter, min(c.Backoff(s.Hits), Horizon), 0)
 	if until := now.Add(delay); until.After(s.BackoffUntil) {
 		s.BackoffUntil = until
 	}
@@ -96,7 +131,8 @@ func (s *State) Hit(now time.Time, retryAfter time.Duration, c Config) time.Dura
 // HitUntil records a rate limit at now whose end the provider announced: no
 // loop starts before until, even when that is further away than c.Max. It is
 // Hit with retryAfter = until - now, so the exponential backoff still applies
-// when the announced time is sooner (or already past).
+// when the announced time is sooner (or already past, or beyond Horizon:
+// not believed).
 func (s *State) HitUntil(now, until time.Time, c Config) time.Duration {
 	return s.Hit(now, until.Sub(now), c)
 }

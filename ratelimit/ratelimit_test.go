@@ -133,6 +133,12 @@ func TestHitUntil(t *testing.T) {
 		{"announced reset beyond max", t0.Add(5 * time.Hour), 5 * time.Hour, t0.Add(5 * time.Hour)},
 		{"announced reset sooner than the backoff", t0.Add(2 * time.Second), 5 * time.Second, t0.Add(5 * time.Second)},
 		{"announced reset already past", t0.Add(-time.Minute), 5 * time.Second, t0.Add(5 * time.Second)},
+		{"announced reset at the horizon", t0.Add(Horizon), Horizon, t0.Add(Horizon)},
+		// The year 5138 (resetsAt 99999999999), or 58865 (milliseconds
+		// read as seconds): not believed, probed again after the backoff.
+		{"announced reset beyond the horizon", t0.Add(Horizon + time.Second), 5 * time.Second, t0.Add(5 * time.Second)},
+		{"announced reset in the year 5138", time.Unix(99999999999, 0), 5 * time.Second, t0.Add(5 * time.Second)},
+		{"announced reset in the year 58865", time.Unix(1795472573000, 0), 5 * time.Second, t0.Add(5 * time.Second)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -295,5 +301,47 @@ func TestSuccessDuringBackoffKeepsTheLimitsClock(t *testing.T) {
 	s.Success(t0.Add(2 * time.Hour)) // after the backoff: the limit is over
 	if !s.Since.IsZero() {
 		t.Errorf("after a success past the backoff: since %v; want zero", s.Since)
+	}
+}
+
+// TestNoHitBlocksBeyondTheHorizon: with no cap on the exponential backoff
+// (max_backoff_secs 0) and any announced wait, however many hits, no hit
+// blocks a profile for longer than Horizon.
+func TestNoHitBlocksBeyondTheHorizon(t *testing.T) {
+	t.Parallel()
+	c := Config{Initial: time.Second}
+	var s State
+	for i := range 100 {
+		now := t0.Add(time.Duration(i) * time.Minute)
+		retry := []time.Duration{0, time.Hour, 1<<63 - 1, 30 * 24 * time.Hour}[i%4]
+		if d := s.Hit(now, retry, c); d > Horizon {
+			t.Fatalf("hit %d (retry-after %v): delay %v beyond the horizon", i+1, retry, d)
+		}
+		if got := s.Remaining(now); got > Horizon {
+			t.Fatalf("hit %d: blocked for %v", i+1, got)
+		}
+	}
+}
+
+func TestEpoch(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		n    int64
+		want time.Time
+	}{
+		{0, time.Time{}},
+		{-5, time.Time{}},
+		{1795472573, time.Unix(1795472573, 0)},
+		{1795472573000, time.Unix(1795472573, 0)}, // milliseconds
+		{1795472573123, time.UnixMilli(1795472573123)},
+		{99999999999, time.Unix(99999999999, 0)}, // seconds: the year 5138, for Trusted to refuse
+	}
+	for _, tt := range tests {
+		if got := Epoch(tt.n); !got.Equal(tt.want) {
+			t.Errorf("Epoch(%d) = %v, want %v", tt.n, got, tt.want)
+		}
+	}
+	if Trusted(t0, Epoch(99999999999)) || Trusted(t0, t0) || !Trusted(t0, t0.Add(Horizon)) || Trusted(t0, t0.Add(Horizon+1)) {
+		t.Error("Trusted: want (now, now+Horizon] only")
 	}
 }
