@@ -103,6 +103,7 @@ type ListRequest struct {
 	Type   string        `json:"type,omitzero"`
 	Parent string        `json:"parent,omitzero"`
 	Prefix string        `json:"prefix,omitzero"` // ids that start with this
+	Suffix string        `json:"suffix,omitzero"` // ids that end with this, in any case (a short id)
 }
 
 // ActionRequest carries the optional text of an action.

@@ -3,6 +3,10 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -222,7 +226,10 @@ func printLoop(e *env, l loop.Loop, tu api.TreeUsage) {
 	fmtT("deadline", l.Deadline)
 	row("triggered_by", l.TriggeredBy)
 	row("artifact", l.Artifact)
-	row("workdir", l.Workdir)
+	workdir, branch := e.gitNotes(l)
+	row("workdir", workdir)
+	row("branch", branch)
+	row("base", l.Base.String())
 	row("owner", l.Owner)
 	row("fairness_key", l.FairnessKey)
 	row("conflict_key", l.ConflictKey)
@@ -257,6 +264,34 @@ func printLoop(e *env, l loop.Loop, tu api.TreeUsage) {
 	if l.Feedback != "" {
 		fmt.Fprintf(e.stdout, "\nfeedback:\n%s\n", indent(termsafe.Text(l.Feedback)))
 	}
+}
+
+// gitNotes are the workdir and branch rows of show: as recorded, with what
+// became of them when this machine ran the loop (its workdir is under this
+// home) and they are gone: a finished loop's worktree is removed, and a
+// task's branch, once merged into its plan's, deleted.
+func (e *env) gitNotes(l loop.Loop) (workdir, branch string) {
+	workdir, branch = l.Workdir, l.Branch
+	home := e.paths.Home
+	if workdir == "" || home == "" || !strings.HasPrefix(workdir, filepath.Join(home, "worktrees")+string(filepath.Separator)) {
+		return workdir, branch
+	}
+	if _, err := os.Stat(workdir); errors.Is(err, fs.ErrNotExist) {
+		workdir += " (removed)"
+	}
+	if branch == "" {
+		return workdir, branch
+	}
+	err := exec.Command("git", "-C", e.paths.Workspace, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch).Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 1 {
+		if l.Status == loop.Complete && l.Parent != "" {
+			branch += " (merged into its plan's branch, then deleted)"
+		} else {
+			branch += " (deleted)"
+		}
+	}
+	return workdir, branch
 }
 
 func indent(s string) string {

@@ -106,8 +106,66 @@ type Loop struct {
 	// that look the same (no-progress detection).
 	FailureFingerprint string `json:"failure_fingerprint,omitzero"`
 	FailureRepeats     int    `json:"failure_repeats,omitzero"`
-	// Branch is the git branch the loop works on, once it has one.
+	// Branch is the git branch the loop works on, once it has one: a
+	// ralph (or user type) loop's own branch, a plan's integration branch.
 	Branch string `json:"branch,omitzero"`
+	// Base is the branch and commit Branch was made from, when loopr
+	// made it.
+	Base Base `json:"base,omitzero"`
+}
+
+// Base is where a loop's branch started: the branch checked out (or
+// "" for a detached HEAD) and the commit.
+type Base struct {
+	Branch string `json:"branch,omitzero"`
+	Commit string `json:"commit,omitzero"`
+}
+
+// String reads "main@1a2b3c4d5e6f" (the commit clipped to 12 characters),
+// "" for none.
+func (b Base) String() string {
+	c := b.Commit
+	if len(c) > 12 {
+		c = c[:12]
+	}
+	switch {
+	case b.Branch == "":
+		return c
+	case c == "":
+		return b.Branch
+	}
+	return b.Branch + "@" + c
+}
+
+// ShortID is the part of an id that people read and type, and that a
+// branch name carries: the last 8 characters of a ULID (its random part,
+// unique in practice), lowercased; any other id whole, without leading
+// '-'. Wherever a command takes an id, a short id works too (as a unique
+// suffix).
+func ShortID(id ID) string {
+	if isULID(id) {
+		return strings.ToLower(id[len(id)-ShortIDLen:])
+	}
+	if s := strings.TrimLeft(id, "-"); s != "" {
+		return s
+	}
+	return "loop"
+}
+
+// ShortIDLen is the length of a ULID's short id.
+const ShortIDLen = 8
+
+func isULID(id string) bool {
+	if len(id) != 26 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 // Usage is what agents consumed: tokens by kind, dollars and agent time.

@@ -83,26 +83,29 @@ func (m *Manager) prepare(ctx context.Context, a *active, l loop.Loop, profile s
 	if err := m.remoteParentArtifact(&j); err != nil {
 		return j, err
 	}
+	var br branchRec
 	if m.o.Git != nil {
-		dir, synced, err := m.worktree(ctx, l)
-		if err != nil {
+		var err error
+		if br, err = m.worktree(ctx, l); err != nil {
 			return j, fmt.Errorf("worktree: %w", err)
 		}
-		j.Workdir, a.synced = dir, synced
+		j.Workdir, a.synced = br.dir, br.synced
 	}
-	if j.Workdir != l.Workdir {
+	if j.Workdir != l.Workdir || br.branch != "" && (br.branch != l.Branch || br.base != (loop.Base{}) && l.Base == (loop.Base{})) {
 		err := m.svc.Store.Update(func(tx *store.Tx) error {
 			cur, err := tx.Get(l.ID)
 			if err != nil || cur.Status != loop.Running {
 				return err
 			}
 			cur.Workdir = j.Workdir
+			br.record(&cur)
 			return tx.Put(cur)
 		})
 		if err != nil {
 			return j, err
 		}
 		j.Loop.Workdir = j.Workdir
+		br.record(&j.Loop)
 	}
 	return j, nil
 }
@@ -149,44 +152,95 @@ func (m *Manager) promptFile(typ, configured string) string {
 	return ""
 }
 
+// branchRec is the working directory worktree made and the branch to
+// record on the loop: its own branch (ralph and user types) or its plan's
+// integration branch (the plan itself), and where that branch started
+// when it was made now.
+type branchRec struct {
+	dir, synced string
+	branch      string
+	base        loop.Base
+}
+
+// record sets l's branch and, when l has none yet, its base.
+func (b branchRec) record(l *loop.Loop) {
+	if b.branch == "" {
+		return
+	}
+	l.Branch = b.branch
+	if l.Base == (loop.Base{}) {
+		l.Base = b.base
+	}
+}
+
 // worktree makes the loop's working directory: ralph-like loops get a
 // branch loopr/<slug>-<short-id> from their plan's branch; plan/spec/phase loops get a
 // throwaway worktree of the plan branch. With git.remote, the plan branch
 // and the loop's branch are the remote's (gitflow.SyncBranch: the previous
 // iteration may have run on another machine); synced is the loop branch's
 // tip there, which the push after the iteration expects.
-func (m *Manager) worktree(ctx context.Context, l loop.Loop) (dir, synced string, err error) {
+func (m *Manager) worktree(ctx context.Context, l loop.Loop) (branchRec, error) {
 	g := m.o.Git
+	var rec branchRec
 	root, err := m.root(l)
 	if err != nil {
-		return "", "", err
+		return rec, err
+	}
+	// made reports whether branch is missing, so this call makes it and
+	// its base is known.
+	made := func(branch string) bool {
+		ok, err := g.HasBranch(ctx, branch)
+		return err == nil && !ok && l.Base == (loop.Base{})
+	}
+	// baseOf is where branch, just made from base, started; a failure to
+	// tell is logged, never the iteration's.
+	baseOf := func(branch, base string) loop.Base {
+		b, err := g.BaseOf(ctx, branch, base)
+		if err != nil {
+			m.log.Warn("record where the branch started", "loop", l.ID, "branch", branch, "err", err)
+		}
+		return b
 	}
 	base := "HEAD"
 	if root.Type == loop.Plan {
 		pb, err := g.Branch(ctx, root.ID, root.Title)
 		if err != nil {
-			return "", "", err
+			return rec, err
 		}
+		fresh := root.ID == l.ID && made(pb)
 		if err := g.EnsurePlanBranch(ctx, pb); err != nil {
-			return "", "", err
+			return rec, err
+		}
+		if root.ID == l.ID {
+			rec.branch = pb
+			if fresh {
+				rec.base = baseOf(pb, "HEAD")
+			}
 		}
 		base = pb
 	}
 	if !ownBranch(l.Type) {
-		dir, err = g.AddDetachedWorktree(ctx, l.ID, base)
-		return dir, "", err
+		rec.dir, err = g.AddDetachedWorktree(ctx, l.ID, base)
+		return rec, err
 	}
 	b, err := g.Branch(ctx, l.ID, l.Title)
 	if err != nil {
-		return "", "", err
+		return rec, err
 	}
+	fresh := made(b)
 	if g.Remote != "" {
-		if synced, err = g.SyncBranch(ctx, b, base); err != nil {
-			return "", "", err
+		if rec.synced, err = g.SyncBranch(ctx, b, base); err != nil {
+			return rec, err
 		}
 	}
-	dir, err = g.AddWorktree(ctx, l.ID, b, base)
-	return dir, synced, err
+	if rec.dir, err = g.AddWorktree(ctx, l.ID, b, base); err != nil {
+		return rec, err
+	}
+	rec.branch = b
+	if fresh {
+		rec.base = baseOf(b, base)
+	}
+	return rec, nil
 }
 
 // finish applies one iteration's result.
@@ -587,9 +641,13 @@ func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, profil
 		cur.RateLimitStreak, cur.TransientRetries = 0, 0
 		to := loop.Complete
 		msg := fmt.Sprintf("iteration %d passed", iteration)
-		if approval {
+		switch {
+		case approval:
 			to = loop.AwaitingApproval
-			msg += "; plan awaits approval"
+			msg += "; plan awaits approval: loopr approve " + loop.ShortID(cur.ID)
+		case cur.Parent == "" && cur.Branch != "" && m.o.Git != nil && ownBranch(cur.Type):
+			// A standalone loop's branch is its only result: say where.
+			msg += "; its work is on branch " + cur.Branch + " (git merge " + cur.Branch + ")"
 		}
 		if artData != nil {
 			if err := control.PutArtifact(tx, m.svc.Store, res.Artifact, cur.Artifact, artData); err != nil {
