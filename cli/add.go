@@ -146,7 +146,12 @@ func (e *env) create(cmd *cobra.Command, req api.CreateRequest, jsonOut, noStart
 		if jsonOut {
 			return writeJSON(e.stdout, l)
 		}
-		fmt.Fprintf(e.stdout, "created %s %s %q\n", l.Type, l.ID, l.Title)
+		ref := loop.ShortID(l.ID)
+		fmt.Fprintf(e.stdout, "created %s %s %q\n", l.Type, ref, l.Title)
+		if l.Type == loop.Plan && e.cfg != nil && e.cfg.Loop(loop.Plan).RequireApproval {
+			fmt.Fprintf(e.stdout, "once written, the plan waits for your approval: loopr approve %s\n", ref)
+			fmt.Fprintln(e.stdout, "(loopr status lists it then; loops.plan.require_approval: false skips the wait)")
+		}
 		return nil
 	})
 }

@@ -197,7 +197,7 @@ func (e *env) runDemo(ctx context.Context, o demoOptions) error {
 		stop()
 		return err
 	}
-	say("loopr demo: plan %s %q submitted", plan.ID, plan.Title)
+	say("loopr demo: plan %s %q submitted", loop.ShortID(plan.ID), plan.Title)
 
 	say("loopr demo: seed %d (`loopr demo --seed N` for another tree)", o.seed)
 

@@ -152,6 +152,29 @@ func ShortID(id ID) string {
 	return "loop"
 }
 
+// ShortIDs writes every ULID in text (a command or message for people)
+// that stands as a word as its short id.
+func ShortIDs(text string) string {
+	const n = 26
+	word := func(c byte) bool { return c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' }
+	var b strings.Builder
+	last := 0
+	for i := 0; i+n <= len(text); i++ {
+		if (i > 0 && word(text[i-1])) || (i+n < len(text) && word(text[i+n])) || !isULID(text[i:i+n]) {
+			continue
+		}
+		b.WriteString(text[last:i])
+		b.WriteString(ShortID(text[i : i+n]))
+		last = i + n
+		i += n - 1
+	}
+	if last == 0 {
+		return text
+	}
+	b.WriteString(text[last:])
+	return b.String()
+}
+
 // ShortIDLen is the length of a ULID's short id.
 const ShortIDLen = 8
 
@@ -248,6 +271,11 @@ func (l *Loop) NeedsAction() string {
 // TreeBudgetRoot precedes the root's id, closed by ")", in the detail of a
 // loop held because its tree's budget is spent.
 const TreeBudgetRoot = " (root "
+
+// Scheduled reports whether l's runnable_at is a start time it was made
+// with (`loopr add --at/--in`) rather than a retry's backoff: it has never
+// started.
+func (l *Loop) Scheduled() bool { return l.Iteration <= 1 && l.StartedAt.IsZero() }
 
 // Root reports whether l has no parent.
 func (l *Loop) Root() bool { return l.Parent == "" }
