@@ -17,14 +17,24 @@ func (e *env) planCmd() *cobra.Command {
 		req              = api.CreateRequest{Type: loop.Plan}
 	)
 	c := &cobra.Command{
-		Use:   "plan TEXT [--no-start]",
+		Use:   "plan TEXT... [--no-start]",
 		Short: "Start a plan loop for a request (starts a daemon in the background if none runs)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Start a plan loop for a request: loopr plan "Add a timeout option", or
+without quotes, loopr plan Add a timeout option (the words are joined with
+single spaces; quote a request that holds characters your shell reads,
+such as ? * ' " or a newline).
+
+With no daemon running, plan starts one in the background and says so on
+stderr; --no-start, or LOOPR_NO_START=1, only queues the loop. When
+loops.plan.require_approval is on (the default), the plan waits for
+` + "`loopr approve`" + ` once written: plan says so, and loopr status lists it.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if strings.TrimSpace(args[0]) == "" {
+			text := strings.Join(args, " ")
+			if strings.TrimSpace(text) == "" {
 				return &UsageError{fmt.Errorf("plan: the request text is empty")}
 			}
-			req.Task = args[0]
+			req.Task = text
 			return e.create(cmd, req, jsonOut, noStart)
 		},
 	}
