@@ -250,7 +250,7 @@ func TestIDPrefixes(t *testing.T) {
 			if child.Parent != "ABCE3333" {
 				t.Errorf("add --parent ABCE: parent %q", child.Parent)
 			}
-			if out := ok(t, r.dir, "list", "--parent", "abce"); !strings.Contains(out, child.ID) {
+			if out := ok(t, r.dir, "list", "--parent", "abce"); !strings.Contains(out, loop.ShortID(child.ID)) {
 				t.Errorf("list --parent abce:\n%s", out)
 			}
 
@@ -267,7 +267,7 @@ func TestIDPrefixes(t *testing.T) {
 			// Too short, or no match: exit 2, one line saying so.
 			for arg, want := range map[string]string{
 				"ABC":  "loop ABC: not found (an id prefix needs at least 4 characters; loopr list shows the ids)",
-				"ZZZZ": "loop ZZZZ: not found: no loop id is or starts with it",
+				"ZZZZ": "loop ZZZZ: not found: no loop id is, starts or ends with it",
 			} {
 				res := run(t, r.dir, "", "show", arg)
 				if res.code != 2 || !strings.Contains(res.stderr, want) || strings.Count(res.stderr, "\n") != 1 {
@@ -364,9 +364,10 @@ func TestApproveWithEyesOpen(t *testing.T) {
 	awaitStatus(t, r, plan.ID, loop.AwaitingApproval)
 
 	why := ok(t, r.dir, "why", plan.ID)
+	ref := loop.ShortID(plan.ID) // messages name loops by their short id
 	for _, want := range []string{
-		"awaiting your approval: read it with `loopr show " + plan.ID + " --artifact`",
-		"loopr approve " + plan.ID, "loopr iterate " + plan.ID + ` --feedback "…"`, "loopr reject " + plan.ID,
+		"awaiting your approval: read it with `loopr show " + ref + " --artifact`",
+		"loopr approve " + ref, "loopr iterate " + ref + ` --feedback "…"`, "loopr reject " + ref,
 	} {
 		if !strings.Contains(why, want) {
 			t.Errorf("why lacks %q:\n%s", want, why)
@@ -391,7 +392,7 @@ func TestApproveWithEyesOpen(t *testing.T) {
 	}
 
 	out = ok(t, r.dir, "approve", plan.ID)
-	for _, want := range []string{`approved plan ` + plan.ID + ` "Add OAuth login": now complete`, "created 2 loops:", "Part 01 of Add OAuth login", "Part 02 of Add OAuth login"} {
+	for _, want := range []string{`approved plan ` + ref + ` "Add OAuth login": now complete`, "created 2 loops:", "Part 01 of Add OAuth login", "Part 02 of Add OAuth login"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("approve output lacks %q:\n%s", want, out)
 		}
@@ -453,7 +454,7 @@ func TestCancelNamesWhatItCancelled(t *testing.T) {
 	ok(t, r.dir, "add", "--file", path)
 
 	out := ok(t, r.dir, "cancel", small.ID)
-	if !strings.HasPrefix(out, `cancelled plan `+small.ID+` "Small plan" and 3 loops below it:`) {
+	if !strings.HasPrefix(out, `cancelled plan `+loop.ShortID(small.ID)+` "Small plan" and 3 loops below it:`) {
 		t.Errorf("cancel small:\n%s", out)
 	}
 	for i := 1; i <= 3; i++ {
@@ -462,7 +463,7 @@ func TestCancelNamesWhatItCancelled(t *testing.T) {
 		}
 	}
 	out = ok(t, r.dir, "cancel", big.ID)
-	if !strings.HasPrefix(out, `cancelled plan `+big.ID+` "Big plan" and 25 loops below it:`) || !strings.HasSuffix(out, "  and 5 more\n") ||
+	if !strings.HasPrefix(out, `cancelled plan `+loop.ShortID(big.ID)+` "Big plan" and 25 loops below it:`) || !strings.HasSuffix(out, "  and 5 more\n") ||
 		!strings.Contains(out, "Big part 20\n") || strings.Contains(out, "Big part 21") {
 		t.Errorf("cancel big: want 20 named and 5 more:\n%s", out)
 	}

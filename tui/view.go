@@ -324,8 +324,9 @@ const (
 // treeColumns shares width w out. Narrow terminals first shorten the status
 // words, then drop AGE, ITER, PRIO and STATUS (from the right, NEXT / WHY
 // last: it says what the user most wants to know). The short ID column
-// shows only where it takes nothing they need (125 columns and more);
-// the panes' titles name the selected loop's short id at any width.
+// shows only where there is room to spare for it (136 columns and more),
+// taken from LOOP beyond its 40 columns or from NEXT / WHY beyond 64. The
+// panes' titles name the selected loop's short id at any width.
 func treeColumns(w int, cost bool) treeCols {
 	c := treeCols{status: 17, prio: 4, iter: 7, age: 5, why: minWhyW}
 	if cost {
@@ -350,10 +351,6 @@ func treeColumns(w int, cost bool) treeCols {
 		*col = 0
 	}
 	rest := w - used()
-	if rest >= 50+idW+len(gap) { // LOOP keeps 40 and NEXT / WHY 10 more than its least
-		c.id = idW
-		rest -= idW + len(gap)
-	}
 	if rest < minLoopW { // very narrow: NEXT / WHY gives way to the tree
 		c.why = max(0, c.why-(minLoopW-rest))
 		rest = w - used()
@@ -365,6 +362,14 @@ func treeColumns(w int, cost bool) treeCols {
 	if rest > 40 {
 		c.loop = min(40+(rest-40)/3, 64)
 		c.why += rest - c.loop
+	}
+	if c.loop >= 40+idW+len(gap) { // from spare room: LOOP's, or NEXT / WHY's when it has plenty
+		c.id = idW
+		if c.why >= 64+idW+len(gap) {
+			c.why -= idW + len(gap)
+		} else {
+			c.loop -= idW + len(gap)
+		}
 	}
 	return c
 }
