@@ -103,48 +103,41 @@ func TestBranchAndBaseRecorded(t *testing.T) {
 // share is refused with both.
 func TestShortIDs(t *testing.T) {
 	t.Parallel()
-	for _, viaDaemon := range []bool{false, true} {
-		name := "store"
+	viaStoreAndDaemon(t, func(t *testing.T, viaDaemon bool) {
+		r := newRepo(t, cliConfig(t))
 		if viaDaemon {
-			name = "daemon"
+			startDaemon(t, r)
 		}
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			r := newRepo(t, cliConfig(t))
-			if viaDaemon {
-				startDaemon(t, r)
-			}
-			var a, b loop.Loop
-			mustJSON(t, ok(t, r.dir, "add", "--type", "ralph", "--title", "First task", "--at", "2099-01-01T00:00:00Z", "--json"), &a)
-			out := ok(t, r.dir, "add", "--type", "ralph", "--title", "Second task", "--at", "2099-01-01T00:00:00Z")
-			short := regexp.MustCompile(`^created ralph ([0-9a-z]{8}) "Second task"\n$`).FindStringSubmatch(out)
-			if short == nil {
-				t.Fatalf("add said %q; want the short id", out)
-			}
-			b = show(t, r, short[1]) // the short id names the loop
-			if b.Title != "Second task" || loop.ShortID(b.ID) != short[1] || !strings.HasSuffix(gitflow.BranchName(b.ID, b.Title), "-"+short[1]) {
-				t.Fatalf("show %s = %s %q; want the second task, whose branch name ends with its short id", short[1], b.ID, b.Title)
-			}
-			if l := show(t, r, strings.ToUpper(loop.ShortID(a.ID))); l.ID != a.ID {
-				t.Errorf("show by upper-case short id = %s, want %s", l.ID, a.ID)
-			}
-			if out := ok(t, r.dir, "pause", loop.ShortID(a.ID)); out != `pause ralph `+loop.ShortID(a.ID)+` "First task": now paused`+"\n" {
-				t.Errorf("pause by short id said %q", out)
-			}
+		var a, b loop.Loop
+		mustJSON(t, ok(t, r.dir, "add", "--type", "ralph", "--title", "First task", "--at", "2099-01-01T00:00:00Z", "--json"), &a)
+		out := ok(t, r.dir, "add", "--type", "ralph", "--title", "Second task", "--at", "2099-01-01T00:00:00Z")
+		short := regexp.MustCompile(`^created ralph ([0-9a-z]{8}) "Second task"\n$`).FindStringSubmatch(out)
+		if short == nil {
+			t.Fatalf("add said %q; want the short id", out)
+		}
+		b = show(t, r, short[1]) // the short id names the loop
+		if b.Title != "Second task" || loop.ShortID(b.ID) != short[1] || !strings.HasSuffix(gitflow.BranchName(b.ID, b.Title), "-"+short[1]) {
+			t.Fatalf("show %s = %s %q; want the second task, whose branch name ends with its short id", short[1], b.ID, b.Title)
+		}
+		if l := show(t, r, strings.ToUpper(loop.ShortID(a.ID))); l.ID != a.ID {
+			t.Errorf("show by upper-case short id = %s, want %s", l.ID, a.ID)
+		}
+		if out := ok(t, r.dir, "pause", loop.ShortID(a.ID)); out != `pause ralph `+loop.ShortID(a.ID)+` "First task": now paused`+"\n" {
+			t.Errorf("pause by short id said %q", out)
+		}
 
-			lines := strings.Split(strings.TrimSpace(ok(t, r.dir, "list")), "\n")
-			if len(lines) != 3 || !strings.HasPrefix(lines[1], loop.ShortID(a.ID)+"  ") || !strings.HasPrefix(lines[2], loop.ShortID(b.ID)+"  ") ||
-				strings.Contains(strings.Join(lines, "\n"), a.ID) {
-				t.Errorf("list does not show the short ids (and only them):\n%s", strings.Join(lines, "\n"))
-			}
-			if q := ok(t, r.dir, "list", "-q"); q != a.ID+"\n"+b.ID+"\n" {
-				t.Errorf("list -q = %q, want the two full ids", q)
-			}
-			if q := ok(t, r.dir, "list", "-q", "--status", "paused"); q != a.ID+"\n" {
-				t.Errorf("list -q --status paused = %q, want the paused one", q)
-			}
-		})
-	}
+		lines := strings.Split(strings.TrimSpace(ok(t, r.dir, "list")), "\n")
+		if len(lines) != 3 || !strings.HasPrefix(lines[1], loop.ShortID(a.ID)+"  ") || !strings.HasPrefix(lines[2], loop.ShortID(b.ID)+"  ") ||
+			strings.Contains(strings.Join(lines, "\n"), a.ID) {
+			t.Errorf("list does not show the short ids (and only them):\n%s", strings.Join(lines, "\n"))
+		}
+		if q := ok(t, r.dir, "list", "-q"); q != a.ID+"\n"+b.ID+"\n" {
+			t.Errorf("list -q = %q, want the two full ids", q)
+		}
+		if q := ok(t, r.dir, "list", "-q", "--status", "paused"); q != a.ID+"\n" {
+			t.Errorf("list -q --status paused = %q, want the paused one", q)
+		}
+	})
 
 	// Two ids that end alike: the short id is ambiguous, both are named.
 	dir := t.TempDir()
