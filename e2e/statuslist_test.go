@@ -81,12 +81,12 @@ func TestStatusAndListEveryState(t *testing.T) {
 		}
 	}
 	for i, reason := range loop.NeedsReasons {
-		id := loop.ShortID(fmt.Sprintf("01JD3K9Q5ZB7X000000000NH%02d", i))
+		id := fmt.Sprintf("01JD3K9Q5ZB7X000000000NH%02d", i)
 		action := `→ loopr answer ` + id + ` "…"`
 		if reason == loop.NeedsBudget {
-			action = "→ loopr budget " + loop.ShortID(root) + " --usd N"
+			action = "→ loopr budget " + root + " --usd N"
 		}
-		head := regexp.MustCompile(`(?m)^  ` + id + ` +` + string(reason) + ` +\S+ ago  日本語のタイトル: ` + string(reason) + `.*…\n    \S.*\n    ` + regexp.QuoteMeta(action) + `$`)
+		head := regexp.MustCompile(`(?m)^  ` + loop.ShortID(id) + ` +` + string(reason) + ` +\S+ ago  日本語のタイトル: ` + string(reason) + `.*…\n    \S.*\n    ` + regexp.QuoteMeta(loop.ShortIDs(action)) + `$`)
 		if !head.MatchString(block) {
 			t.Errorf("NEEDS YOU lacks %s (%s): its line, what it waits for and %q:\n%s", id, reason, action, block)
 		}
