@@ -36,7 +36,7 @@ func (e *env) actionCmds() []*cobra.Command {
 		c := &cobra.Command{
 			Use:               s.use,
 			Short:             s.short,
-			Long:              s.short + ".\n\nID is a loop id or a unique prefix of one (at least 4 characters).",
+			Long:              s.short + ".\n\nID is a loop id, a unique prefix of one (at least 4 characters), or its short id (the end of the id, as list and branch names show it).",
 			Args:              cobra.ExactArgs(1),
 			ValidArgsFunction: e.completeLoopIDs,
 			RunE: func(cmd *cobra.Command, args []string) error {

@@ -119,7 +119,7 @@ LOOPR_NO_START=1 in the environment, only queues the loops in the store.`,
 	}
 	f := c.Flags()
 	f.StringVar(&req.Type, "type", "", "loop type: plan, spec, phase, ralph or a type from loopr.yml")
-	f.StringVar(&req.Parent, "parent", "", "parent loop id (or a unique prefix of one)")
+	f.StringVar(&req.Parent, "parent", "", "parent loop id (or a unique prefix of one, or its short id)")
 	f.StringVar(&req.Task, "task", "", "what the loop works on")
 	f.StringVar(&req.Title, "title", "", "short display name (default: the task's first line)")
 	f.IntVar(&req.MaxIterations, "max-iterations", 0, "iteration budget (default from loopr.yml)")

@@ -203,7 +203,7 @@ func (e *env) showCmd() *cobra.Command {
 last passing iteration produced (the plan or spec text, as validated and
 kept under <home>/loops/<id>/accepted/). --artifact prints only the artifact.
 
-ID is a loop id or a unique prefix of one (at least 4 characters).`,
+ID is a loop id, a unique prefix of one (at least 4 characters), or its short id (the end of the id, as list and branch names show it).`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: e.completeLoopIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
