@@ -3,13 +3,14 @@ GO      ?= go
 PKGS    ?= ./...
 BIN     ?= bin/loopr
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 
 .PHONY: all build test test-short lint fmt bench fuzz crash clean
 
 all: build test
 
 build:
-	$(GO) build -ldflags "-X github.com/loopr-dev/loopr/cli.Version=$(VERSION)" -o $(BIN) ./cmd/loopr
+	$(GO) build -ldflags "-X github.com/loopr-dev/loopr/cli.Version=$(VERSION) -X github.com/loopr-dev/loopr/cli.Commit=$(COMMIT)" -o $(BIN) ./cmd/loopr
 
 test:
 	$(GO) test -race -timeout 30m $(PKGS)

@@ -122,6 +122,7 @@ type ListRequest struct {
 	Type   string        `json:"type,omitzero"`
 	Parent string        `json:"parent,omitzero"`
 	Prefix string        `json:"prefix,omitzero"` // ids that start with this
+	Suffix string        `json:"suffix,omitzero"` // ids that end with this, in any case (a short id)
 }
 
 // ActionRequest carries the optional text of an action.
@@ -276,6 +277,10 @@ type Status struct {
 	// NeedsYou lists the loops waiting for a person (status needs_human),
 	// longest waiting first, at most MaxNeedsYou of them.
 	NeedsYou []NeedsYou `json:"needs_you,omitzero"`
+	// AwaitingApproval lists the plans that passed and wait for `loopr
+	// approve` (or iterate, or reject), longest waiting first, at most
+	// MaxNeedsYou of them.
+	AwaitingApproval []Approval `json:"awaiting_approval,omitzero"`
 	// Cluster, on an etcd store, lists the workers sharing its queue;
 	// absent on the bbolt file.
 	Cluster *Cluster `json:"cluster,omitempty"`
@@ -319,6 +324,23 @@ type NeedsYou struct {
 	Detail string           `json:"detail,omitzero"` // its first line, clipped
 	Since  time.Time        `json:"since"`
 	Action string           `json:"action"` // e.g. loopr answer 01J… "…"
+}
+
+// Approval is one plan awaiting approval, and the commands that decide on
+// it.
+type Approval struct {
+	ID    string    `json:"id"`
+	Type  string    `json:"type"`
+	Title string    `json:"title"`
+	Since time.Time `json:"since"`
+	// Actions are approve, iterate and reject, e.g. loopr approve 01J….
+	Actions []string `json:"actions"`
+}
+
+// ApprovalActions are the commands that decide on a plan awaiting
+// approval, naming it by ref: approve, iterate with feedback, reject.
+func ApprovalActions(ref string) []string {
+	return []string{"loopr approve " + ref, "loopr iterate " + ref + ` --feedback "…"`, "loopr reject " + ref}
 }
 
 // Problem is one preflight problem: something that would fail every

@@ -36,7 +36,7 @@ func (e *env) actionCmds() []*cobra.Command {
 		c := &cobra.Command{
 			Use:               s.use,
 			Short:             s.short,
-			Long:              s.short + ".\n\nID is a loop id or a unique prefix of one (at least 4 characters).",
+			Long:              s.short + ".\n\nID is a loop id, a unique prefix of one (at least 4 characters), or its short id (the end of the id, as list and branch names show it).",
 			Args:              cobra.ExactArgs(1),
 			ValidArgsFunction: e.completeLoopIDs,
 			RunE: func(cmd *cobra.Command, args []string) error {
@@ -80,7 +80,7 @@ func (e *env) printAction(ctx context.Context, b Backend, action string, res api
 			others = append(others, id)
 		}
 	}
-	name := fmt.Sprintf("%s %s %q", l.Type, l.ID, oneLine(l.Title, 60))
+	name := fmt.Sprintf("%s %s %q", l.Type, loop.ShortID(l.ID), oneLine(l.Title, 60))
 	switch {
 	case action == api.ActionCancel && l.Status != loop.Cancelled:
 		// A finished loop keeps its status; what ran below it stopped.
@@ -103,10 +103,10 @@ func (e *env) printAction(ctx context.Context, b Backend, action string, res api
 	for _, id := range named {
 		o, err := b.Get(ctx, id)
 		if err != nil {
-			fmt.Fprintf(w, "  %s\t\t(%v)\n", id, err)
+			fmt.Fprintf(w, "  %s\t\t(%v)\n", loop.ShortID(id), err)
 			continue
 		}
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", o.ID, o.Type, o.Status, oneLine(o.Title, 60))
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", loop.ShortID(o.ID), o.Type, o.Status, oneLine(o.Title, 60))
 	}
 	w.Flush()
 	if more := len(others) - len(named); more > 0 {

@@ -17,14 +17,24 @@ func (e *env) planCmd() *cobra.Command {
 		req              = api.CreateRequest{Type: loop.Plan}
 	)
 	c := &cobra.Command{
-		Use:   "plan TEXT [--no-start]",
+		Use:   "plan TEXT... [--no-start]",
 		Short: "Start a plan loop for a request (starts a daemon in the background if none runs)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Start a plan loop for a request: loopr plan "Add a timeout option", or
+without quotes, loopr plan Add a timeout option (the words are joined with
+single spaces; quote a request that holds characters your shell reads,
+such as ? * ' " or a newline).
+
+With no daemon running, plan starts one in the background and says so on
+stderr; --no-start, or LOOPR_NO_START=1, only queues the loop. When
+loops.plan.require_approval is on (the default), the plan waits for
+` + "`loopr approve`" + ` once written: plan says so, and loopr status lists it.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if strings.TrimSpace(args[0]) == "" {
+			text := strings.Join(args, " ")
+			if strings.TrimSpace(text) == "" {
 				return &UsageError{fmt.Errorf("plan: the request text is empty")}
 			}
-			req.Task = args[0]
+			req.Task = text
 			return e.create(cmd, req, jsonOut, noStart)
 		},
 	}
@@ -109,7 +119,7 @@ LOOPR_NO_START=1 in the environment, only queues the loops in the store.`,
 	}
 	f := c.Flags()
 	f.StringVar(&req.Type, "type", "", "loop type: plan, spec, phase, ralph or a type from loopr.yml")
-	f.StringVar(&req.Parent, "parent", "", "parent loop id (or a unique prefix of one)")
+	f.StringVar(&req.Parent, "parent", "", "parent loop id (or a unique prefix of one, or its short id)")
 	f.StringVar(&req.Task, "task", "", "what the loop works on")
 	f.StringVar(&req.Title, "title", "", "short display name (default: the task's first line)")
 	f.IntVar(&req.MaxIterations, "max-iterations", 0, "iteration budget (default from loopr.yml)")
@@ -149,7 +159,12 @@ func (e *env) create(cmd *cobra.Command, req api.CreateRequest, jsonOut, noStart
 		if jsonOut {
 			return writeJSON(e.stdout, l)
 		}
-		fmt.Fprintf(e.stdout, "created %s %s %q\n", l.Type, l.ID, l.Title)
+		ref := loop.ShortID(l.ID)
+		fmt.Fprintf(e.stdout, "created %s %s %q\n", l.Type, ref, l.Title)
+		if l.Type == loop.Plan && e.cfg != nil && e.cfg.Loop(loop.Plan).RequireApproval {
+			fmt.Fprintf(e.stdout, "once written, the plan waits for your approval: loopr approve %s\n", ref)
+			fmt.Fprintln(e.stdout, "(loopr status lists it then; loops.plan.require_approval: false skips the wait)")
+		}
 		return nil
 	})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
+	"github.com/loopr-dev/loopr/loop"
 )
 
 // maxFileBytes bounds a file given to `loopr add --file`.
@@ -302,7 +303,7 @@ func printFileResults(e *env, items []fileItem, results []fileResult, jsonOut bo
 		if r.Loop != nil {
 			typ, title = r.Loop.Type, oneLine(r.Loop.Title, 50)
 		}
-		fmt.Fprintf(w, "%d\t%d\tcreated\t%s\t%s\t%s\n", r.Index, r.Line, r.ID, typ, title)
+		fmt.Fprintf(w, "%d\t%d\tcreated\t%s\t%s\t%s\n", r.Index, r.Line, loop.ShortID(r.ID), typ, title)
 	}
 	w.Flush()
 	fmt.Fprintf(e.stdout, "%d created, %d failed\n", created, len(results)-created)

@@ -125,7 +125,8 @@ func readyFile() *os.File {
 }
 
 // detachDaemon starts `loopr daemon` in the background (startDaemon)
-// unless one runs, and says where.
+// and says where; when one runs already it says so and succeeds, as
+// `systemctl start` does: what was asked for holds.
 func (e *env) detachDaemon(ctx context.Context, logLevel string) error {
 	dctx, cancel := context.WithTimeout(ctx, time.Second)
 	c, err := client.Dial(dctx, e.paths.Socket())
@@ -133,7 +134,8 @@ func (e *env) detachDaemon(ctx context.Context, logLevel string) error {
 	if err == nil {
 		pid := c.DaemonPID()
 		c.Close()
-		return fmt.Errorf("daemon already running (pid %d)", pid)
+		fmt.Fprintf(e.stdout, "a loopr daemon already runs here (pid %d); nothing to start\n", pid)
+		return nil
 	}
 	if !errors.Is(err, client.ErrNoDaemon) {
 		return err

@@ -93,7 +93,7 @@ func TestAddFile(t *testing.T) {
 			if len(lines) != 5 {
 				t.Fatalf("add --file printed %d lines, want a header, 3 items and a summary:\n%s", len(lines), out)
 			}
-			id := `[0-9A-Z]{26}`
+			id := `[0-9a-z]{8}` // the short id
 			for i, re := range []string{
 				`^ITEM  LINE  RESULT   ID +TYPE +TITLE / ERROR$`,
 				`^0     2     created  ` + id + `  ralph +Fix the flaky login test$`,

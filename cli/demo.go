@@ -31,8 +31,10 @@ import (
 const demoRequest = "Add a URL shortener service with an HTTP API, storage and metrics"
 
 // demoConfig is the loopr.yml of the demo workspace: the simulated agent,
-// no approval stop, a validation that catches the agent's planted bugs,
-// small caps so the scheduler's choices show, and short backoffs.
+// the approval stop of a real workspace (the demo approves its plan
+// itself, once it has shown the step), a validation that catches the
+// agent's planted bugs, small caps so the scheduler's choices show, and
+// short backoffs.
 func demoConfig(exe string) string {
 	return fmt.Sprintf(`# loopr demo workspace: the built-in simulated agent stands in for a real one.
 scheduler:
@@ -54,7 +56,7 @@ agent:
   command: [%q, "agent-sim"]
   timeout_secs: 120
 loops:
-  plan:  {require_approval: false}
+  plan:  {require_approval: true}    # the demo approves its plan itself
   ralph: {validate: ["! grep -rq %s --include=*.go ."]}
 storage:
   disk_quota_min_gb: 0
@@ -66,6 +68,7 @@ func (e *env) demoCmd() *cobra.Command {
 		dir     string
 		plain   bool
 		clean   bool
+		keep    bool
 		speed   float64
 		seed    int64
 		timeout time.Duration
@@ -75,8 +78,13 @@ func (e *env) demoCmd() *cobra.Command {
 		Short: "Run a whole plan offline in a temporary git repo with the built-in simulated agent",
 		Long: `Create a throwaway git workspace, start a daemon whose agent is loopr's
 simulated agent, submit a plan and show it run: the dashboard in a terminal,
-progress lines otherwise. Ends with a summary of loops, iterations and
-rate-limit waits. Needs no agent, API key or network.
+progress lines otherwise. The plan stops for approval as in a real
+workspace, and the demo approves it for you (saying so). Ends with a
+summary of loops, iterations and rate-limit waits. Needs no agent, API key
+or network.
+
+The workspace is a new temporary directory, removed at the end unless
+--keep; --dir DIR uses (and keeps) DIR instead, unless --clean.
 
 The simulated agent's choices (titles, bugs, rate limits) follow --seed:
 the same seed gives the same tree. Ctrl-C stops the demo and its daemon,
@@ -87,13 +95,17 @@ prints the summary so far and exits 130.`,
 				return &UsageError{fmt.Errorf("--speed: must be >= 0")}
 			}
 			useTUI := !plain && isTerminal(e.stdout) && isTerminal(e.stdin)
+			// A temporary workspace goes at the end unless kept; one the
+			// user named stays unless --clean.
+			clean = clean || dir == "" && !keep
 			return e.runDemo(cmd.Context(), demoOptions{dir: dir, useTUI: useTUI, clean: clean, speed: speed, seed: seed, timeout: timeout})
 		},
 	}
 	f := c.Flags()
 	f.StringVar(&dir, "dir", "", "workspace to create (default: a new temporary directory)")
 	f.BoolVar(&plain, "plain", false, "print progress lines instead of the dashboard")
-	f.BoolVar(&clean, "clean", false, "remove the demo workspace afterwards")
+	f.BoolVar(&clean, "clean", false, "remove the demo workspace afterwards, even the --dir one")
+	f.BoolVar(&keep, "keep", false, "keep the temporary workspace afterwards (to look at its branches and logs)")
 	f.Float64Var(&speed, "speed", 1, "scale the simulated agent's thinking time (0 = instant)")
 	f.Int64Var(&seed, "seed", simagent.DefaultSeed, "seed of the simulated agent's choices: the same seed gives the same tree, titles and failures")
 	f.DurationVar(&timeout, "timeout", 10*time.Minute, "give up after this long")
@@ -197,13 +209,16 @@ func (e *env) runDemo(ctx context.Context, o demoOptions) error {
 		stop()
 		return err
 	}
-	say("loopr demo: plan %s %q submitted", plan.ID, plan.Title)
+	say("loopr demo: plan %s %q submitted", loop.ShortID(plan.ID), plan.Title)
 
 	say("loopr demo: seed %d (`loopr demo --seed N` for another tree)", o.seed)
 
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var w demoWatch
+	w := demoWatch{dashboard: useTUI}
+	if useTUI {
+		w.pause = time.Duration(4 * o.speed * float64(time.Second)) // the plan shows waiting for a moment
+	}
 	var took time.Duration // the run: from the start to the moment every loop had settled
 	if useTUI {
 		// A watcher beside the dashboard notes when the run ends, so
@@ -259,7 +274,9 @@ func (e *env) runDemo(ctx context.Context, o demoOptions) error {
 	if err == nil || errors.Is(err, errDemoStopped) {
 		err = summaryErr
 	}
-	if !clean {
+	if clean {
+		say("\nThe workspace %s is removed (loopr demo --keep keeps it).", dir)
+	} else {
 		say("\nThe workspace is kept: %s (see `git -C %s log --oneline --graph %s`)", dir, dir, gitflow.BranchName(plan.ID, plan.Title))
 	}
 	return err
@@ -300,9 +317,14 @@ func initDemoRepo(ctx context.Context, dir string) error {
 }
 
 // demoWatch follows the event stream and counts what the summary needs.
+// It approves the plan once it awaits approval, after saying what a user
+// would do there, pause (so the dashboard shows the plan waiting) later.
 type demoWatch struct {
 	status     map[string]loop.Status
 	rateLimits int
+	pause      time.Duration
+	approved   bool
+	dashboard  bool // its lines go nowhere: the dashboard shows the run
 }
 
 // settled reports whether every loop seen has reached a final status, or
@@ -347,6 +369,12 @@ func (w *demoWatch) follow(ctx context.Context, c *client.Client, out io.Writer,
 					w.line(out, msg, time.Since(began))
 				}
 			}
+			for id, st := range w.status {
+				if st == loop.AwaitingApproval && !w.approved {
+					w.approved = true
+					w.approve(ctx, c, out, id)
+				}
+			}
 			if w.settled() {
 				// Children are created after their parent's completion event:
 				// only the daemon's counts say that nothing is left to run.
@@ -360,6 +388,42 @@ func (w *demoWatch) follow(ctx context.Context, c *client.Client, out io.Writer,
 			}
 		}
 	}
+}
+
+// approve approves the plan id after saying what a user would do in a
+// workspace of their own. With a pause (the dashboard, where the plan
+// shows waiting, and a keypress may approve it first) it approves that
+// much later, in the background, and says nothing more.
+func (w *demoWatch) approve(ctx context.Context, c *client.Client, out io.Writer, id string) {
+	fmt.Fprintf(out, "        ◆ %s\n", approvalNote(id, false))
+	act := func() error {
+		_, err := c.Act(ctx, id, api.ActionApprove, api.ActionRequest{})
+		return err
+	}
+	if w.pause <= 0 {
+		if err := act(); err != nil && ctx.Err() == nil {
+			fmt.Fprintf(out, "        approve %s: %v\n", loop.ShortID(id), err)
+		}
+		return
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-time.After(w.pause):
+			_ = act() // refused only when approved from the dashboard first
+		}
+	}()
+}
+
+// approvalNote says that the demo's plan stopped for approval, what a user
+// would do then, and that the demo approves (done: approved) it.
+func approvalNote(id string, done bool) string {
+	ref := loop.ShortID(id)
+	verb := "approves"
+	if done {
+		verb = "approved"
+	}
+	return fmt.Sprintf("the plan waited for your approval, as plans do: in your own workspace, read it (loopr show %s --artifact), then loopr approve %s; the demo %s it for you", ref, ref, verb)
 }
 
 // line prints one event as a progress line.
@@ -453,6 +517,9 @@ func (e *env) demoSummary(ctx context.Context, plan loop.Loop, dir string, w dem
 		}
 	}
 	fmt.Fprintf(e.stdout, "\n%d loop(s) passed validation only on a later iteration (feedback carried into the next prompt)\n", retried)
+	if w.approved && w.dashboard { // plain output said it as it happened
+		fmt.Fprintln(e.stdout, approvalNote(plan.ID, true))
+	}
 	// The simulated agent leaves one marker per 429 it answered.
 	markers, _ := filepath.Glob(filepath.Join(dir, ".loopr", "sim", "429-*"))
 	fmt.Fprintf(e.stdout, "%d rate-limit signal(s) from the agent; the loops on that agent profile waited out its backoff (no iteration spent)\n",

@@ -25,7 +25,7 @@ after the journal so far, print events as the daemon journals them, until
 it stops or you press Ctrl-C. --json prints JSON Lines instead (the event's
 fields plus its loop's type and title).
 
-ID is a loop id or a unique prefix of one (at least 4 characters).`,
+ID is a loop id, a unique prefix of one (at least 4 characters), or its short id (the end of the id, as list and branch names show it).`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: e.completeLoopIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -19,16 +19,21 @@ import (
 )
 
 func (e *env) initCmd() *cobra.Command {
-	var force bool
+	var force, full bool
 	c := &cobra.Command{
-		Use:   "init",
-		Short: "Write a commented loopr.yml with every key and its default",
-		Long: `Write a commented loopr.yml with every key and its default. When the
-workspace is a Go module (go.mod), a Rust crate (Cargo.toml), a Node
-package (package.json) or a Python project (pyproject.toml, setup.cfg,
-setup.py), ralph loops are validated by its test command — go test ./...,
-cargo test, npm test, pytest — and init says what it found; otherwise the
-default (go test ./...) stays.`,
+		Use:   "init [--full]",
+		Short: "Write a short commented loopr.yml (--full: every key and its default)",
+		Long: `Write loopr.yml: the keys people change — the agent, the command that
+validates a task, plan approval, the main cap, the budget, worktrees —
+each at its default with a comment. --full writes every key instead, with
+its default and a comment (docs/configuration.md lists them all).
+
+When the workspace is a Go module (go.mod), a Rust crate (Cargo.toml), a
+Node package (package.json) or a Python project (pyproject.toml,
+setup.cfg, setup.py), ralph loops are validated by its test command —
+go test ./..., cargo test, npm test, pytest; for a Python package under
+src/ that is not installed, PYTHONPATH=src python3 -m pytest — and init
+says what it found; otherwise the default (go test ./...) stays.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			path := e.configFlag
@@ -47,7 +52,11 @@ default (go test ./...) stays.`,
 				return err
 			}
 			found := preflight.DetectAll(filepath.Dir(path))
-			body, err := templateFor(found)
+			tmpl := config.ShortTemplate()
+			if full {
+				tmpl = config.Template()
+			}
+			body, err := templateFor(tmpl, found)
 			if err != nil {
 				f.Close()
 				return err
@@ -71,21 +80,28 @@ default (go test ./...) stays.`,
 			}
 			fmt.Fprintf(e.stdout, "detected %s: ralph loops are validated by %s (loops.ralph.validate)\n",
 				strings.Join(markers, ", "), strings.Join(cmds, ", "))
+			for _, d := range found {
+				if d.Note != "" {
+					fmt.Fprintf(e.stdout, "  %s: %s\n", d.Validate, d.Note)
+				}
+			}
 			return nil
 		},
 	}
 	c.Flags().BoolVar(&force, "force", false, "overwrite an existing file")
+	c.Flags().BoolVar(&full, "full", false, "write every key with its default and a comment")
 	return c
 }
 
 // defaultValidate is the template's ralph validate command.
 const defaultValidate = "go test ./..."
 
-// templateFor returns config.Template() with the ralph validate line set to
-// the commands of the detected projects; the template itself when none was
-// found or the only one is a Go module.
-func templateFor(found []preflight.Detection) ([]byte, error) {
-	tmpl := string(config.Template())
+// templateFor returns template (config.Template() or ShortTemplate())
+// with the ralph validate line set to the commands of the detected
+// projects; the template itself when none was found or the only one is a
+// Go module.
+func templateFor(template []byte, found []preflight.Detection) ([]byte, error) {
+	tmpl := string(template)
 	if len(found) == 0 || len(found) == 1 && found[0].Validate == defaultValidate {
 		return []byte(tmpl), nil
 	}

@@ -1,11 +1,19 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
 	"github.com/loopr-dev/loopr/api"
@@ -15,15 +23,28 @@ import (
 
 func (e *env) listCmd() *cobra.Command {
 	var (
-		req     api.ListRequest
-		status  []string
-		jsonOut bool
+		req          api.ListRequest
+		status       []string
+		jsonOut, all bool
+		quiet        bool
 	)
 	c := &cobra.Command{
-		Use:   "list [--status S] [--type T] [--parent ID]",
+		Use:   "list [--status S] [--type T] [--parent ID] [--all] [-q]",
 		Short: "List loops in creation order",
-		Args:  cobra.NoArgs,
+		Long: `List loops in creation order: the short id (the end of the id, as branch
+names carry it; any command takes it), type, status, iteration, age, what
+the loop and everything below it spent, its parent and its title, clipped
+to the terminal's width.
+
+Loops that finished (complete, cancelled, expired, invalidated) more than
+a day ago are left out unless --all, or --status names their status;
+failed loops stay until you reset them. -q prints the full ids of the
+loops listed, one a line, for scripts. --json prints every loop's record.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if jsonOut && quiet {
+				return &UsageError{errors.New("--json and -q: give one")}
+			}
 			for _, s := range status {
 				for _, part := range strings.Split(s, ",") {
 					req.Status = append(req.Status, loop.Status(strings.TrimSpace(part)))
@@ -52,30 +73,17 @@ func (e *env) listCmd() *cobra.Command {
 					}
 					return writeJSON(e.stdout, loops)
 				}
-				if len(loops) == 0 {
-					fmt.Fprintln(e.stdout, "no loops")
+				shown, hidden := loops, 0
+				if !all && req.Status == nil {
+					shown, hidden = recent(loops, e.now())
+				}
+				if quiet {
+					for _, l := range shown {
+						fmt.Fprintln(e.stdout, l.ID)
+					}
 					return nil
 				}
-				all := loops
-				if req.Status != nil || req.Type != "" || req.Parent != "" {
-					// COST rolls up descendants the filter leaves out too.
-					if all, err = b.List(cmd.Context(), api.ListRequest{}); err != nil {
-						return err
-					}
-				}
-				tree := treeUsage(all)
-				now := e.now()
-				w := table(e.stdout)
-				fmt.Fprintln(w, "ID\tTYPE\tSTATUS\tITER\tAGE\tCOST\tPARENT\tTITLE")
-				for _, l := range loops {
-					parent := l.Parent
-					if parent == "" {
-						parent = "-"
-					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", l.ID, l.Type, l.Status,
-						l.Iteration, l.MaxIterations, age(now.Sub(l.CreatedAt)), costText(tree[l.ID]), parent, oneLine(l.Title, 60))
-				}
-				return w.Flush()
+				return e.printList(cmd.Context(), b, req, shown, hidden)
 			})
 		},
 	}
@@ -83,11 +91,107 @@ func (e *env) listCmd() *cobra.Command {
 	f.StringSliceVar(&status, "status", nil, "only these statuses (repeat or comma-separate)")
 	f.StringVar(&req.Type, "type", "", "only this type")
 	f.StringVar(&req.Parent, "parent", "", "only children of this loop")
-	f.BoolVar(&jsonOut, "json", false, "print a JSON array of loop records")
+	f.BoolVar(&all, "all", false, "also the loops that finished more than a day ago")
+	f.BoolVarP(&quiet, "quiet", "q", false, "print only the full ids of the loops listed, one a line")
+	f.BoolVar(&jsonOut, "json", false, "print a JSON array of every matching loop's record")
 	c.RegisterFlagCompletionFunc("parent", e.completeFlagIDs)
 	c.RegisterFlagCompletionFunc("type", e.completeTypes)
 	c.RegisterFlagCompletionFunc("status", completeStatuses)
 	return c
+}
+
+// listAge is how long `loopr list` keeps showing a loop that finished.
+const listAge = 24 * time.Hour
+
+// recent returns the loops `loopr list` shows without --all: all but
+// those that finished (failed aside: it waits for a reset) more than
+// listAge before now, and how many it left out.
+func recent(loops []loop.Loop, now time.Time) ([]loop.Loop, int) {
+	out := make([]loop.Loop, 0, len(loops))
+	for _, l := range loops {
+		done := l.FinishedAt
+		if done.IsZero() {
+			done = l.UpdatedAt
+		}
+		if l.Status.Terminal() && l.Status != loop.Failed && now.Sub(done) > listAge {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out, len(loops) - len(out)
+}
+
+// printList prints loops as the table of `loopr list`, titles clipped to
+// the terminal's width (60 characters when stdout is not a terminal),
+// and says how many finished loops it left out.
+func (e *env) printList(ctx context.Context, b Backend, req api.ListRequest, loops []loop.Loop, hidden int) error {
+	if len(loops) == 0 {
+		if hidden > 0 {
+			fmt.Fprintf(e.stdout, "no loops in the last day (%s finished before: loopr list --all)\n", count(hidden, "loop"))
+		} else {
+			fmt.Fprintln(e.stdout, "no loops")
+		}
+		return nil
+	}
+	all := loops
+	if req.Status != nil || req.Type != "" || req.Parent != "" || hidden > 0 {
+		// COST rolls up descendants the filter leaves out too.
+		var err error
+		if all, err = b.List(ctx, api.ListRequest{}); err != nil {
+			return err
+		}
+	}
+	tree := treeUsage(all)
+	now := e.now()
+	rows := [][]string{{"ID", "TYPE", "STATUS", "ITER", "AGE", "COST", "PARENT"}}
+	for _, l := range loops {
+		parent := "-"
+		if l.Parent != "" {
+			parent = loop.ShortID(l.Parent)
+		}
+		rows = append(rows, []string{loop.ShortID(l.ID), l.Type, string(l.Status),
+			fmt.Sprintf("%d/%d", l.Iteration, l.MaxIterations), age(now.Sub(l.CreatedAt)), costText(tree[l.ID]), parent})
+	}
+	titleW := 60
+	if w := terminalWidth(e.stdout); w > 0 {
+		used := 0
+		for col := range rows[0] {
+			wid := 0
+			for _, r := range rows {
+				wid = max(wid, utf8.RuneCountInString(r[col]))
+			}
+			used += wid + 2
+		}
+		titleW = max(w-used, 20)
+	}
+	w := table(e.stdout)
+	for i, r := range rows {
+		title := "TITLE"
+		if i > 0 {
+			title = oneLine(loops[i-1].Title, titleW)
+		}
+		fmt.Fprintf(w, "%s\t%s\n", strings.Join(r, "\t"), title)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if hidden > 0 {
+		fmt.Fprintf(e.stdout, "(%s that finished more than a day ago not shown: loopr list --all)\n", count(hidden, "loop"))
+	}
+	return nil
+}
+
+// terminalWidth is the width of w when it is a terminal, else 0.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(f.Fd()) {
+		return 0
+	}
+	width, _, err := term.GetSize(f.Fd())
+	if err != nil {
+		return 0
+	}
+	return width
 }
 
 func (e *env) showCmd() *cobra.Command {
@@ -99,7 +203,7 @@ func (e *env) showCmd() *cobra.Command {
 last passing iteration produced (the plan or spec text, as validated and
 kept under <home>/loops/<id>/accepted/). --artifact prints only the artifact.
 
-ID is a loop id or a unique prefix of one (at least 4 characters).`,
+ID is a loop id, a unique prefix of one (at least 4 characters), or its short id (the end of the id, as list and branch names show it).`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: e.completeLoopIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -222,7 +326,10 @@ func printLoop(e *env, l loop.Loop, tu api.TreeUsage) {
 	fmtT("deadline", l.Deadline)
 	row("triggered_by", l.TriggeredBy)
 	row("artifact", l.Artifact)
-	row("workdir", l.Workdir)
+	workdir, branch := e.gitNotes(l)
+	row("workdir", workdir)
+	row("branch", branch)
+	row("base", l.Base.String())
 	row("owner", l.Owner)
 	row("fairness_key", l.FairnessKey)
 	row("conflict_key", l.ConflictKey)
@@ -257,6 +364,34 @@ func printLoop(e *env, l loop.Loop, tu api.TreeUsage) {
 	if l.Feedback != "" {
 		fmt.Fprintf(e.stdout, "\nfeedback:\n%s\n", indent(termsafe.Text(l.Feedback)))
 	}
+}
+
+// gitNotes are the workdir and branch rows of show: as recorded, with what
+// became of them when this machine ran the loop (its workdir is under this
+// home) and they are gone: a finished loop's worktree is removed, and a
+// task's branch, once merged into its plan's, deleted.
+func (e *env) gitNotes(l loop.Loop) (workdir, branch string) {
+	workdir, branch = l.Workdir, l.Branch
+	home := e.paths.Home
+	if workdir == "" || home == "" || !strings.HasPrefix(workdir, filepath.Join(home, "worktrees")+string(filepath.Separator)) {
+		return workdir, branch
+	}
+	if _, err := os.Stat(workdir); errors.Is(err, fs.ErrNotExist) {
+		workdir += " (removed)"
+	}
+	if branch == "" {
+		return workdir, branch
+	}
+	err := exec.Command("git", "-C", e.paths.Workspace, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch).Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 1 {
+		if l.Status == loop.Complete && l.Parent != "" {
+			branch += " (merged into its plan's branch, then deleted)"
+		} else {
+			branch += " (deleted)"
+		}
+	}
+	return workdir, branch
 }
 
 func indent(s string) string {

@@ -32,7 +32,7 @@ followed while the agent writes, until that iteration ends (through the
 daemon; a loop that has not run yet is waited for). Characters a terminal
 would act on are shown escaped unless --raw.
 
-ID is a loop id or a unique prefix of one (at least 4 characters).`,
+ID is a loop id, a unique prefix of one (at least 4 characters), or its short id (the end of the id, as list and branch names show it).`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: e.completeLoopIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -13,9 +13,11 @@ import (
 )
 
 // lookup returns the loop that ref names, like git names commits: its id,
-// or a unique prefix of at least control.MinPrefix characters. Through the
-// daemon it asks GET /v1/loops?prefix=, else the store; an ambiguous
-// prefix is an error listing the candidates (exit 2).
+// or a unique prefix of at least control.MinPrefix characters, or else a
+// unique suffix of as many (the short id that list and branch names
+// show). Through the daemon it asks GET /v1/loops?prefix= (then
+// ?suffix=), else the store; an ambiguous one is an error listing the
+// candidates (exit 2).
 func lookup(ctx context.Context, b Backend, ref string) (loop.Loop, error) {
 	l, err := b.Get(ctx, ref)
 	if err == nil || !notFound(err) {
@@ -25,10 +27,16 @@ func lookup(ctx context.Context, b Backend, ref string) (loop.Loop, error) {
 		return control.Match(ref, nil)
 	}
 	matches, err := b.List(ctx, api.ListRequest{Prefix: ref})
-	if err != nil {
+	if err != nil || len(matches) > 0 {
+		if err != nil {
+			return loop.Loop{}, err
+		}
+		return control.Match(ref, matches)
+	}
+	if matches, err = b.List(ctx, api.ListRequest{Suffix: ref}); err != nil {
 		return loop.Loop{}, err
 	}
-	return control.Match(ref, matches)
+	return control.MatchSuffix(ref, matches)
 }
 
 // resolveID is lookup for commands that need only the id.

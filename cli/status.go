@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -45,8 +46,8 @@ func (e *env) statusCmd() *cobra.Command {
 // printStatus prints st for a person, in lines that fit 80 columns where
 // the values allow: the loops that need you first, then one aligned table.
 func printStatus(out io.Writer, st api.Status, now time.Time) error {
-	if n := st.Counts[loop.NeedsHuman]; n > 0 {
-		printNeedsYou(out, st.NeedsYou, n, now)
+	if st.Counts[loop.NeedsHuman]+st.Counts[loop.AwaitingApproval] > 0 {
+		printNeedsYou(out, st, now)
 	}
 	w := table(out)
 	if st.Daemon {
@@ -131,38 +132,58 @@ func printStatus(out io.Writer, st api.Status, now time.Time) error {
 }
 
 // printNeedsYou lists the loops that need a person, first in `loopr
-// status`: each on one line (id, reason, since when, and the title last,
-// so wide characters in it shift nothing), what it waits for under it, and
-// the command that resumes it, so that a line fits 80 columns.
-func printNeedsYou(out io.Writer, items []api.NeedsYou, total int, now time.Time) {
+// status`: the loops in needs_human and the plans awaiting approval,
+// longest waiting first, each on one line (short id, reason, since when,
+// and the title last, so wide characters in it shift nothing), what it
+// waits for under it, and the commands that resume it, so that a line
+// fits 80 columns.
+func printNeedsYou(out io.Writer, st api.Status, now time.Time) {
+	type row struct {
+		id, reason, ago, title, detail string
+		since                          time.Time
+		actions                        []string
+	}
+	var rows []row
+	for _, n := range st.NeedsYou {
+		rows = append(rows, row{id: loop.ShortID(n.ID), reason: string(n.Reason), title: n.Title, detail: loop.ShortIDs(n.Detail), since: n.Since,
+			actions: []string{loop.ShortIDs(n.Action)}})
+	}
+	for _, a := range st.AwaitingApproval {
+		ref := loop.ShortID(a.ID)
+		rows = append(rows, row{id: ref, reason: "approval", title: a.Title, since: a.Since,
+			detail: "the plan passed: read it with loopr show " + ref + " --artifact, then one of", actions: api.ApprovalActions(ref)})
+	}
+	slices.SortStableFunc(rows, func(a, b row) int { return a.since.Compare(b.since) })
+	total := st.Counts[loop.NeedsHuman] + st.Counts[loop.AwaitingApproval]
 	fmt.Fprintf(out, "NEEDS YOU (%d)\n", total)
-	type row struct{ id, reason, ago string }
-	rows := make([]row, len(items))
 	var wid, wreason, wago int
-	for i, n := range items {
-		rows[i] = row{n.ID, string(n.Reason), age(now.Sub(n.Since).Round(time.Second)) + " ago"}
+	for i := range rows {
+		rows[i].ago = age(now.Sub(rows[i].since).Round(time.Second)) + " ago"
 		wid = max(wid, utf8.RuneCountInString(rows[i].id))
 		wreason = max(wreason, utf8.RuneCountInString(rows[i].reason))
 		wago = max(wago, utf8.RuneCountInString(rows[i].ago))
 	}
-	for i, n := range items {
-		r := rows[i]
-		fmt.Fprintf(out, "  %s  %s  %s  %s\n", pad(r.id, wid), pad(r.reason, wreason), pad(r.ago, wago), oneLine(n.Title, needsTitleWidth))
-		if n.Detail != "" {
-			fmt.Fprintf(out, "    %s\n", oneLine(n.Detail, 76))
+	titleW := max(needsLineWidth-(2+wid+2+wreason+2+wago+2), 20)
+	for _, r := range rows {
+		fmt.Fprintf(out, "  %s  %s  %s  %s\n", pad(r.id, wid), pad(r.reason, wreason), pad(r.ago, wago), oneLine(r.title, titleW))
+		if r.detail != "" {
+			fmt.Fprintf(out, "    %s\n", oneLine(r.detail, needsLineWidth-4))
 		}
-		fmt.Fprintf(out, "    → %s\n", n.Action)
+		for _, a := range r.actions {
+			fmt.Fprintf(out, "    → %s\n", a)
+		}
 	}
-	if total > len(items) {
-		fmt.Fprintf(out, "  … and %d more: loopr list --status needs_human\n", total-len(items))
+	if more := st.Counts[loop.NeedsHuman] - len(st.NeedsYou); more > 0 {
+		fmt.Fprintf(out, "  … and %d more: loopr list --status needs_human\n", more)
+	}
+	if more := st.Counts[loop.AwaitingApproval] - len(st.AwaitingApproval); more > 0 {
+		fmt.Fprintf(out, "  … and %d more: loopr list --status awaiting_approval\n", more)
 	}
 	fmt.Fprintln(out)
 }
 
-// needsTitleWidth is the most of a title a NEEDS YOU line shows: with a
-// 26-character id, the longest reason (no_progress) and the longest age
-// ("99d23h ago"), 80 columns.
-const needsTitleWidth = 25
+// needsLineWidth is the width NEEDS YOU lines keep to.
+const needsLineWidth = 80
 
 // pad is s followed by spaces to n runes.
 func pad(s string, n int) string {

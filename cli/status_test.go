@@ -35,6 +35,8 @@ func TestStatusText(t *testing.T) {
 			{ID: id("C"), Reason: loop.NeedsQuestion, Title: "Pick\na port", Since: now.Add(-30 * time.Second),
 				Action: `loopr answer ` + id("C") + ` "…"`},
 		},
+		AwaitingApproval: []api.Approval{{ID: id("P"), Type: "plan", Title: "Add a URL shortener service with an HTTP API, storage and metrics",
+			Since: now.Add(-2 * time.Hour), Actions: api.ApprovalActions(id("P"))}},
 		Profiles:   []api.ProfileLimit{{Agent: "codex", Recovering: true}},
 		Spent:      map[string]string{id("R"): "tree budget spent"},
 		SpentToday: loop.Usage{CostUSD: 1.5, InputTokens: 1200, OutputTokens: 3400},
@@ -42,15 +44,20 @@ func TestStatusText(t *testing.T) {
 		Problems: []api.Problem{{TypesText: "ralph", What: `validate "go test ./..." needs a go.mod, and the workspace has none`,
 			Fix: "change loops.ralph.validate in loopr.yml"}},
 	}
-	want := `NEEDS YOU (6)
-  01JD3K9Q5ZB7X0000000000AAA  no_progress  99d23h ago  Migrate the storage laye…
+	want := `NEEDS YOU (7)
+  00000aaa  no_progress  99d23h ago  Migrate the storage layer to the new schema
     3 iterations in a row failed the same way: validate "go test ./..." exited…
-    → loopr answer 01JD3K9Q5ZB7X0000000000AAA "…"
-  01JD3K9Q5ZB7X0000000000BBB  budget       14m ago     日本語のタイトル
-    tree budget spent: $2.10 of $2.00 (root 01JD3K9Q5ZB7X0000000000RRR)
-    → loopr budget 01JD3K9Q5ZB7X0000000000RRR --usd N
-  01JD3K9Q5ZB7X0000000000CCC  question     30s ago     Pick a port
-    → loopr answer 01JD3K9Q5ZB7X0000000000CCC "…"
+    → loopr answer 00000aaa "…"
+  00000ppp  approval     2h ago      Add a URL shortener service with an HTTP A…
+    the plan passed: read it with loopr show 00000ppp --artifact, then one of
+    → loopr approve 00000ppp
+    → loopr iterate 00000ppp --feedback "…"
+    → loopr reject 00000ppp
+  00000bbb  budget       14m ago     日本語のタイトル
+    tree budget spent: $2.10 of $2.00 (root 00000rrr)
+    → loopr budget 00000rrr --usd N
+  00000ccc  question     30s ago     Pick a port
+    → loopr answer 00000ccc "…"
   … and 3 more: loopr list --status needs_human
 
 daemon       running, pid 4242, version 0.1.0, up 1h2m

@@ -39,7 +39,7 @@ func (e *env) whyCmd() *cobra.Command {
 				if jsonOut {
 					return writeJSON(e.stdout, w)
 				}
-				fmt.Fprintf(e.stdout, "%s %q  %s  (%s, iteration %d/%d)\n", w.Loop.Type, w.Loop.Title, w.Loop.ID,
+				fmt.Fprintf(e.stdout, "%s %q  %s  (%s, iteration %d/%d)\n", w.Loop.Type, w.Loop.Title, loop.ShortID(w.Loop.ID),
 					w.Loop.Status, w.Loop.Iteration, w.Loop.MaxIterations)
 				fmt.Fprintln(e.stdout, w.Formula)
 				var failed []string // the gates that hold it, each said once
@@ -75,6 +75,7 @@ func (e *env) whyCmd() *cobra.Command {
 
 // printApprovalHint says how to act on a loop awaiting approval.
 func printApprovalHint(w io.Writer, id string) {
+	id = loop.ShortID(id)
 	fmt.Fprintf(w, "awaiting your approval: read it with `loopr show %s --artifact`, then one of\n", id)
 	t := table(w)
 	fmt.Fprintf(t, "  loopr approve %s\tstart what it plans\n", id)

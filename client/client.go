@@ -293,6 +293,9 @@ func listPath(req api.ListRequest) string {
 	if req.Prefix != "" {
 		q.Set("prefix", req.Prefix)
 	}
+	if req.Suffix != "" {
+		q.Set("suffix", req.Suffix)
+	}
 	path := "/v1/loops"
 	if len(q) > 0 {
 		path += "?" + q.Encode()

@@ -20,13 +20,61 @@ import (
 
 func TestTemplateIsDefault(t *testing.T) {
 	t.Parallel()
-	got, err := config.Parse(config.Template(), "")
-	if err != nil {
-		t.Fatalf("Parse(Template()): %v", err)
+	for name, tmpl := range map[string][]byte{"Template": config.Template(), "ShortTemplate": config.ShortTemplate()} {
+		got, err := config.Parse(tmpl, "")
+		if err != nil {
+			t.Fatalf("Parse(%s()): %v", name, err)
+		}
+		if diff := cmp.Diff(config.Default(), got); diff != "" {
+			t.Errorf("Parse(%s()) mismatch (-want +got):\n%s", name, diff)
+		}
 	}
-	if diff := cmp.Diff(config.Default(), got); diff != "" {
-		t.Errorf("Parse(Template()) mismatch (-want +got):\n%s", diff)
+}
+
+// TestShortTemplate: the file `loopr init` writes is short, names the
+// agent and ralph's validate first, comments every key, has one
+// `command:` key (the agent's) and keeps to 130 columns.
+func TestShortTemplate(t *testing.T) {
+	t.Parallel()
+	tmpl := config.ShortTemplate()
+	if n := len(tmpl); n > 2500 {
+		t.Errorf("ShortTemplate() is %d bytes; it should stay short (loopr init --full writes every key)", n)
 	}
+	lines := strings.Split(string(tmpl), "\n")
+	first := map[string]int{}
+	for i, l := range lines {
+		if len(l) > 130 {
+			t.Errorf("line %d is %d columns", i+1, len(l))
+		}
+		for _, k := range []string{"agent:", "command:", "validate:"} {
+			if strings.HasPrefix(strings.TrimSpace(l), k) {
+				if _, ok := first[k]; ok {
+					t.Errorf("line %d: a second %s key", i+1, k)
+				} else {
+					first[k] = i + 1
+				}
+			}
+		}
+	}
+	if first["agent:"] == 0 || first["agent:"] > 10 || first["validate:"] == 0 || first["validate:"] > 20 {
+		t.Errorf("agent: at line %d, validate: at line %d; want both near the top", first["agent:"], first["validate:"])
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(tmpl, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(n *yaml.Node, prefix string)
+	walk = func(n *yaml.Node, prefix string) {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if v.Kind == yaml.MappingNode {
+				walk(v, prefix+k.Value+".")
+			} else if k.LineComment == "" && v.LineComment == "" {
+				t.Errorf("line %d: %s%s: no comment", k.Line, prefix, k.Value)
+			}
+		}
+	}
+	walk(doc.Content[0], "")
 }
 
 // TestTemplateHasEveryKey keeps Template complete: every key the decoder
@@ -231,12 +279,17 @@ func TestParseErrors(t *testing.T) {
 		{"unclosed flow", "loops:\n  ralph: {validate: [\n", "loopr.yml:2: invalid YAML: did not find expected node content"},
 
 		// Keys.
-		{"unknown top-level key", "schedular:\n  poll_interval_secs: 1\n", "loopr.yml:1: schedular: unknown key"},
+		{"unknown top-level key", "schedular:\n  poll_interval_secs: 1\n", "loopr.yml:1: schedular: unknown key; did you mean scheduler?"},
 		{"dotted key is quoted", "scheduler:\n  poll_interval_secs: 1\n  priority:\n    plan: 40\n\n\nscheduler.prioritty: 1\n", "loopr.yml:7: \"scheduler.prioritty\": unknown key"},
-		{"unknown key in section", "scheduler:\n  poll_interval_secs: 1\n  priority:\n    plan: 40\n  # typo below\n\n  prioritty: {}\n", "loopr.yml:7: scheduler.prioritty: unknown key"},
-		{"unknown loop key", "loops:\n  ralph:\n    max_iteration: 3\n", "loopr.yml:3: loops.ralph.max_iteration: unknown key"},
+		{"unknown key in section", "scheduler:\n  poll_interval_secs: 1\n  priority:\n    plan: 40\n  # typo below\n\n  prioritty: {}\n", "loopr.yml:7: scheduler.prioritty: unknown key; did you mean priority?"},
+		{"unknown loop key", "loops:\n  ralph:\n    max_iteration: 3\n", "loopr.yml:3: loops.ralph.max_iteration: unknown key; did you mean max_iterations?"},
 		{"unknown type key", "types:\n  review:\n    priority: 1\n", "loopr.yml:3: types.review.priority: unknown key"},
 		{"file is not a key", "File: x.yml\n", "loopr.yml:1: File: unknown key"},
+		{"a section's key at the top", "max_loops: 5\n", "loopr.yml:1: max_loops: unknown key; did you mean concurrency.max_loops or worker.max_loops?"},
+		{"a type's key at the top", "validate: [make test]\n", "loopr.yml:1: validate: unknown key; did you mean loops.ralph.validate or types.<name>.validate?"},
+		{"a near spelling", "concurrency:\n  max_loop: 5\n", "loopr.yml:2: concurrency.max_loop: unknown key; did you mean max_loops?"},
+		{"a swap is one edit", "git:\n  wroktrees: true\n", "loopr.yml:2: git.wroktrees: unknown key; did you mean worktrees?"},
+		{"nothing near", "concurrency:\n  speed: 5\n", "loopr.yml:2: concurrency.speed: unknown key"},
 		{"duplicate key", "concurrency:\n  max_loops: 5\n  max_api_calls: 2\n  max_loops: 6\n", "loopr.yml:4: concurrency.max_loops: duplicate key (first at line 2)"},
 		{"duplicate section", "git: {}\nstorage: {}\ngit: {}\n", "loopr.yml:3: git: duplicate key (first at line 1)"},
 		{"duplicate type", "types:\n  review: {}\n  review: {}\n", "loopr.yml:3: types.review: duplicate key (first at line 2)"},
@@ -284,7 +337,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown preset", "agent:\n  preset: aider\n", "loopr.yml:2: agent.preset: unknown preset \"aider\" (known: claude, codex, gemini, opencode, command)"},
 		{"profile named default", "agents:\n  default: {preset: codex}\n", "loopr.yml:2: agents.default: \"default\" names the agent: section; give this profile another name"},
 		{"bad profile name", "agents:\n  Codex: {preset: codex}\n", "loopr.yml:2: agents.Codex: invalid profile name: use up to 32 lowercase letters, digits, '-' and '_', starting with a letter"},
-		{"unknown key in a profile", "agents:\n  codex:\n    presett: codex\n", "loopr.yml:3: agents.codex.presett: unknown key"},
+		{"unknown key in a profile", "agents:\n  codex:\n    presett: codex\n", "loopr.yml:3: agents.codex.presett: unknown key; did you mean preset?"},
 		{"unknown type profile", "agents:\n  codex: {preset: codex}\nloops:\n  ralph: {agent: codx}\n", "loopr.yml:4: loops.ralph.agent: unknown agent profile \"codx\" (known: default, codex)"},
 		{"unknown user type profile", "types:\n  review: {agent: nope}\n", "loopr.yml:2: types.review.agent: unknown agent profile \"nope\" (known: default)"},
 		{"unknown fallback", "agent:\n  fallback: [codex]\n", "loopr.yml:2: agent.fallback[0]: unknown agent profile \"codex\" (known: default)"},
@@ -314,7 +367,7 @@ func TestParseErrors(t *testing.T) {
 		{"type name with newline", "types:\n  \"a\\nb\": {}\n", `loopr.yml:2: types."a\nb": invalid type name: use up to 32 lowercase letters, digits, '-' and '_', starting with a letter`},
 
 		// The first error wins: decoding errors before range errors.
-		{"decoding before validation", "concurrency:\n  max_loops: 0\ngit:\n  worktree: true\n", "loopr.yml:4: git.worktree: unknown key"},
+		{"decoding before validation", "concurrency:\n  max_loops: 0\ngit:\n  worktree: true\n", "loopr.yml:4: git.worktree: unknown key; did you mean worktrees?"},
 		{"validation in key order", "storage:\n  disk_quota_min_gb: -1\nconcurrency:\n  max_loops: 0\n", "loopr.yml:4: concurrency.max_loops: must be > 0"},
 	}
 	for _, tc := range tests {

@@ -199,7 +199,7 @@ func (d *decoder) value(n *yaml.Node, key string, keyLine int, v reflect.Value) 
 		return d.pairs(n, key, func(name, sub string, k, val *yaml.Node) error {
 			i, ok := fields[name]
 			if !ok {
-				return d.errorf(k.Line, sub, "unknown key")
+				return d.errorf(k.Line, sub, "%s", unknownKey(name, v.Type(), key == ""))
 			}
 			return d.value(val, sub, k.Line, v.FieldByIndex(i))
 		})

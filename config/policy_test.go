@@ -73,7 +73,7 @@ func TestParsePolicyErrors(t *testing.T) {
 		{"negative ttl", "scheduler:\n  fairness:\n    idle_ttl_secs: -1\n", "loopr.yml:3: scheduler.fairness.idle_ttl_secs: must be >= 0"},
 		{"enabled not a bool", "scheduler:\n  fairness:\n    enabled: yes\n", `loopr.yml:3: scheduler.fairness.enabled: must be true or false, got "yes"`},
 		{"negative max_pending", "admission:\n  max_pending: -5\n", "loopr.yml:2: admission.max_pending: must be >= 0"},
-		{"unknown quota key", "quotas:\n  alice:\n    max_runing: 2\n", "loopr.yml:3: quotas.alice.max_runing: unknown key"},
+		{"unknown quota key", "quotas:\n  alice:\n    max_runing: 2\n", "loopr.yml:3: quotas.alice.max_runing: unknown key; did you mean max_running?"},
 		{"negative quota", "quotas:\n  alice: {max_running: 1}\n  bob:\n    max_pending: -1\n", "loopr.yml:4: quotas.bob.max_pending: must be >= 0"},
 		{"empty owner", "quotas:\n  \"\": {max_running: 1}\n", `loopr.yml:2: quotas."": owner name must not be empty`},
 		{"quota not a mapping", "quotas:\n  alice: 3\n", `loopr.yml:2: quotas.alice: must be a mapping, got "3"`},

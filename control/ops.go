@@ -139,7 +139,7 @@ func (s *Service) List(req api.ListRequest) ([]loop.Loop, error) {
 	if req.Type != "" && !s.cfg().KnownType(req.Type) {
 		return nil, Invalid("--type", "unknown type %q (known: %s)", req.Type, strings.Join(s.cfg().Types(), ", "))
 	}
-	if req.Prefix != "" { // enough to resolve a prefix (Match), not a listing
+	if req.Prefix != "" || req.Suffix != "" { // enough to resolve a prefix or short id (Match), not a listing
 		return s.byPrefixFilter(req)
 	}
 	return s.Store.List(store.Filter{Statuses: req.Status, Type: req.Type, Parent: req.Parent})

@@ -15,7 +15,7 @@ import (
 func TestResolve(t *testing.T) {
 	t.Parallel()
 	svc := newService(t, 30)
-	ids := []string{"01ABCD11", "01ABCD22", "01ABCE33", "01AB", "plan1"}
+	ids := []string{"01ABCD11", "01ABCD22", "01ABCE33", "01AB", "plan1", "01KFQ8MZJ6BCZNWR4A", "01KFQ8MZJ7XYWR4A", "CD11XXXX"}
 	for i := range 12 {
 		ids = append(ids, fmt.Sprintf("01ZZZZ%02d", i))
 	}
@@ -42,7 +42,12 @@ func TestResolve(t *testing.T) {
 		{ref: "01ABCD", want: `id prefix "01ABCD" is ambiguous: 2 loops match`, ambiguous: true},
 		{ref: "01ZZ", want: "more than 10 loops match", ambiguous: true},
 		{ref: "01A", want: "an id prefix needs at least 4 characters", notFound: true},
-		{ref: "nope", want: "loop nope: not found: no loop id is or starts with it", notFound: true},
+		{ref: "nope", want: "loop nope: not found: no loop id is, starts or ends with it", notFound: true},
+		// A short id: the end of an id, in any case, when no id starts with it.
+		{ref: "bcznwr4a", want: "01KFQ8MZJ6BCZNWR4A"},
+		{ref: "CD22", want: "01ABCD22"},
+		{ref: "wr4a", want: `short id "wr4a" is ambiguous: 2 loops match`, ambiguous: true},
+		{ref: "cd11", want: "CD11XXXX"}, // a prefix wins over a suffix (01ABCD11)
 	}
 	for _, tc := range tests {
 		t.Run(tc.ref, func(t *testing.T) {

@@ -411,6 +411,13 @@ func (s *Service) Status(now time.Time) (api.Status, error) {
 		}); err != nil {
 			return err
 		}
+		if err := tx.ByStatus(loop.AwaitingApproval, func(l loop.Loop) bool {
+			st.AwaitingApproval = append(st.AwaitingApproval, api.Approval{ID: l.ID, Type: l.Type, Title: l.Title,
+				Since: l.UpdatedAt, Actions: api.ApprovalActions(l.ID)})
+			return true
+		}); err != nil {
+			return err
+		}
 		if limits, err = LoadLimits(tx); err != nil {
 			return err
 		}
@@ -435,6 +442,10 @@ func (s *Service) Status(now time.Time) (api.Status, error) {
 	slices.SortStableFunc(st.NeedsYou, func(a, b api.NeedsYou) int { return a.Since.Compare(b.Since) })
 	if len(st.NeedsYou) > api.MaxNeedsYou {
 		st.NeedsYou = st.NeedsYou[:api.MaxNeedsYou]
+	}
+	slices.SortStableFunc(st.AwaitingApproval, func(a, b api.Approval) int { return a.Since.Compare(b.Since) })
+	if len(st.AwaitingApproval) > api.MaxNeedsYou {
+		st.AwaitingApproval = st.AwaitingApproval[:api.MaxNeedsYou]
 	}
 	for _, t := range c.Types() {
 		st.Types = append(st.Types, api.TypeUsage{Type: t, Running: running[t], Cap: c.TypeCap(t)})

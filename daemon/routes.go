@@ -441,7 +441,7 @@ func (d *daemon) getStatus(w http.ResponseWriter, r *http.Request) error {
 
 func (d *daemon) listLoops(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	if err := checkQuery(q, "status", "type", "parent", "prefix"); err != nil {
+	if err := checkQuery(q, "status", "type", "parent", "prefix", "suffix"); err != nil {
 		return err
 	}
 	var req api.ListRequest
@@ -454,8 +454,9 @@ func (d *daemon) listLoops(w http.ResponseWriter, r *http.Request) error {
 	}
 	req.Type = q.Get("type")
 	req.Parent = q.Get("parent")
-	if req.Prefix = q.Get("prefix"); req.Prefix != "" {
-		// Resolving an id prefix: a few loops at most (control.MaxCandidates+1).
+	req.Prefix, req.Suffix = q.Get("prefix"), q.Get("suffix")
+	if req.Prefix != "" || req.Suffix != "" {
+		// Resolving an id prefix or short id: a few loops at most (control.MaxCandidates+1).
 		loops, err := d.svc.List(req)
 		if err != nil {
 			return err

@@ -229,7 +229,7 @@ func TestBudgetStopsTheTreeAndRaisingResumes(t *testing.T) {
 	}
 	// The command that resumes it raises the budget: answering would only
 	// put it back behind the same gate.
-	if out := ok(t, r.dir, "status"); !strings.Contains(out, "→ loopr budget "+plan.ID+" --usd N") || strings.Contains(out, "loopr answer") {
+	if out := ok(t, r.dir, "status"); !strings.Contains(out, "→ loopr budget "+loop.ShortID(plan.ID)+" --usd N") || strings.Contains(out, "loopr answer") {
 		t.Errorf("loopr status does not say to raise the budget:\n%s", out)
 	}
 	if out := ok(t, r.dir, "show", plan.ID); !strings.Contains(out, "loopr budget "+plan.ID+" --usd N") {

@@ -91,17 +91,17 @@ func TestLifecycleCommands(t *testing.T) {
 	}
 	list := ok(t, dir, "list")
 	for _, id := range []string{plan.ID, spec.ID, ralph.ID} {
-		if !strings.Contains(list, id) {
-			t.Errorf("list lacks %s:\n%s", id, list)
+		if !strings.Contains(list, loop.ShortID(id)) {
+			t.Errorf("list lacks %s:\n%s", loop.ShortID(id), list)
 		}
 	}
 	ok(t, dir, "pause", ralph.ID)
-	if out := ok(t, dir, "list", "--status", "paused"); !strings.Contains(out, ralph.ID) || strings.Contains(out, plan.ID) {
+	if out := ok(t, dir, "list", "--status", "paused"); !strings.Contains(out, loop.ShortID(ralph.ID)) || strings.Contains(out, loop.ShortID(plan.ID)) {
 		t.Errorf("list --status paused:\n%s", out)
 	}
 	ok(t, dir, "resume", ralph.ID)
 	out := ok(t, dir, "cancel", spec.ID)
-	if !strings.Contains(out, `cancelled spec `+spec.ID+` "Tokens" and 1 loop below it:`) || !strings.Contains(out, ralph.ID) || !strings.Contains(out, "Write the code") {
+	if !strings.Contains(out, `cancelled spec `+loop.ShortID(spec.ID)+` "Tokens" and 1 loop below it:`) || !strings.Contains(out, loop.ShortID(ralph.ID)) || !strings.Contains(out, "Write the code") {
 		t.Errorf("cancel output %q", out)
 	}
 	var got []loop.Loop

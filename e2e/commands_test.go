@@ -211,8 +211,10 @@ func importIDs(t *testing.T, dir string, loops ...string) {
 	ok(t, dir, "import", file)
 }
 
-func TestIDPrefixes(t *testing.T) {
-	t.Parallel()
+// viaStoreAndDaemon runs fn twice in parallel subtests: with the store
+// opened by each command (viaDaemon false), then through a daemon that fn
+// starts.
+func viaStoreAndDaemon(t *testing.T, fn func(t *testing.T, viaDaemon bool)) {
 	for _, viaDaemon := range []bool{false, true} {
 		name := "store"
 		if viaDaemon {
@@ -220,63 +222,70 @@ func TestIDPrefixes(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			r := newRepo(t, cliConfig(t))
-			importIDs(t, r.dir, "ABCD1111 ralph First task", "ABCD2222 spec Second thing", "ABCE3333 plan The plan")
-			if viaDaemon {
-				startDaemon(t, r)
-			}
-			// A unique prefix, in either case, works wherever an id does.
-			if l := show(t, r, "ABCE"); l.ID != "ABCE3333" {
-				t.Errorf("show ABCE = %s", l.ID)
-			}
-			if l := show(t, r, "abce3"); l.ID != "ABCE3333" {
-				t.Errorf("show abce3 = %s", l.ID)
-			}
-			if out := ok(t, r.dir, "why", "ABCD1"); !strings.Contains(out, "ABCD1111") {
-				t.Errorf("why ABCD1:\n%s", out)
-			}
-			if out := ok(t, r.dir, "pause", "ABCD2"); !strings.Contains(out, `pause spec ABCD2222 "Second thing": now paused`) {
-				t.Errorf("pause ABCD2: %q", out)
-			}
-			ok(t, r.dir, "resume", "abcd2")
-			if out := ok(t, r.dir, "budget", "abcd1", "--usd", "2"); !strings.Contains(out, "ABCD1111 budget $2.00") {
-				t.Errorf("budget abcd1: %q", out)
-			}
-			// ABCD1111 does not need a person: refused, but by its full id.
-			if res := run(t, r.dir, "", "answer", "abcd1", "blue"); res.code == 0 || !strings.Contains(res.stderr, "ABCD1111") {
-				t.Errorf("answer abcd1: exit %d %q", res.code, res.stderr)
-			}
-			var child loop.Loop
-			mustJSON(t, ok(t, r.dir, "add", "--type", "spec", "--parent", "ABCE", "--title", "Child", "--at", "2099-01-01T00:00:00Z", "--json"), &child)
-			if child.Parent != "ABCE3333" {
-				t.Errorf("add --parent ABCE: parent %q", child.Parent)
-			}
-			if out := ok(t, r.dir, "list", "--parent", "abce"); !strings.Contains(out, child.ID) {
-				t.Errorf("list --parent abce:\n%s", out)
-			}
-
-			// Ambiguous: exit 2, every candidate with its type and title.
-			res := run(t, r.dir, "", "show", "ABCD")
-			if res.code != 2 || !strings.Contains(res.stderr, `loopr: id prefix "ABCD" is ambiguous: 2 loops match; give more characters:`) ||
-				!regexp.MustCompile(`ABCD1111 +ralph +First task`).MatchString(res.stderr) ||
-				!regexp.MustCompile(`ABCD2222 +spec +Second thing`).MatchString(res.stderr) {
-				t.Errorf("show ABCD: exit %d\n%s", res.code, res.stderr)
-			}
-			if res := run(t, r.dir, "", "cancel", "abcd"); res.code != 2 || !strings.Contains(res.stderr, "ambiguous") {
-				t.Errorf("cancel abcd: exit %d %q", res.code, res.stderr)
-			}
-			// Too short, or no match: exit 2, one line saying so.
-			for arg, want := range map[string]string{
-				"ABC":  "loop ABC: not found (an id prefix needs at least 4 characters; loopr list shows the ids)",
-				"ZZZZ": "loop ZZZZ: not found: no loop id is or starts with it",
-			} {
-				res := run(t, r.dir, "", "show", arg)
-				if res.code != 2 || !strings.Contains(res.stderr, want) || strings.Count(res.stderr, "\n") != 1 {
-					t.Errorf("show %s: exit %d %q, want %q", arg, res.code, res.stderr, want)
-				}
-			}
+			fn(t, viaDaemon)
 		})
 	}
+}
+
+func TestIDPrefixes(t *testing.T) {
+	t.Parallel()
+	viaStoreAndDaemon(t, func(t *testing.T, viaDaemon bool) {
+		r := newRepo(t, cliConfig(t))
+		importIDs(t, r.dir, "ABCD1111 ralph First task", "ABCD2222 spec Second thing", "ABCE3333 plan The plan")
+		if viaDaemon {
+			startDaemon(t, r)
+		}
+		// A unique prefix, in either case, works wherever an id does.
+		if l := show(t, r, "ABCE"); l.ID != "ABCE3333" {
+			t.Errorf("show ABCE = %s", l.ID)
+		}
+		if l := show(t, r, "abce3"); l.ID != "ABCE3333" {
+			t.Errorf("show abce3 = %s", l.ID)
+		}
+		if out := ok(t, r.dir, "why", "ABCD1"); !strings.Contains(out, "ABCD1111") {
+			t.Errorf("why ABCD1:\n%s", out)
+		}
+		if out := ok(t, r.dir, "pause", "ABCD2"); !strings.Contains(out, `pause spec ABCD2222 "Second thing": now paused`) {
+			t.Errorf("pause ABCD2: %q", out)
+		}
+		ok(t, r.dir, "resume", "abcd2")
+		if out := ok(t, r.dir, "budget", "abcd1", "--usd", "2"); !strings.Contains(out, "ABCD1111 budget $2.00") {
+			t.Errorf("budget abcd1: %q", out)
+		}
+		// ABCD1111 does not need a person: refused, but by its full id.
+		if res := run(t, r.dir, "", "answer", "abcd1", "blue"); res.code == 0 || !strings.Contains(res.stderr, "ABCD1111") {
+			t.Errorf("answer abcd1: exit %d %q", res.code, res.stderr)
+		}
+		var child loop.Loop
+		mustJSON(t, ok(t, r.dir, "add", "--type", "spec", "--parent", "ABCE", "--title", "Child", "--at", "2099-01-01T00:00:00Z", "--json"), &child)
+		if child.Parent != "ABCE3333" {
+			t.Errorf("add --parent ABCE: parent %q", child.Parent)
+		}
+		if out := ok(t, r.dir, "list", "--parent", "abce"); !strings.Contains(out, loop.ShortID(child.ID)) {
+			t.Errorf("list --parent abce:\n%s", out)
+		}
+
+		// Ambiguous: exit 2, every candidate with its type and title.
+		res := run(t, r.dir, "", "show", "ABCD")
+		if res.code != 2 || !strings.Contains(res.stderr, `loopr: id prefix "ABCD" is ambiguous: 2 loops match; give more characters:`) ||
+			!regexp.MustCompile(`ABCD1111 +ralph +First task`).MatchString(res.stderr) ||
+			!regexp.MustCompile(`ABCD2222 +spec +Second thing`).MatchString(res.stderr) {
+			t.Errorf("show ABCD: exit %d\n%s", res.code, res.stderr)
+		}
+		if res := run(t, r.dir, "", "cancel", "abcd"); res.code != 2 || !strings.Contains(res.stderr, "ambiguous") {
+			t.Errorf("cancel abcd: exit %d %q", res.code, res.stderr)
+		}
+		// Too short, or no match: exit 2, one line saying so.
+		for arg, want := range map[string]string{
+			"ABC":  "loop ABC: not found (an id prefix needs at least 4 characters; loopr list shows the ids)",
+			"ZZZZ": "loop ZZZZ: not found: no loop id is, starts or ends with it",
+		} {
+			res := run(t, r.dir, "", "show", arg)
+			if res.code != 2 || !strings.Contains(res.stderr, want) || strings.Count(res.stderr, "\n") != 1 {
+				t.Errorf("show %s: exit %d %q, want %q", arg, res.code, res.stderr, want)
+			}
+		}
+	})
 }
 
 func TestCompletion(t *testing.T) {
@@ -365,9 +374,10 @@ func TestApproveWithEyesOpen(t *testing.T) {
 	awaitStatus(t, r, plan.ID, loop.AwaitingApproval)
 
 	why := ok(t, r.dir, "why", plan.ID)
+	ref := loop.ShortID(plan.ID) // messages name loops by their short id
 	for _, want := range []string{
-		"awaiting your approval: read it with `loopr show " + plan.ID + " --artifact`",
-		"loopr approve " + plan.ID, "loopr iterate " + plan.ID + ` --feedback "…"`, "loopr reject " + plan.ID,
+		"awaiting your approval: read it with `loopr show " + ref + " --artifact`",
+		"loopr approve " + ref, "loopr iterate " + ref + ` --feedback "…"`, "loopr reject " + ref,
 	} {
 		if !strings.Contains(why, want) {
 			t.Errorf("why lacks %q:\n%s", want, why)
@@ -392,7 +402,7 @@ func TestApproveWithEyesOpen(t *testing.T) {
 	}
 
 	out = ok(t, r.dir, "approve", plan.ID)
-	for _, want := range []string{`approved plan ` + plan.ID + ` "Add OAuth login": now complete`, "created 2 loops:", "Part 01 of Add OAuth login", "Part 02 of Add OAuth login"} {
+	for _, want := range []string{`approved plan ` + ref + ` "Add OAuth login": now complete`, "created 2 loops:", "Part 01 of Add OAuth login", "Part 02 of Add OAuth login"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("approve output lacks %q:\n%s", want, out)
 		}
@@ -454,7 +464,7 @@ func TestCancelNamesWhatItCancelled(t *testing.T) {
 	ok(t, r.dir, "add", "--file", path)
 
 	out := ok(t, r.dir, "cancel", small.ID)
-	if !strings.HasPrefix(out, `cancelled plan `+small.ID+` "Small plan" and 3 loops below it:`) {
+	if !strings.HasPrefix(out, `cancelled plan `+loop.ShortID(small.ID)+` "Small plan" and 3 loops below it:`) {
 		t.Errorf("cancel small:\n%s", out)
 	}
 	for i := 1; i <= 3; i++ {
@@ -463,7 +473,7 @@ func TestCancelNamesWhatItCancelled(t *testing.T) {
 		}
 	}
 	out = ok(t, r.dir, "cancel", big.ID)
-	if !strings.HasPrefix(out, `cancelled plan `+big.ID+` "Big plan" and 25 loops below it:`) || !strings.HasSuffix(out, "  and 5 more\n") ||
+	if !strings.HasPrefix(out, `cancelled plan `+loop.ShortID(big.ID)+` "Big plan" and 25 loops below it:`) || !strings.HasSuffix(out, "  and 5 more\n") ||
 		!strings.Contains(out, "Big part 20\n") || strings.Contains(out, "Big part 21") {
 		t.Errorf("cancel big: want 20 named and 5 more:\n%s", out)
 	}

@@ -43,9 +43,9 @@ func TestReadmeConfigReference(t *testing.T) {
 }
 
 // TestInitWritesTemplate: `loopr init` in a directory with no project file
-// writes the template and `loopr config check` accepts it (and reports, exit
-// 1, that its default `go test ./...` cannot work without a go.mod); a
-// second init refuses to overwrite.
+// writes the short template and `loopr config check` accepts it (and
+// reports, exit 1, that its default `go test ./...` cannot work without a
+// go.mod); a second init refuses to overwrite.
 func TestInitWritesTemplate(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -54,8 +54,8 @@ func TestInitWritesTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(data) != string(config.Template()) {
-		t.Error("loopr init did not write config.Template()")
+	if string(data) != string(config.ShortTemplate()) {
+		t.Error("loopr init did not write config.ShortTemplate()")
 	}
 	// Problems: the table and no "ok" (it printed "loopr.yml: ok" before
 	// them); stderr says the file itself is valid.

@@ -134,7 +134,7 @@ func TestNeedsYou(t *testing.T) {
 		t.Errorf("loopr show %s lacks the question and the answer command:\n%s", ask.ID, out)
 	}
 	out = ok(t, r.dir, "status")
-	if !strings.HasPrefix(out, "NEEDS YOU (4)\n") || !strings.Contains(out, `loopr answer `+same.ID+` "…"`) {
+	if !strings.HasPrefix(out, "NEEDS YOU (4)\n") || !strings.Contains(out, `loopr answer `+loop.ShortID(same.ID)+` "…"`) {
 		t.Errorf("loopr status does not list the 4 loops that need you first:\n%s", out)
 	}
 	var nh []loop.Loop

@@ -153,8 +153,8 @@ func TestPreflightPythonRepo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := strings.Replace(string(config.Template()), `    validate: ["go test ./..."]     #`, `    validate: ["pytest"]            #`, 1)
-	if want == string(config.Template()) || string(got) != want {
+	want := strings.Replace(string(config.ShortTemplate()), `    validate: ["go test ./..."]     #`, `    validate: ["pytest"]            #`, 1)
+	if want == string(config.ShortTemplate()) || string(got) != want {
 		t.Errorf("loopr init in a Python project: the file is not the template with validate [\"pytest\"] for ralph")
 	}
 	c, err := config.Load(filepath.Join(py, "loopr.yml"))

@@ -132,15 +132,19 @@ func TestReadmeQuickStart(t *testing.T) {
 	// progress lines; its workspace goes to a temporary directory.
 	cmd := exec.Command("go", "run", "./cmd/loopr", "demo")
 	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir(), "LOOPR_HOME=", "NO_COLOR=1")
+	tmp := t.TempDir()
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "LOOPR_HOME=", "NO_COLOR=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("go run ./cmd/loopr demo: %v\n%s", err, out)
 	}
-	for _, want := range []string{"loopr demo finished in", "TYPE   LOOPS", "ralph", "file(s) merged onto branch", "The workspace is kept"} {
+	for _, want := range []string{"loopr demo finished in", "TYPE   LOOPS", "ralph", "file(s) merged onto branch", "is removed (loopr demo --keep keeps it)"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "loopr-demo-*")); len(left) > 0 {
+		t.Errorf("the demo left its workspace behind: %v", left)
 	}
 }
 
@@ -227,7 +231,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 			}
 			data = re.ReplaceAll(data, []byte(fmt.Sprintf("  command: [%q]", agent)))
 			// And, for the test machine, no free-disk floor (other tests fill it).
-			data = regexp.MustCompile(`(?m)^  disk_quota_min_gb: .*$`).ReplaceAll(data, []byte("  disk_quota_min_gb: 0"))
+			data = append(data, "storage: {disk_quota_min_gb: 0}\n"...)
 			if err := os.WriteFile(path, data, 0o644); err != nil {
 				t.Fatal(err)
 			}

@@ -16,7 +16,8 @@ import (
 // one in needs_human for every reason), read by the real binary without a
 // daemon. `loopr status` lists the five that need you first, each in lines
 // of at most 80 columns with the command that resumes it (loopr budget for
-// the spent budget), and the counts on two lines; `loopr list` keeps every
+// the spent budget), by their short ids, and with them the plan awaiting
+// approval; then the counts on two lines; `loopr list --all` keeps every
 // column aligned, whatever the status or title.
 func TestStatusAndListEveryState(t *testing.T) {
 	t.Parallel()
@@ -68,8 +69,11 @@ func TestStatusAndListEveryState(t *testing.T) {
 
 	status := ok(t, dir, "status")
 	block, _, found := strings.Cut(status, "\n\n")
-	if !found || !strings.HasPrefix(block, "NEEDS YOU (5)\n") {
-		t.Fatalf("status does not start with the 5 loops that need you:\n%s", status)
+	if !found || !strings.HasPrefix(block, "NEEDS YOU (6)\n") {
+		t.Fatalf("status does not start with the 6 loops that need you (5 and a plan to approve):\n%s", status)
+	}
+	if !regexp.MustCompile(`(?m)^  000000pl +approval +\S+ ago  Add a URL shortener`).MatchString(block) {
+		t.Errorf("NEEDS YOU lacks the plan awaiting approval:\n%s", block)
 	}
 	for _, line := range strings.Split(block, "\n") {
 		if n := utf8.RuneCountInString(line); n > 80 {
@@ -85,7 +89,7 @@ func TestStatusAndListEveryState(t *testing.T) {
 		case loop.NeedsLimit: // an answer is refused while the profile is limited
 			action = "→ loopr limits clear claude"
 		}
-		head := regexp.MustCompile(`(?m)^  ` + id + ` +` + string(reason) + ` +\S+ ago  日本語のタイトル: ` + string(reason) + `.*…\n    \S.*\n    ` + regexp.QuoteMeta(action) + `$`)
+		head := regexp.MustCompile(`(?m)^  ` + loop.ShortID(id) + ` +` + string(reason) + ` +\S+ ago  日本語のタイトル: ` + string(reason) + `.*…\n    \S.*\n    ` + regexp.QuoteMeta(loop.ShortIDs(action)) + `$`)
 		if !head.MatchString(block) {
 			t.Errorf("NEEDS YOU lacks %s (%s): its line, what it waits for and %q:\n%s", id, reason, action, block)
 		}
@@ -95,7 +99,7 @@ func TestStatusAndListEveryState(t *testing.T) {
 		t.Errorf("status counts are not on two lines (in play, finished):\n%s", status)
 	}
 
-	list := strings.Split(strings.TrimSuffix(ok(t, dir, "list"), "\n"), "\n")
+	list := strings.Split(strings.TrimSuffix(ok(t, dir, "list", "--all"), "\n"), "\n")
 	if len(list) != 1+len(recs) {
 		t.Fatalf("list has %d lines, want a header and %d loops:\n%s", len(list), len(recs), strings.Join(list, "\n"))
 	}

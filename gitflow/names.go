@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/loopr-dev/loopr/internal/termsafe"
+	"github.com/loopr-dev/loopr/loop"
 )
 
 // integrationPrefix starts the names of the integration worktrees that Merge
@@ -97,6 +98,34 @@ func (r *Repo) HasBranch(ctx context.Context, branch string) (bool, error) {
 	return r.branchExists(ctx, branch)
 }
 
+// BaseOf returns where branch, just made from base, starts: base's name
+// (for "HEAD", the branch checked out in the repository, "" when HEAD is
+// detached) and the commit branch points at. Right after the branch was
+// made that is the commit it was made from, whatever base has moved to
+// since.
+func (r *Repo) BaseOf(ctx context.Context, branch, base string) (loop.Base, error) {
+	if err := checkBranch(branch); err != nil {
+		return loop.Base{}, err
+	}
+	commit, err := r.resolve(ctx, "refs/heads/"+branch)
+	if err != nil {
+		return loop.Base{}, err
+	}
+	name := base
+	if base == "HEAD" {
+		out, err := r.git(ctx, r.Root, "symbolic-ref", "--quiet", "--short", "HEAD")
+		switch exitCode(err) {
+		case 0:
+			name = strings.TrimSpace(out)
+		case 1:
+			name = "" // detached
+		default:
+			return loop.Base{}, err
+		}
+	}
+	return loop.Base{Branch: name, Commit: commit}, nil
+}
+
 // branchExists reports whether refs/heads/<branch> exists.
 func (r *Repo) branchExists(ctx context.Context, branch string) (bool, error) {
 	return r.gitTest(ctx, "show-ref", "--verify", "--quiet", "refs/heads/"+branch)
@@ -155,30 +184,8 @@ func BranchName(id, title string) string {
 // carried titles: loopr/<id>.
 func LegacyBranch(id string) string { return "loopr/" + id }
 
-// ShortID is the part of id a branch name carries: the last 8 characters
-// of a ULID, lowercased; any other id whole, without leading '-'.
-func ShortID(id string) string {
-	if isULID(id) {
-		return strings.ToLower(id[len(id)-8:])
-	}
-	if s := strings.TrimLeft(id, "-"); s != "" {
-		return s
-	}
-	return "loop"
-}
-
-func isULID(id string) bool {
-	if len(id) != 26 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z') {
-			return false
-		}
-	}
-	return true
-}
+// ShortID is the part of id a branch name carries: loop.ShortID.
+func ShortID(id string) string { return loop.ShortID(id) }
 
 // Slug makes a branch-name part of a title: ASCII letters lowercased,
 // digits kept, every other run of characters one '-', at most SlugMax

@@ -3,6 +3,8 @@ package gitflow
 import (
 	"strings"
 	"testing"
+
+	"github.com/loopr-dev/loopr/loop"
 )
 
 func TestBranchName(t *testing.T) {
@@ -74,5 +76,36 @@ func TestBranchFindsLegacyNames(t *testing.T) {
 		if err != nil || got != want {
 			t.Errorf("Branch(%q) = %q, %v; want %q", id, got, err, want)
 		}
+	}
+}
+
+// TestBaseOf: where a branch loopr just made starts — the branch checked
+// out for HEAD ("" when detached), another branch by its name — and the
+// commit it was made at, even once its base has moved on.
+func TestBaseOf(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	r := newRepo(t)
+	head := gitT(t, r.Root, "rev-parse", "HEAD")
+	if err := r.EnsurePlanBranch(ctx, "loopr/plan-p1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.BaseOf(ctx, "loopr/plan-p1", "HEAD"); err != nil || got != (loop.Base{Branch: "main", Commit: head}) {
+		t.Errorf("BaseOf(plan, HEAD) = %+v, %v; want main at %s", got, err, head)
+	}
+	if _, err := r.AddWorktree(ctx, "T1", "loopr/task-t1", "loopr/plan-p1"); err != nil {
+		t.Fatal(err)
+	}
+	ralph(t, r, "plan-p1", "T2", map[string]string{"x.txt": "moved\n"}) // work merged into the plan branch since:
+	gitT(t, r.Root, "update-ref", "refs/heads/loopr/plan-p1", "refs/heads/loopr/T2")
+	if got, err := r.BaseOf(ctx, "loopr/task-t1", "loopr/plan-p1"); err != nil || got != (loop.Base{Branch: "loopr/plan-p1", Commit: head}) {
+		t.Errorf("BaseOf(task, plan) = %+v, %v; want the plan branch at %s", got, err, head)
+	}
+	gitT(t, r.Root, "checkout", "-q", "--detach")
+	if got, err := r.BaseOf(ctx, "loopr/task-t1", "HEAD"); err != nil || got != (loop.Base{Commit: head}) {
+		t.Errorf("BaseOf with a detached HEAD = %+v, %v; want no branch, the commit", got, err)
+	}
+	if _, err := r.BaseOf(ctx, "loopr/none", "HEAD"); err == nil {
+		t.Error("BaseOf(a missing branch) = nil error")
 	}
 }

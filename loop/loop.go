@@ -106,8 +106,89 @@ type Loop struct {
 	// that look the same (no-progress detection).
 	FailureFingerprint string `json:"failure_fingerprint,omitzero"`
 	FailureRepeats     int    `json:"failure_repeats,omitzero"`
-	// Branch is the git branch the loop works on, once it has one.
+	// Branch is the git branch the loop works on, once it has one: a
+	// ralph (or user type) loop's own branch, a plan's integration branch.
 	Branch string `json:"branch,omitzero"`
+	// Base is the branch and commit Branch was made from, when loopr
+	// made it.
+	Base Base `json:"base,omitzero"`
+}
+
+// Base is where a loop's branch started: the branch checked out (or
+// "" for a detached HEAD) and the commit.
+type Base struct {
+	Branch string `json:"branch,omitzero"`
+	Commit string `json:"commit,omitzero"`
+}
+
+// String reads "main@1a2b3c4d5e6f" (the commit clipped to 12 characters),
+// "" for none.
+func (b Base) String() string {
+	c := b.Commit
+	if len(c) > 12 {
+		c = c[:12]
+	}
+	switch {
+	case b.Branch == "":
+		return c
+	case c == "":
+		return b.Branch
+	}
+	return b.Branch + "@" + c
+}
+
+// ShortID is the part of an id that people read and type, and that a
+// branch name carries: the last 8 characters of a ULID (its random part,
+// unique in practice), lowercased; any other id whole, without leading
+// '-'. Wherever a command takes an id, a short id works too (as a unique
+// suffix).
+func ShortID(id ID) string {
+	if isULID(id) {
+		return strings.ToLower(id[len(id)-ShortIDLen:])
+	}
+	if s := strings.TrimLeft(id, "-"); s != "" {
+		return s
+	}
+	return "loop"
+}
+
+// ShortIDs writes every ULID in text (a command or message for people)
+// that stands as a word as its short id.
+func ShortIDs(text string) string {
+	const n = 26
+	word := func(c byte) bool { return c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' }
+	var b strings.Builder
+	last := 0
+	for i := 0; i+n <= len(text); i++ {
+		if (i > 0 && word(text[i-1])) || (i+n < len(text) && word(text[i+n])) || !isULID(text[i:i+n]) {
+			continue
+		}
+		b.WriteString(text[last:i])
+		b.WriteString(ShortID(text[i : i+n]))
+		last = i + n
+		i += n - 1
+	}
+	if last == 0 {
+		return text
+	}
+	b.WriteString(text[last:])
+	return b.String()
+}
+
+// ShortIDLen is the length of a ULID's short id.
+const ShortIDLen = 8
+
+func isULID(id string) bool {
+	if len(id) != 26 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 // Usage is what agents consumed: tokens by kind, dollars and agent time.
@@ -203,6 +284,11 @@ const LimitedAgent = "agent "
 // TreeBudgetRoot precedes the root's id, closed by ")", in the detail of a
 // loop held because its tree's budget is spent.
 const TreeBudgetRoot = " (root "
+
+// Scheduled reports whether l's runnable_at is a start time it was made
+// with (`loopr add --at/--in`) rather than a retry's backoff: it has never
+// started.
+func (l *Loop) Scheduled() bool { return l.Iteration <= 1 && l.StartedAt.IsZero() }
 
 // Root reports whether l has no parent.
 func (l *Loop) Root() bool { return l.Parent == "" }

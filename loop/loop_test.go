@@ -165,3 +165,26 @@ func TestNeedsAction(t *testing.T) {
 		}
 	}
 }
+
+func TestShortIDs(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, want string }{
+		{"loopr budget 01KFQ8MZJ6XXXXXXXXBCZNWR4A --usd N", "loopr budget bcznwr4a --usd N"},
+		{`loopr answer 01KFQ8MZJ6XXXXXXXXBCZNWR4A "…"`, `loopr answer bcznwr4a "…"`},
+		{"(root 01KFQ8MZJ6XXXXXXXXBCZNWR4A)", "(root bcznwr4a)"},
+		{"x01KFQ8MZJ6XXXXXXXXBCZNWR4A", "x01KFQ8MZJ6XXXXXXXXBCZNWR4A"}, // not a word of its own
+		{"loopr answer q1", "loopr answer q1"},
+		{"", ""},
+	}
+	for _, tc := range tests {
+		if got := ShortIDs(tc.in); got != tc.want {
+			t.Errorf("ShortIDs(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if got := ShortID("01KFQ8MZJ6XXXXXXXXBCZNWR4A"); got != "bcznwr4a" {
+		t.Errorf("ShortID(a ULID) = %q, want its last 8 characters lowercased", got)
+	}
+	if got := ShortID("phase9"); got != "phase9" {
+		t.Errorf("ShortID(phase9) = %q, want the whole id", got)
+	}
+}

@@ -83,26 +83,29 @@ func (m *Manager) prepare(ctx context.Context, a *active, l loop.Loop, profile s
 	if err := m.remoteParentArtifact(&j); err != nil {
 		return j, err
 	}
+	var br branchRec
 	if m.o.Git != nil {
-		dir, synced, err := m.worktree(ctx, l)
-		if err != nil {
+		var err error
+		if br, err = m.worktree(ctx, l); err != nil {
 			return j, fmt.Errorf("worktree: %w", err)
 		}
-		j.Workdir, a.synced = dir, synced
+		j.Workdir, a.synced = br.dir, br.synced
 	}
-	if j.Workdir != l.Workdir {
+	if j.Workdir != l.Workdir || br.branch != "" && (br.branch != l.Branch || br.base != (loop.Base{}) && l.Base == (loop.Base{})) {
 		err := m.svc.Store.Update(func(tx *store.Tx) error {
 			cur, err := tx.Get(l.ID)
 			if err != nil || cur.Status != loop.Running {
 				return err
 			}
 			cur.Workdir = j.Workdir
+			br.record(&cur)
 			return tx.Put(cur)
 		})
 		if err != nil {
 			return j, err
 		}
 		j.Loop.Workdir = j.Workdir
+		br.record(&j.Loop)
 	}
 	return j, nil
 }
@@ -147,46 +150,6 @@ func (m *Manager) promptFile(typ, configured string) string {
 		return own
 	}
 	return ""
-}
-
-// worktree makes the loop's working directory: ralph-like loops get a
-// branch loopr/<slug>-<short-id> from their plan's branch; plan/spec/phase loops get a
-// throwaway worktree of the plan branch. With git.remote, the plan branch
-// and the loop's branch are the remote's (gitflow.SyncBranch: the previous
-// iteration may have run on another machine); synced is the loop branch's
-// tip there, which the push after the iteration expects.
-func (m *Manager) worktree(ctx context.Context, l loop.Loop) (dir, synced string, err error) {
-	g := m.o.Git
-	root, err := m.root(l)
-	if err != nil {
-		return "", "", err
-	}
-	base := "HEAD"
-	if root.Type == loop.Plan {
-		pb, err := g.Branch(ctx, root.ID, root.Title)
-		if err != nil {
-			return "", "", err
-		}
-		if err := g.EnsurePlanBranch(ctx, pb); err != nil {
-			return "", "", err
-		}
-		base = pb
-	}
-	if !ownBranch(l.Type) {
-		dir, err = g.AddDetachedWorktree(ctx, l.ID, base)
-		return dir, "", err
-	}
-	b, err := g.Branch(ctx, l.ID, l.Title)
-	if err != nil {
-		return "", "", err
-	}
-	if g.Remote != "" {
-		if synced, err = g.SyncBranch(ctx, b, base); err != nil {
-			return "", "", err
-		}
-	}
-	dir, err = g.AddWorktree(ctx, l.ID, b, base)
-	return dir, synced, err
 }
 
 // finish applies one iteration's result.
@@ -604,9 +567,13 @@ func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, profil
 		cur.RateLimitStreak, cur.TransientRetries = 0, 0
 		to := loop.Complete
 		msg := fmt.Sprintf("iteration %d passed", iteration)
-		if approval {
+		switch {
+		case approval:
 			to = loop.AwaitingApproval
-			msg += "; plan awaits approval"
+			msg += "; plan awaits approval: loopr approve " + loop.ShortID(cur.ID)
+		case cur.Parent == "" && cur.Branch != "" && m.o.Git != nil && ownBranch(cur.Type):
+			// A standalone loop's branch is its only result: say where.
+			msg += "; its work is on branch " + cur.Branch + " (git merge " + cur.Branch + ")"
 		}
 		if artData != nil {
 			if err := control.PutArtifact(tx, m.svc.Store, res.Artifact, cur.Artifact, artData); err != nil {

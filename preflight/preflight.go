@@ -292,6 +292,11 @@ func needs(words []string) *need {
 		case "test", "t", "build", "b", "check", "c", "clippy", "run", "r", "fmt", "bench":
 			return &need{what: "a Cargo.toml", files: []string{"Cargo.toml"}, parents: true}
 		}
+	case "python", "python3":
+		if len(words) < 3 || words[1] != "-m" || words[2] != "pytest" {
+			return nil
+		}
+		fallthrough
 	case "pytest", "py.test":
 		return &need{what: "a Python project (pyproject.toml, setup.cfg, setup.py, pytest.ini, tox.ini or tests/)",
 			files: []string{"pyproject.toml", "setup.cfg", "setup.py", "pytest.ini", "tox.ini", "conftest.py", "tests", "test"}}

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -28,7 +29,11 @@ func workspace(t *testing.T, files ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, f := range files {
-		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+		name, body, _ := strings.Cut(f, "=") // "path=content"
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -149,11 +154,20 @@ func TestDetect(t *testing.T) {
 		want  []preflight.Detection
 	}{
 		{"nothing", nil, nil},
-		{"go", []string{"go.mod"}, []preflight.Detection{{"go.mod", "go test ./..."}}},
-		{"python by setup.cfg", []string{"setup.cfg", "setup.py"}, []preflight.Detection{{"setup.cfg", "pytest"}}},
-		{"rust", []string{"Cargo.toml"}, []preflight.Detection{{"Cargo.toml", "cargo test"}}},
+		{"go", []string{"go.mod"}, []preflight.Detection{{Marker: "go.mod", Validate: "go test ./..."}}},
+		{"python by setup.cfg", []string{"setup.cfg", "setup.py"}, []preflight.Detection{{Marker: "setup.cfg", Validate: "pytest"}}},
+		{"rust", []string{"Cargo.toml"}, []preflight.Detection{{Marker: "Cargo.toml", Validate: "cargo test"}}},
 		{"go with a web front end", []string{"package.json", "go.mod"},
-			[]preflight.Detection{{"go.mod", "go test ./..."}, {"package.json", "npm test"}}},
+			[]preflight.Detection{{Marker: "go.mod", Validate: "go test ./..."}, {Marker: "package.json", Validate: "npm test"}}},
+		{"python, src layout, not installed", []string{"pyproject.toml=[project]\nname = \"shop\"\n", "src/shop/__init__.py", "tests/test_shop.py"},
+			[]preflight.Detection{{Marker: "pyproject.toml", Validate: preflight.SrcLayoutPytest,
+				Note: "the package is under src/ and not installed: its tests import it from there"}}},
+		{"python, src layout, pytest's pythonpath set", []string{"pyproject.toml=[tool.pytest.ini_options]\npythonpath = [\"src\"]\n", "src/shop/__init__.py"},
+			[]preflight.Detection{{Marker: "pyproject.toml", Validate: "pytest"}}},
+		{"python, src layout, installed", []string{"pyproject.toml", "src/shop/__init__.py", "src/shop.egg-info/PKG-INFO"},
+			[]preflight.Detection{{Marker: "pyproject.toml", Validate: "pytest"}}},
+		{"python, flat layout", []string{"setup.py", "shop/__init__.py", "src/README"},
+			[]preflight.Detection{{Marker: "setup.py", Validate: "pytest"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -191,7 +191,7 @@ func appendLoopReasons(rs []Reason, g gates, c Candidate, now time.Time, tree st
 		rs = append(rs, Reason{ArtifactMissing, artifactMissingText(l.TriggeredBy)})
 	}
 	if g&gBackoff != 0 {
-		rs = append(rs, Reason{Backoff, backoffText(l.RunnableAt, now)})
+		rs = append(rs, Reason{Backoff, backoffText(l, now)})
 	}
 	if g&gDeadlinePassed != 0 {
 		rs = append(rs, Reason{DeadlinePassed, deadlineText(l.Deadline, now)})

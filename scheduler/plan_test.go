@@ -69,14 +69,22 @@ func TestPlanGates(t *testing.T) {
 				ParentStatus: loop.Complete, ArtifactMissing: true}}},
 			want: []scheduler.Reason{{scheduler.ArtifactMissing, "artifact missing (loops/p/iterations/001/phase.md)"}}},
 		{name: "backoff",
-			snap: scheduler.Snapshot{Waiting: []scheduler.Candidate{{Loop: with(ralph(), func(l *loop.Loop) { l.RunnableAt = now.Add(12 * time.Second) })}}},
+			snap: scheduler.Snapshot{Waiting: []scheduler.Candidate{{Loop: with(ralph(), func(l *loop.Loop) { l.Iteration, l.RunnableAt = 2, now.Add(12*time.Second) })}}},
 			want: []scheduler.Reason{{scheduler.Backoff, "backoff until 12:00:12 (12s)"}}},
 		{name: "backoff rounds the wait up",
-			snap: scheduler.Snapshot{Waiting: []scheduler.Candidate{{Loop: with(ralph(), func(l *loop.Loop) { l.RunnableAt = now.Add(130*time.Second + time.Millisecond) })}}},
+			snap: scheduler.Snapshot{Waiting: []scheduler.Candidate{{Loop: with(ralph(), func(l *loop.Loop) { l.Iteration, l.RunnableAt = 2, now.Add(130*time.Second+time.Millisecond) })}}},
 			want: []scheduler.Reason{{scheduler.Backoff, "backoff until 12:02:10 (2m11s)"}}},
 		{name: "backoff into tomorrow shows the date",
-			snap: scheduler.Snapshot{Waiting: []scheduler.Candidate{{Loop: with(ralph(), func(l *loop.Loop) { l.RunnableAt = now.Add(26 * time.Hour) })}}},
+			snap: scheduler.Snapshot{Waiting: []scheduler.Candidate{{Loop: with(ralph(), func(l *loop.Loop) { l.Iteration, l.RunnableAt = 2, now.Add(26*time.Hour) })}}},
 			want: []scheduler.Reason{{scheduler.Backoff, "backoff until Jan 26 14:00:00 (1d2h)"}}},
+		{name: "a transient retry's wait is a backoff",
+			snap: scheduler.Snapshot{Waiting: []scheduler.Candidate{{Loop: with(ralph(), func(l *loop.Loop) {
+				l.StartedAt, l.TransientRetries, l.RunnableAt = now.Add(-time.Minute), 1, now.Add(4*time.Second)
+			})}}},
+			want: []scheduler.Reason{{scheduler.Backoff, "backoff until 12:00:04 (4s)"}}},
+		{name: "a loop made to start later (--in 10m) is scheduled",
+			snap: scheduler.Snapshot{Waiting: []scheduler.Candidate{{Loop: with(ralph(), func(l *loop.Loop) { l.RunnableAt = now.Add(10 * time.Minute) })}}},
+			want: []scheduler.Reason{{scheduler.Backoff, "scheduled for 12:10:00 (10m)"}}},
 		{name: "runnable_at reached",
 			snap: scheduler.Snapshot{Waiting: []scheduler.Candidate{{Loop: with(ralph(), func(l *loop.Loop) { l.RunnableAt = now })}}}},
 		{name: "deadline passed",
@@ -125,7 +133,7 @@ func TestPlanGates(t *testing.T) {
 					Loop: child(with(ralph(), func(l *loop.Loop) {
 						l.Status = loop.Paused
 						l.TriggeredBy = "loops/p/iterations/002/phase.md"
-						l.RunnableAt = now.Add(time.Minute)
+						l.RunnableAt, l.Iteration = now.Add(time.Minute), 3
 						l.Deadline = now.Add(-time.Hour)
 					}), "p"),
 					ParentStatus: loop.Pending, ArtifactMissing: true,

@@ -22,7 +22,7 @@ const (
 	Orphaned         Code = "orphaned"          // its parent record does not exist
 	ParentIncomplete Code = "parent_incomplete" // its parent is not complete
 	ArtifactMissing  Code = "artifact_missing"  // the parent artifact that spawned it is missing
-	Backoff          Code = "backoff"           // runnable_at is in the future (retry backoff, delayed run)
+	Backoff          Code = "backoff"           // runnable_at is in the future (retry backoff, or scheduled with --at/--in: the text says which)
 	DeadlinePassed   Code = "deadline_passed"   // its deadline is past; the manager expires it
 	Budget           Code = "budget"            // its own budget, or its tree's, is spent
 	DiskLow          Code = "disk_low"          // free disk space is below storage.disk_quota_min_gb
@@ -117,10 +117,15 @@ func artifactMissingText(path string) string {
 	return "artifact missing (" + path + ")"
 }
 
-// backoffText reads "backoff until 12:04:31 (12s)", with the date when the
-// instant is not on now's day. Times show in now's location.
-func backoffText(until, now time.Time) string {
-	return "backoff until " + clock(until, now) + " (" + Wait(until.Sub(now)) + ")"
+// backoffText reads "backoff until 12:04:31 (12s)" after a failure, or
+// "scheduled for 12:04:31 (10m)" for a loop made to start later, with the
+// date when the instant is not on now's day. Times show in now's location.
+func backoffText(l *loop.Loop, now time.Time) string {
+	what := "backoff until "
+	if l.Scheduled() {
+		what = "scheduled for "
+	}
+	return what + clock(l.RunnableAt, now) + " (" + Wait(l.RunnableAt.Sub(now)) + ")"
 }
 
 // deadlineText reads "deadline passed 11:58:00 (2m ago)".

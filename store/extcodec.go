@@ -23,6 +23,7 @@ import (
 //	  8 stalls          varint
 //	  9 failure         string fingerprint, varint repeats
 //	 10 branch          string
+//	 11 base            string branch, string commit
 //
 // Zero fields are not written; a record with none is tagged 0x01 and has
 // no block. A tag this build does not know makes the record undecodable,
@@ -38,13 +39,14 @@ const (
 	extStalls
 	extFailure
 	extBranch
+	extBase
 )
 
 // hasExt reports whether l has any field of the extension block.
 func hasExt(l *loop.Loop) bool {
 	return l.Agent != "" || l.Usage != (loop.Usage{}) || l.Budget != (loop.Budget{}) ||
 		l.Needs != nil || l.Answer != "" || l.RateLimitStreak != 0 || l.TransientRetries != 0 ||
-		l.Stalls != 0 || l.FailureFingerprint != "" || l.FailureRepeats != 0 || l.Branch != ""
+		l.Stalls != 0 || l.FailureFingerprint != "" || l.FailureRepeats != 0 || l.Branch != "" || l.Base != (loop.Base{})
 }
 
 // ext appends the extension block of l.
@@ -93,6 +95,11 @@ func (w *recWriter) ext(l *loop.Loop) {
 		f.int(l.FailureRepeats)
 	}
 	tagStr(extBranch, l.Branch)
+	if b := l.Base; b != (loop.Base{}) {
+		f.b = append(f.b, extBase)
+		f.str(b.Branch)
+		f.str(b.Commit)
+	}
 	w.b = binary.AppendUvarint(w.b, uint64(len(f.b)))
 	w.b = append(w.b, f.b...)
 }
@@ -135,6 +142,9 @@ func (r *recReader) ext(l *loop.Loop) {
 			l.FailureRepeats = f.int()
 		case extBranch:
 			l.Branch = f.str()
+		case extBase:
+			l.Base.Branch = f.str()
+			l.Base.Commit = f.str()
 		default:
 			f.err = fmt.Errorf("unknown extension field %d (written by a newer loopr?)", tag)
 		}

@@ -16,11 +16,14 @@ type Filter struct {
 	Parent    string // children of this loop
 	HasParent *bool  // true: only children; false: only roots
 	IDPrefix  string // ids that start with this (List only: a seek, not a scan)
-	Limit     int    // with IDPrefix: at most this many loops (0: all)
+	// IDSuffix: ids that end with this, in any case (List only: a scan of
+	// the keys; only the records that match are decoded).
+	IDSuffix string
+	Limit    int // with IDPrefix or IDSuffix: at most this many loops (0: all)
 }
 
 func (f Filter) match(l loop.Loop) bool {
-	return strings.HasPrefix(l.ID, f.IDPrefix) && (len(f.Statuses) == 0 || slices.Contains(f.Statuses, l.Status)) &&
+	return strings.HasPrefix(l.ID, f.IDPrefix) && hasSuffixFold(l.ID, f.IDSuffix) && (len(f.Statuses) == 0 || slices.Contains(f.Statuses, l.Status)) &&
 		(f.Type == "" || l.Type == f.Type) &&
 		(f.Parent == "" || l.Parent == f.Parent) &&
 		(f.HasParent == nil || *f.HasParent == (l.Parent != ""))
@@ -61,6 +64,18 @@ func (s *Store) List(f Filter) ([]loop.Loop, error) {
 				keep(l)
 				return f.Limit <= 0 || len(out) < f.Limit, nil
 			})
+		case f.IDSuffix != "":
+			return tx.scan(tx.bucket(bucketLoops), nil, func(k, v []byte) (bool, error) {
+				if !hasSuffixFold(string(k), f.IDSuffix) {
+					return true, nil
+				}
+				l, err := decodeLoop(k, v)
+				if err != nil {
+					return false, err
+				}
+				keep(l)
+				return f.Limit <= 0 || len(out) < f.Limit, nil
+			})
 		case f.Parent != "":
 			return tx.byIndex(bucketIdxParent, f.Parent, keep)
 		case len(f.Statuses) > 0:
@@ -76,6 +91,11 @@ func (s *Store) List(f Filter) ([]loop.Loop, error) {
 		}
 	})
 	return out, err
+}
+
+// hasSuffixFold reports whether s ends with suffix, in any case.
+func hasSuffixFold(s, suffix string) bool {
+	return len(s) >= len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix)
 }
 
 // Counts returns the number of loops per status; see Tx.Counts.

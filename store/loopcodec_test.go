@@ -118,7 +118,7 @@ func TestLoopCodecKnowsEveryField(t *testing.T) {
 		"Workdir", "Feedback", "Lease", "FairnessKey", "ConflictKey", "CostHint", "Owner", "Reason",
 		// the extension block (extcodec.go)
 		"Agent", "Usage", "Budget", "Needs", "Answer", "RateLimitStreak", "TransientRetries", "Stalls",
-		"FailureFingerprint", "FailureRepeats", "Branch"}
+		"FailureFingerprint", "FailureRepeats", "Branch", "Base"}
 	var got []string
 	rt := reflect.TypeFor[loop.Loop]()
 	for i := range rt.NumField() {

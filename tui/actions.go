@@ -152,7 +152,7 @@ func refuse(action string, l *loop.Loop, liveBelow bool) string {
 			return fmt.Sprintf("can't answer: only a loop that needs you takes an answer, this %s is %s", l.Type, st)
 		}
 		if l.Needs != nil && l.Needs.Reason == loop.NeedsBudget { // answered, the budget gate would hold it
-			return fmt.Sprintf("can't answer: this %s waits for a budget, not an answer — %s resumes it", l.Type, l.NeedsAction())
+			return fmt.Sprintf("can't answer: this %s waits for a budget, not an answer — %s resumes it", l.Type, loop.ShortIDs(l.NeedsAction()))
 		}
 	case api.ActionApprove, api.ActionReject, api.ActionIterate:
 		if l.Status != loop.AwaitingApproval {
@@ -179,7 +179,7 @@ func (m Model) act(id, action string, req api.ActionRequest) tea.Cmd {
 
 func (m Model) actDone(msg actMsg) (tea.Model, tea.Cmd) {
 	if msg.err != nil {
-		m.flash = flash{text: fmt.Sprintf("%s %s: %v", msg.action, msg.id, msg.err), err: true}
+		m.flash = flash{text: fmt.Sprintf("%s %s: %s", msg.action, loop.ShortID(msg.id), loop.ShortIDs(msg.err.Error())), err: true}
 		return m, nil
 	}
 	m.applyLoop(msg.res.Loop)

@@ -97,21 +97,27 @@ func (f *fakeClient) calls() []actCall {
 // testNow is the fixed clock of every test.
 var testNow = time.Date(2026, 4, 20, 12, 4, 19, 0, time.UTC)
 
-// The fixture's ids: children are <parent>-NNN, so id order is tree order.
+// The fixture's ids: ULIDs, as loopr makes them, whose order (creation
+// order) is tree order; each names its loop in tests by its short id (the
+// last 8 characters, lowercased). idLogout, idCheckout and idWebhooks are
+// loops that arrive later in some tests.
 const (
-	idPlan      = "p1"
-	idSpec      = "p1-001"
-	idPhase     = "p1-001-001"
-	idUsers     = "p1-001-001-001"
-	idIndex     = "p1-001-001-002"
-	idSeed      = "p1-001-001-003"
-	idHandlers  = "p1-001-002"
-	idLogin     = "p1-001-002-001"
-	idLimits    = "p1-001-003"
-	idCookies   = "p1-002"
-	idBilling   = "p2"
-	idOld       = "p3"
-	idPausedRal = "r9"
+	idPlan      = "01JRZK4V8C000000109G6MA1TT"
+	idSpec      = "01JRZK4V8C00000020468MYWTD"
+	idPhase     = "01JRZK4V8C00000030CMNNV5ZS"
+	idUsers     = "01JRZK4V8C000000405DF2C65C"
+	idIndex     = "01JRZK4V8C00000050GJKGA71H"
+	idSeed      = "01JRZK4V8C00000060EEF30KH8"
+	idHandlers  = "01JRZK4V8C00000070NW9HVAAS"
+	idLogin     = "01JRZK4V8C0000008078VPE73C"
+	idLogout    = "01JRZK4V8C00000085VBB57J0M"
+	idLimits    = "01JRZK4V8C00000090SX3A7XN0"
+	idCookies   = "01JRZK4V8C00000100465NG5K2"
+	idBilling   = "01JRZK4V8C000001101CE0A18K"
+	idCheckout  = "01JRZK4V8C000001138TH6R6DF"
+	idWebhooks  = "01JRZK4V8C00000116CE6K8R85"
+	idOld       = "01JRZK4V8C00000120WZ0BCKS6"
+	idPausedRal = "01JRZK4V8C00000130JDQK960H"
 )
 
 // fixtureLoops is the sketch of TUI.md as records: a plan whose spec holds a
@@ -126,15 +132,15 @@ func fixtureLoops() []loop.Loop {
 			Iteration: iter, MaxIterations: max, CreatedAt: ago(created), UpdatedAt: ago(created)}
 	}
 	plan := mk(idPlan, loop.Plan, "Add OAuth login", loop.Complete, "", 0, 2, 10, 64*time.Minute)
-	plan.Artifact = ".loopr/loops/p1/iterations/002/plan.md"
+	plan.Artifact = ".loopr/loops/" + idPlan + "/iterations/002/plan.md"
 	spec := mk(idSpec, loop.Spec, "Token storage", loop.Complete, idPlan, 1, 1, 25, 58*time.Minute)
 	phase := mk(idPhase, loop.Phase, "Migrations", loop.Complete, idSpec, 2, 1, 50, 30*time.Minute)
 	users := mk(idUsers, loop.Ralph, "Create users table", loop.Pending, idPhase, 3, 1, 100, 5*time.Minute)
 	index := mk(idIndex, loop.Ralph, "Add index", loop.Pending, idPhase, 3, 5, 100, time.Minute)
 	index.RunnableAt = testNow.Add(12 * time.Second)
 	index.Feedback = "iteration 4: exit 1\n--- FAIL: TestIndex (0.01s)\n    index_test.go:12: missing index users_email_idx"
-	index.Workdir = "/home/dev/src/shop/.loopr/worktrees/p1-001-001-002"
-	index.TriggeredBy = ".loopr/loops/p1-001-001/iterations/001/phase.md"
+	index.Workdir = "/home/dev/src/shop/.loopr/worktrees/" + idIndex
+	index.TriggeredBy = ".loopr/loops/" + idPhase + "/iterations/001/phase.md"
 	seed := mk(idSeed, loop.Ralph, "Seed data", loop.Failed, idPhase, 3, 100, 100, 25*time.Minute)
 	seed.Reason = "budget exhausted: 100 iterations without passing validation"
 	handlers := mk(idHandlers, loop.Phase, "API handlers", loop.Pending, idSpec, 2, 1, 50, 4*time.Minute)
@@ -143,7 +149,7 @@ func fixtureLoops() []loop.Loop {
 	limits.StartedAt = ago(2*time.Minute + 10*time.Second)
 	cookies := mk(idCookies, loop.Spec, "Session cookies", loop.Pending, idPlan, 1, 1, 25, 2*time.Minute)
 	billing := mk(idBilling, loop.Plan, "Billing with Stripe", loop.AwaitingApproval, "", 0, 1, 10, 20*time.Minute)
-	billing.Artifact = ".loopr/loops/p2/iterations/001/plan.md"
+	billing.Artifact = ".loopr/loops/" + idBilling + "/iterations/001/plan.md"
 	billing.Task = "Add billing with Stripe: plans, checkout, webhooks"
 	old := mk(idOld, loop.Plan, "Old experiment", loop.Cancelled, "", 0, 1, 10, 3*time.Hour)
 	old.Reason = "cancelled by user"

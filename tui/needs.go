@@ -128,7 +128,7 @@ func needsWhy(l *loop.Loop) string {
 // back behind the same gate).
 func resumeHint(l *loop.Loop) string {
 	if l.Needs != nil && l.Needs.Reason == loop.NeedsBudget {
-		return l.NeedsAction()
+		return loop.ShortIDs(l.NeedsAction())
 	}
 	return "A answers"
 }
@@ -216,9 +216,9 @@ func noteOf(sm api.StreamMsg) string {
 		if l.Needs != nil {
 			why += " (" + string(l.Needs.Reason) + ")"
 		}
-		return fmt.Sprintf("%s %s: %s", name, why, l.NeedsAction())
+		return fmt.Sprintf("%s %s: %s", name, why, loop.ShortIDs(l.NeedsAction()))
 	case ev.Kind == loop.EventTransition && ev.To == loop.Failed:
-		return fmt.Sprintf("%s failed: %s; loopr reset %s", name, termsafe.Line(firstLine(l.Reason)), l.ID)
+		return fmt.Sprintf("%s failed: %s; loopr reset %s", name, termsafe.Line(firstLine(l.Reason)), loop.ShortID(l.ID))
 	case ev.Kind == loop.EventTreeComplete:
 		return fmt.Sprintf("%s: its whole tree is done; git merge %s", name, gitflow.BranchName(l.ID, l.Title))
 	}

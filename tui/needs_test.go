@@ -128,7 +128,7 @@ func TestNeedsYouNotifies(t *testing.T) {
 			if !strings.HasPrefix(got, "\a") {
 				t.Errorf("no bell: %q", got)
 			}
-			osc := strings.Contains(got, "\x1b]9;loopr: ralph \"Create users table\" needs you (stalled): loopr answer "+l.ID) &&
+			osc := strings.Contains(got, "\x1b]9;loopr: ralph \"Create users table\" needs you (stalled): loopr answer "+loop.ShortID(l.ID)) &&
 				strings.Contains(got, "\x1b]777;notify;loopr;")
 			if osc != tc.desktop {
 				t.Errorf("desktop notification sent = %v, want %v: %q", osc, tc.desktop, got)

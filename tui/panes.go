@@ -15,7 +15,7 @@ import (
 func (m *Model) paneTitle(kind string, l *loop.Loop, extra string, w int) string {
 	t := " " + m.st.PaneTitle.Render(kind)
 	if l != nil {
-		t += "  " + fmt.Sprintf("%s %q", l.Type, title(l)) + "  " + m.st.Dim.Render(l.ID)
+		t += "  " + fmt.Sprintf("%s %q", l.Type, title(l)) + "  " + m.st.Dim.Render(loop.ShortID(l.ID))
 	}
 	if extra != "" {
 		t += "  " + m.st.Dim.Render(extra)
@@ -59,7 +59,10 @@ func (m *Model) detailsLines(w, h int) []string {
 		}
 		return m.clockTime(t) + " (" + when + ")"
 	}
-	parent := l.Parent
+	parent := ""
+	if l.Parent != "" {
+		parent = loop.ShortID(l.Parent)
+	}
 	if p := m.loops[l.Parent]; p != nil {
 		parent += fmt.Sprintf("  %s %q %s", p.Type, title(p), statusText(p.Status, false))
 	}
@@ -83,6 +86,8 @@ func (m *Model) detailsLines(w, h int) []string {
 		{"deadline", ts(l.Deadline), 5},
 		{"artifact", l.Artifact, 8},
 		{"workdir", l.Workdir, 9},
+		{"branch", l.Branch, 8},
+		{"id", l.ID, 12},
 		{"triggered by", l.TriggeredBy, 10},
 		{"lease", lease, 11},
 		{"answer", firstLine(l.Answer), 2},

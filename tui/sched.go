@@ -124,6 +124,9 @@ func (m *Model) reasonText(r reason) string {
 	case scheduler.ArtifactMissing:
 		return "artifact missing"
 	case scheduler.Backoff:
+		if r.l.Scheduled() {
+			return "scheduled " + countdown(r.l.RunnableAt.Sub(now))
+		}
 		return "backoff " + countdown(r.l.RunnableAt.Sub(now))
 	case scheduler.DeadlinePassed:
 		return "deadline passed"

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/google/go-cmp/cmp"
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/loop"
@@ -115,13 +116,13 @@ func TestActionsNameLoops(t *testing.T) {
 	// Approve: the specs arrive on the stream after the answer; the
 	// message names them as they do.
 	m = update(t, m, actMsg{action: api.ActionApprove, id: idBilling,
-		res: api.ActionResult{Loop: loop.Loop{ID: idBilling, Type: loop.Plan, Title: "Billing with Stripe", Status: loop.Complete}, Affected: []string{"p2-001", "p2-002"}}})
+		res: api.ActionResult{Loop: loop.Loop{ID: idBilling, Type: loop.Plan, Title: "Billing with Stripe", Status: loop.Complete}, Affected: []string{idCheckout, idWebhooks}}})
 	if line := lineOf(m.View(), "approved plan"); !strings.HasSuffix(strings.TrimSpace(line), `approved plan "Billing with Stripe"; created 2 specs`) {
 		t.Errorf("approve message before the specs arrive: %q", line)
 	}
 	specs := []loop.Loop{
-		{ID: "p2-001", Type: loop.Spec, Title: "Checkout with Stripe Elements", Status: loop.Pending, Parent: idBilling, Depth: 1, Iteration: 1, MaxIterations: 25, CreatedAt: testNow},
-		{ID: "p2-002", Type: loop.Spec, Title: "Webhooks for payment events", Status: loop.Pending, Parent: idBilling, Depth: 1, Iteration: 1, MaxIterations: 25, CreatedAt: testNow},
+		{ID: idCheckout, Type: loop.Spec, Title: "Checkout with Stripe Elements", Status: loop.Pending, Parent: idBilling, Depth: 1, Iteration: 1, MaxIterations: 25, CreatedAt: testNow},
+		{ID: idWebhooks, Type: loop.Spec, Title: "Webhooks for payment events", Status: loop.Pending, Parent: idBilling, Depth: 1, Iteration: 1, MaxIterations: 25, CreatedAt: testNow},
 	}
 	var msgs []api.StreamMsg
 	for i := range specs {
@@ -158,8 +159,8 @@ func TestSmallTerminal(t *testing.T) {
 		case idSeed:
 			snap.Loops[i].Reason = reason
 			snap.Loops[i].Feedback = "Iteration 100 failed: validate `go test ./...` exited 1\nEnd of validation.log:\n--- FAIL: TestSeed (0.02s)\n    seed_test.go:9: NEWEST FAILURE\n\n--- earlier ---\nIteration 99 failed: OLDER FAILURE"
-			snap.Loops[i].Workdir = "/home/dev/src/shop/.loopr/worktrees/p1-001-001-003"
-			snap.Loops[i].TriggeredBy = ".loopr/loops/p1-001-001/accepted/001-phase.md"
+			snap.Loops[i].Workdir = "/home/dev/src/shop/.loopr/worktrees/" + idSeed
+			snap.Loops[i].TriggeredBy = ".loopr/loops/" + idPhase + "/accepted/001-phase.md"
 		case idSpec:
 			snap.Loops[i].Title = "Token storage for every provider, with rotation and revocation"
 		}
@@ -266,5 +267,37 @@ func TestHeaderAt80(t *testing.T) {
 	}
 	if wide := strings.SplitN(loaded(t, fc, 200, 24).View(), "\n", 2)[0]; !strings.Contains(wide, "~/src/shop") || !strings.Contains(wide, "disk low 3.2 GB") {
 		t.Errorf("200-column header %q drops what fits", wide)
+	}
+}
+
+// TestShortIDColumn: the tree shows each loop's short id (the end of its
+// id, as branch names and `loopr list` show it) where the terminal has
+// room to spare, and never at the cost of the other columns: not at 80 or
+// 120 columns. The flat view shows it from 120.
+func TestShortIDColumn(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		w      int
+		flat   bool
+		showID bool
+	}{
+		{80, false, false}, {120, false, false}, {140, false, true}, {200, false, true},
+		{80, true, false}, {120, true, true},
+	} {
+		m := loaded(t, newFake(), tc.w, 30)
+		if tc.flat {
+			m = press(t, m, "t")
+		}
+		v := m.View()
+		row := lineOf(v, "Add index")
+		has := strings.Contains(row, " "+loop.ShortID(idIndex)+" ")
+		if has != tc.showID || strings.Contains(v, idIndex) {
+			t.Errorf("width %d flat %v: short id shown %v, want %v (and never the whole id):\n%s", tc.w, tc.flat, has, tc.showID, v)
+		}
+		for _, line := range strings.Split(v, "\n") {
+			if n := ansi.StringWidth(line); n > tc.w {
+				t.Errorf("width %d flat %v: a line of %d columns: %q", tc.w, tc.flat, n, line)
+			}
+		}
 	}
 }

@@ -23,7 +23,7 @@ func TestAgentTextIsEscapedInView(t *testing.T) {
 	snap.Loops[3].Task = "task \x1b]0;pwned\a\nsecond line"
 	snap.Loops[3].Feedback = "fb \x1b[2J"
 	fc.snap = snap
-	m := loaded(t, fc, 160, 40)
+	m := loaded(t, fc, 200, 40)                             // the LOOP column shows the whole title
 	m = press(t, selectID(t, m, snap.Loops[3].ID), "enter") // the details pane shows the task
 	v := m.View()
 	if strings.ContainsAny(v, "\x1b\a") {

@@ -89,7 +89,7 @@ func TestUpdateKeys(t *testing.T) {
 		{name: "enter opens details", at: idIndex, keys: []string{"enter"}, check: func(t *testing.T, m Model) {
 			wantPane(paneDetails)(t, m)
 			v := m.View()
-			for _, want := range []string{"DETAILS", "p1-001-001-002", "last feedback", "missing index users_email_idx", "runnable at"} {
+			for _, want := range []string{"DETAILS", loop.ShortID(idIndex), "id           " + idIndex, "last feedback", "missing index users_email_idx", "runnable at"} {
 				if !strings.Contains(v, want) {
 					t.Errorf("details pane lacks %q:\n%s", want, v)
 				}
@@ -336,10 +336,10 @@ func TestRunesReadTogether(t *testing.T) {
 func TestActionErrorShowsInStatusLine(t *testing.T) {
 	t.Parallel()
 	fc := newFake()
-	fc.actErr = errors.New("conflict: loop p1-001-001-002: cannot go from pending to pending")
+	fc.actErr = errors.New("conflict: loop " + idIndex + ": cannot go from pending to pending")
 	m := selectID(t, loaded(t, fc, 120, 30), idIndex)
 	m = press(t, m, "p")
-	if line := lineOf(m.View(), "cannot go from"); !strings.Contains(line, "✗ pause p1-001-001-002: conflict") {
+	if line := lineOf(m.View(), "cannot go from"); !strings.Contains(line, "✗ pause gjkga71h: conflict: loop gjkga71h: cannot go") {
 		t.Errorf("error not in the status line:\n%s", m.View())
 	}
 }
@@ -384,7 +384,7 @@ func TestEventRendersOnNextView(t *testing.T) {
 	}
 
 	// A loop created by an event appears under its parent.
-	nl := loop.Loop{ID: "p1-001-002-002", Type: loop.Ralph, Title: "Logout handler", Status: loop.Pending, Parent: idHandlers,
+	nl := loop.Loop{ID: idLogout, Type: loop.Ralph, Title: "Logout handler", Status: loop.Pending, Parent: idHandlers,
 		Depth: 3, Iteration: 1, MaxIterations: 100, CreatedAt: testNow, UpdatedAt: testNow}
 	m = update(t, m, streamMsg{gen: m.gen, now: testNow, msgs: []api.StreamMsg{{Type: api.StreamEvent, Loop: &nl,
 		Event: &loop.Event{Kind: loop.EventCreated, Loop: nl.ID, To: loop.Pending}}}})

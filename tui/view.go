@@ -310,19 +310,23 @@ func (m *Model) bannerOrRule(w int) string {
 
 // treeCols are the widths of the tree's columns; 0 hides a column.
 type treeCols struct {
-	loop, status, prio, iter, cost, age, why int
-	short                                    bool // short status words
+	loop, id, status, prio, iter, cost, age, why int
+	short                                        bool // short status words
 }
 
 const (
-	gutterW  = 2 // selection mark and a space
+	idW      = loop.ShortIDLen // the ID column: a short id
+	gutterW  = 2               // selection mark and a space
 	minLoopW = 28
 	minWhyW  = 20
 )
 
 // treeColumns shares width w out. Narrow terminals first shorten the status
 // words, then drop AGE, ITER, PRIO and STATUS (from the right, NEXT / WHY
-// last: it says what the user most wants to know).
+// last: it says what the user most wants to know). The short ID column
+// shows only where there is room to spare for it (136 columns and more),
+// taken from LOOP beyond its 40 columns or from NEXT / WHY beyond 64. The
+// panes' titles name the selected loop's short id at any width.
 func treeColumns(w int, cost bool) treeCols {
 	c := treeCols{status: 17, prio: 4, iter: 7, age: 5, why: minWhyW}
 	if cost {
@@ -359,6 +363,14 @@ func treeColumns(w int, cost bool) treeCols {
 		c.loop = min(40+(rest-40)/3, 64)
 		c.why += rest - c.loop
 	}
+	if c.loop >= 40+idW+len(gap) { // from spare room: LOOP's, or NEXT / WHY's when it has plenty
+		c.id = idW
+		if c.why >= 64+idW+len(gap) {
+			c.why -= idW + len(gap)
+		} else {
+			c.loop -= idW + len(gap)
+		}
+	}
 	return c
 }
 
@@ -368,7 +380,7 @@ type flatCols struct {
 }
 
 func (m *Model) flatColumns(w int) flatCols {
-	c := flatCols{pos: 4, id: 26, typ: m.typeWidth(), prio: 4, age: 5, depth: 5, iter: 7, why: 24}
+	c := flatCols{pos: 4, id: idW, typ: m.typeWidth(), prio: 4, age: 5, depth: 5, iter: 7, why: 24}
 	used := func() int {
 		n := gutterW + 2 // the icon and its space
 		for _, x := range []int{c.pos, c.id, c.typ, c.prio, c.age, c.depth, c.iter, c.why} {
@@ -380,7 +392,6 @@ func (m *Model) flatColumns(w int) flatCols {
 	}
 	const minTitle = 20
 	for _, step := range []func(){
-		func() { c.id = 12 },
 		func() { c.depth = 0 },
 		func() { c.age = 0 },
 		func() { c.id = 0 },
@@ -435,6 +446,9 @@ func (m *Model) columnTitles(w int) string {
 	} else {
 		c := treeColumns(w, m.hasCost())
 		b.WriteString(fit("  LOOP", c.loop))
+		if c.id > 0 {
+			b.WriteString(gap + fit("ID", c.id))
+		}
 		if c.status > 0 {
 			b.WriteString(gap + fit("STATUS", c.status))
 		}
@@ -655,6 +669,9 @@ func (m *Model) treeRow(r row, l *loop.Loop, c treeCols, typeW, w int, selected 
 		loopCells = []rowCell{{head, cellDim}, {icon(l.Status), cellStatus}, {" " + typ, cellPlain}, {fit(title(l), titleW), cellPlain}}
 	}
 	cells := loopCells
+	if c.id > 0 {
+		cells = append(cells, rowCell{gap + fit(loop.ShortID(l.ID), c.id), cellDim})
+	}
 	if c.status > 0 {
 		cells = append(cells, rowCell{gap, cellPlain}, rowCell{fit(statusText(l.Status, c.short), c.status), cellStatus})
 	}
@@ -685,7 +702,7 @@ func (m *Model) treeRow(r row, l *loop.Loop, c treeCols, typeW, w int, selected 
 func (m *Model) flatRow(rank int, l *loop.Loop, c flatCols, w int, selected bool) string {
 	cells := []rowCell{{fitRight(strconv.Itoa(rank), c.pos) + gap, cellDim}, {icon(l.Status), cellStatus}, {" ", cellPlain}}
 	if c.id > 0 {
-		cells = append(cells, rowCell{fit(l.ID, c.id) + gap, cellDim})
+		cells = append(cells, rowCell{fit(loop.ShortID(l.ID), c.id) + gap, cellDim})
 	}
 	cells = append(cells, rowCell{fit(l.Type, c.typ) + gap + fitRight(m.prioText(l), c.prio) + gap, cellPlain})
 	if c.age > 0 {
