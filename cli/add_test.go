@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"encoding/json"
+	"github.com/go-json-experiment/json/v1"
 	"os"
 	"path/filepath"
 	"slices"

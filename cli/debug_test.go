@@ -2,8 +2,8 @@ package cli
 
 import (
 	"bytes"
-	stdjson "encoding/json"
 	"errors"
+	stdjson "github.com/go-json-experiment/json/v1"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"

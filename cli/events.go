@@ -2,8 +2,8 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"io"
 	"strings"
 

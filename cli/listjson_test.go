@@ -2,8 +2,8 @@ package cli
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"io"
 	"math/rand/v2"
 	"strings"

@@ -2,9 +2,9 @@ package client_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"net"
 	"net/http"
 	"net/http/httptest"

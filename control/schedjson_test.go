@@ -2,8 +2,8 @@ package control
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"math/rand/v2"
 	"testing"
 	"time"

@@ -2,7 +2,7 @@ package daemon_test
 
 import (
 	"context"
-	"encoding/json"
+	"github.com/go-json-experiment/json/v1"
 	"io"
 	"net"
 	"net/http"

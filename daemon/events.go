@@ -2,9 +2,9 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"net/http"
 	"slices"
 	"sync"

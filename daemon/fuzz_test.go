@@ -2,7 +2,7 @@ package daemon
 
 import (
 	"bytes"
-	"encoding/json"
+	"github.com/go-json-experiment/json/v1"
 	"net/http"
 	"net/http/httptest"
 	"strings"

@@ -3,7 +3,7 @@ package daemon_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"github.com/go-json-experiment/json/v1"
 	"io"
 	"log/slog"
 	"net/http"

@@ -2,7 +2,7 @@ package daemon
 
 import (
 	"bufio"
-	"encoding/json"
+	"github.com/go-json-experiment/json/v1"
 	"net/http"
 	"strconv"
 

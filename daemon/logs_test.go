@@ -3,8 +3,8 @@ package daemon_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
+	"github.com/go-json-experiment/json/v1"
 	"net/http"
 	"strings"
 	"testing"

@@ -1,9 +1,9 @@
 package daemon
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"

@@ -1,7 +1,7 @@
 package daemon
 
 import (
-	"encoding/json"
+	"github.com/go-json-experiment/json/v1"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"

@@ -3,9 +3,9 @@ package daemon
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"io"
 	"net/http"
 	"net/url"

@@ -2,8 +2,8 @@ package daemon_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"net"
 	"net/http"
 	"net/http/httptest"

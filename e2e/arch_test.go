@@ -79,3 +79,21 @@ func TestLayering(t *testing.T) {
 		}
 	}
 }
+
+// TestOneJSONLibrary (issue 20.6): every package encodes and decodes JSON
+// with github.com/go-json-experiment/json (its v1 package where
+// encoding/json's wire format and API are kept). encoding/json is allowed
+// only in a test that measures or checks against it as an oracle.
+func TestOneJSONLibrary(t *testing.T) {
+	t.Parallel()
+	oracles := map[string]bool{"client/stream_test.go": true}
+	out, err := exec.Command("git", "-C", "..", "grep", "-lE", `^\s*(import\s+)?([A-Za-z0-9_.]+\s+)?"encoding/json"\s*$`, "--", "*.go").Output()
+	if err != nil && len(out) > 0 {
+		t.Fatalf("git grep: %v", err)
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if !oracles[f] {
+			t.Errorf("%s imports encoding/json: use github.com/go-json-experiment/json (or its v1 package), see docs/design.md", f)
+		}
+	}
+}

@@ -2,8 +2,8 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"io"
 	"math"
 	"net"

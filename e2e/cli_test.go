@@ -1,7 +1,7 @@
 package e2e
 
 import (
-	"encoding/json"
+	"github.com/go-json-experiment/json/v1"
 	"os"
 	"path/filepath"
 	"strings"

@@ -3,9 +3,9 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"os"
 	"os/exec"
 	"path/filepath"

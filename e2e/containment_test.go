@@ -6,8 +6,8 @@ package e2e
 // clear their environment.
 
 import (
-	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"os"
 	"os/exec"
 	"path/filepath"

@@ -7,8 +7,8 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"os"
 	"path/filepath"
 	"strconv"

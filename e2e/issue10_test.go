@@ -5,8 +5,8 @@ package e2e
 // drive the user's terminal.
 
 import (
-	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"os"
 	"path/filepath"
 	"strconv"

@@ -3,7 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"encoding/json"
+	"github.com/go-json-experiment/json/v1"
 	"net"
 	"net/http"
 	"net/http/httptest"

@@ -7,8 +7,8 @@ package e2e
 // finished trees lose their worktrees; gc deletes dead loops' branches.
 
 import (
-	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"os"
 	"path/filepath"
 	"regexp"

@@ -17,8 +17,8 @@ package e2e
 // iteration recovery charges).
 
 import (
-	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"math/rand/v2"
 	"os"
 	"os/exec"

@@ -7,9 +7,9 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"os"
 	"os/exec"
 	"path/filepath"

@@ -1,8 +1,8 @@
 package loop
 
 import (
-	"encoding/json"
 	"errors"
+	"github.com/go-json-experiment/json/v1"
 	"slices"
 	"strings"
 	"testing"

@@ -2,8 +2,8 @@ package preset
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"strconv"
 	"strings"
 	"time"

@@ -1,8 +1,8 @@
 package preset
 
 import (
-	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"math"
 	"math/rand/v2"
 	"strconv"

@@ -1,7 +1,7 @@
 package ratelimit
 
 import (
-	"encoding/json"
+	"github.com/go-json-experiment/json/v1"
 	"testing"
 	"time"
 

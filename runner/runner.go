@@ -32,9 +32,9 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"io"
 	"io/fs"
 	"log/slog"

@@ -1,8 +1,8 @@
 package sim
 
 import (
-	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"io"
 	"slices"
 	"strconv"

@@ -282,7 +282,7 @@ func TestParseErrors(t *testing.T) {
 		{"until text", "until: soon\n", `w.yaml:1: until: must be an integer, got "soon"`},
 		{"config error names the line", "config:\n  concurrency:\n    max_loops: 0\nloops: [{id: a, type: ralph}]\n",
 			"w.yaml:3: config.concurrency.max_loops: must be > 0"},
-		{"config unknown key", "config:\n  scheduler: {fairnes: {}}\n", "w.yaml:2: config.scheduler.fairnes: unknown key"},
+		{"config unknown key", "config:\n  scheduler: {fairnes: {}}\n", "w.yaml:2: config.scheduler.fairnes: unknown key; did you mean fairness?"},
 		{"types error names the line", "types:\n  git:\n    tier: -2\nloops: [{id: a, type: git}]\n", "w.yaml:3: types.git.tier: must be >= 0"},
 		{"types unknown key", "types:\n  git: {priority: 8}\n", "w.yaml:2: types.git.priority: unknown key"},
 		{"unknown type", "loops:\n  - {id: a, type: ralph}\n  - {id: b, type: sync-clone}\n",

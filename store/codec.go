@@ -3,8 +3,8 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"time"
 
 	"github.com/loopr-dev/loopr/loop"

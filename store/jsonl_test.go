@@ -2,8 +2,8 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
+	"github.com/go-json-experiment/json/v1"
 	"strings"
 	"testing"
 	"time"

@@ -2,9 +2,9 @@ package store
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"math"
 	"time"
 	"unsafe"

@@ -2,8 +2,8 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 )
 
 // SchemaVersion is the store layout this loopr reads and writes.

@@ -2,8 +2,8 @@ package daemonbench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"io"
 	"path/filepath"
 	"sync"

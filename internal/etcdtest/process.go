@@ -2,8 +2,8 @@ package etcdtest
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"net/http"
 	"os"
 	"os/exec"

@@ -14,8 +14,8 @@
 package fakeanthropic
 
 import (
-	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"io"
 	"net/http"
 	"strconv"

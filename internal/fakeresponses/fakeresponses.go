@@ -10,8 +10,8 @@
 package fakeresponses
 
 import (
-	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"io"
 	"net/http"
 	"strings"
