@@ -133,16 +133,16 @@ type Index struct {
 	// dependents holds the waiting loops by each id of their depends_on:
 	// when that loop becomes met (or goes), they are looked at again.
 	dependents map[string][]*entry
-	running  map[string]loop.Loop
-	groups   map[groupKey]*group
-	w        scheduler.Weights // the weights the groups were formed with
-	t        time.Time         // watermark: delayed and dead are as of t
-	delay    heapOf            // entries with runnable_at after t
-	dline    heapOf            // entries with a deadline after t
-	nready   int
-	loading  bool                // Load: heaps are appended to, ordered at the end
-	orphans  map[*entry]struct{} // waiting loops whose parent does not exist
-	expired  map[*entry]struct{} // waiting loops whose deadline passed at t
+	running    map[string]loop.Loop
+	groups     map[groupKey]*group
+	w          scheduler.Weights // the weights the groups were formed with
+	t          time.Time         // watermark: delayed and dead are as of t
+	delay      heapOf            // entries with runnable_at after t
+	dline      heapOf            // entries with a deadline after t
+	nready     int
+	loading    bool                // Load: heaps are appended to, ordered at the end
+	orphans    map[*entry]struct{} // waiting loops whose parent does not exist
+	expired    map[*entry]struct{} // waiting loops whose deadline passed at t
 }
 
 // New returns an empty index whose groups use the weights w.
@@ -150,7 +150,7 @@ func New(w scheduler.Weights) *Index {
 	ix := &Index{
 		nodes: map[string]node{}, children: map[string][]*entry{}, roots: map[*entry]struct{}{},
 		dependents: map[string][]*entry{},
-		running: map[string]loop.Loop{}, groups: map[groupKey]*group{}, w: w,
+		running:    map[string]loop.Loop{}, groups: map[groupKey]*group{}, w: w,
 		orphans: map[*entry]struct{}{}, expired: map[*entry]struct{}{},
 	}
 	ix.delay = heapOf{
