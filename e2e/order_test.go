@@ -23,8 +23,8 @@ import (
 //	                  module.txt, Docs needs module.txt and use.txt.
 //	orderAgent deps   one phase of four tasks: two and three take 3 s, four
 //	                  says **Depends on:** 2, 3 and needs two.txt and three.txt.
-//	orderAgent cancel one phase of two tasks: quick, and stuck, which runs
-//	                  until it is cancelled.
+//	orderAgent cancel one phase of three tasks: quick; stuck, which runs
+//	                  until it is cancelled; after, which depends on stuck.
 const orderAgent = `#!/bin/sh
 mode=$1
 cat >/dev/null
@@ -42,7 +42,7 @@ phase)
 	case $mode in
 	seq) printf '# Phase: %s\n\n## Tasks\n\n### Task 1: %s\nDo it.\n' "$title" "$title" >"$LOOPR_ARTIFACT" ;;
 	deps) printf '# Phase: f\n\n## Tasks\n\n### Task 1: one\nx\n\n### Task 2: two\nx\n\n### Task 3: three\nx\n\n### Task 4: four\nNeeds two and three.\n\n**Depends on:** 2, 3\n' >"$LOOPR_ARTIFACT" ;;
-	cancel) printf '# Phase: f\n\n## Tasks\n\n### Task 1: quick\nx\n\n### Task 2: stuck\nx\n' >"$LOOPR_ARTIFACT" ;;
+	cancel) printf '# Phase: f\n\n## Tasks\n\n### Task 1: quick\nx\n\n### Task 2: stuck\nx\n\n### Task 3: after\nx\n\n**Depends on:** stuck\n' >"$LOOPR_ARTIFACT" ;;
 	esac ;;
 *)
 	mkdir -p req
@@ -201,9 +201,10 @@ func TestDependsOnLine(t *testing.T) {
 	}
 }
 
-// TestCancelledLoopCompletesTree: a tree whose last live loop is cancelled
-// is done: tree_complete fires, naming the cancelled loop and the branch,
-// and the loops that waited on it count it as done.
+// TestCancelledLoopCompletesTree: a cancelled loop counts as done for the
+// task that depends on it (which starts then, and its journal says so),
+// and a tree whose loops are all complete or cancelled is done:
+// tree_complete fires, naming the cancelled loop and the branch.
 func TestCancelledLoopCompletesTree(t *testing.T) {
 	t.Parallel()
 	r := orderRepo(t, "cancel")
@@ -226,15 +227,18 @@ func TestCancelledLoopCompletesTree(t *testing.T) {
 		return quick && stuck.ID != ""
 	})
 	ok(t, r.dir, "cancel", stuck.ID)
-	var plan loop.Loop
+	var plan, after loop.Loop
 	waitFor(t, 60*time.Second, "every loop complete or cancelled", func() bool {
 		all := list(t, r)
 		for _, l := range all {
 			if !l.Status.Settled() {
 				return false
 			}
-			if l.Type == loop.Plan {
+			switch {
+			case l.Type == loop.Plan:
 				plan = l
+			case l.Title == "after":
+				after = l
 			}
 		}
 		return true
@@ -245,6 +249,16 @@ func TestCancelledLoopCompletesTree(t *testing.T) {
 		if ev.Kind == loop.EventTreeComplete {
 			msgs = append(msgs, ev.Message)
 		}
+	}
+	if after.Status != loop.Complete {
+		t.Errorf("task after: %s, want complete (its dependency was cancelled)", after.Status)
+	}
+	noted := false
+	for _, ev := range journal(t, s) {
+		noted = noted || ev.Loop == after.ID && strings.Contains(ev.Message, "it depends on "+stuck.ID+` "stuck", cancelled: counted as done`)
+	}
+	if !noted {
+		t.Errorf("the journal of task after does not say its dependency was cancelled")
 	}
 	if len(msgs) != 1 || msgs[0] == "" {
 		t.Fatalf("tree_complete events: %q, want one", msgs)
