@@ -6,6 +6,10 @@
 //	## Specs                 ## Phases                ## Tasks
 //	### Spec 1: <name>       ### Phase 1: <name>      ### Task 1: <name>
 //
+// A child's body may say which earlier siblings it starts after
+// ("**Depends on:** 1, 3", depends.go) and which conflict key it holds
+// ("**Conflicts:** key").
+//
 // Parse is pure and strict: agents get its error back as feedback, so every
 // error names the line and says what was expected. The text it returns is
 // untrusted (an agent wrote it); callers must not use titles or names as
