@@ -36,6 +36,10 @@ type CreateRequest struct {
 	// Budget is the loop's own budget (a root's covers its tree); zero:
 	// loops.<type>.budget, else for a root the default budget:.
 	Budget loop.Budget `json:"budget,omitzero"`
+	// DependsOn lists the loops (full ids, each must exist) the new loop
+	// starts after: each one and every loop below it complete or
+	// cancelled (`loopr add --after`).
+	DependsOn []string `json:"depends_on,omitempty"`
 }
 
 // BudgetRequest changes a loop's budget (`loopr budget`, POST

@@ -6,6 +6,10 @@
 //	## Specs                 ## Phases                ## Tasks
 //	### Spec 1: <name>       ### Phase 1: <name>      ### Task 1: <name>
 //
+// A child's body may say which earlier siblings it starts after
+// ("**Depends on:** 1, 3", depends.go) and which conflict key it holds
+// ("**Conflicts:** key").
+//
 // Parse is pure and strict: agents get its error back as feedback, so every
 // error names the line and says what was expected. The text it returns is
 // untrusted (an agent wrote it); callers must not use titles or names as
@@ -33,6 +37,14 @@ type Section struct {
 	Text string
 	// ConflictKey is the key of a "**Conflicts:** key" line in the body, or "".
 	ConflictKey string
+	// DependsOn lists the numbers of the earlier sections this one depends
+	// on ("**Depends on:** 1, 3" lines in the body, by number or name),
+	// ascending; nil when none.
+	DependsOn []int
+	// DependsSet is true when the body has a **Depends on:** line, even
+	// one that names nothing ("none"): the artifact decides the order, not
+	// the parent type's `children:` setting.
+	DependsSet bool
 }
 
 // Doc is a parsed artifact.
@@ -103,8 +115,9 @@ var conflictLine = regexp.MustCompile(`(?i)^(?:[-*+]\s+)?\*\*conflicts:?\*\*:?\s
 
 // Parse parses an artifact of type typ ("plan", "spec" or "phase"). An
 // accepted Doc has a non-empty title and at least one section; sections are
-// numbered 1..n in order and have non-empty names. Headings inside fenced
-// code blocks are text, not structure.
+// numbered 1..n in order and have non-empty names, and depend only on
+// sections before them (depends.go). Headings inside fenced code blocks are
+// text, not structure.
 func Parse(typ string, data []byte) (Doc, error) {
 	p, ok := patterns[typ]
 	if !ok {
@@ -136,6 +149,7 @@ func Parse(typ string, data []byte) (Doc, error) {
 		endLine     int       // line of the heading that ended the child list
 		cur         *Section
 		body        []string
+		refs        [][]depRef // the **Depends on:** lines of each section
 	)
 	flush := func() {
 		if cur == nil {
@@ -211,6 +225,9 @@ func Parse(typ string, data []byte) (Doc, error) {
 					if cur.ConflictKey == "" {
 						cur.ConflictKey = conflictKey(line)
 					}
+					if v, ok := dependsRef(line); ok {
+						refs[len(refs)-1] = append(refs[len(refs)-1], depRef{line: n, text: v})
+					}
 				}
 			case level <= 2:
 				if level == 2 && strings.EqualFold(text, p.Section) {
@@ -238,6 +255,7 @@ func Parse(typ string, data []byte) (Doc, error) {
 				flush()
 				cur = &Section{N: num, Name: name}
 				body = []string{strings.TrimSpace(line)}
+				refs = append(refs, nil)
 			}
 
 		case after:
@@ -266,6 +284,9 @@ func Parse(typ string, data []byte) (Doc, error) {
 			sectionForm, sectionForm, childForm, strings.ToLower(p.Child), hint)
 	case len(doc.Sections) == 0:
 		return Doc{}, errAt(sectionLine, "no %s sections under %s%s", childForm, sectionForm, hint)
+	}
+	if err := resolveDeps(&doc, refs, p.Child); err != nil {
+		return Doc{}, err
 	}
 	return doc, nil
 }

@@ -196,6 +196,8 @@ func FuzzParse(f *testing.F) {
 	f.Add("plan", []byte(goodPlan))
 	f.Add("spec", []byte("# Spec: S\n## Phases\n### Phase 1: a\n```\n### Phase 2: b\n"))
 	f.Add("phase", []byte("# Phase: P\r\n## Tasks\r\n### Task 1: a ##\r\n**Conflicts:** k\r\n"))
+	f.Add("phase", []byte("# Phase: P\n## Tasks\n### Task 1: a\n### Task 2: b\n**Depends on:** 1\n### Task 3: c\n**Depends on:** a, Task 2\n"))
+	f.Add("spec", []byte("# Spec: S\n## Phases\n### Phase 1: a\n**Depends on:** 2\n### Phase 2: b\n**Depends on:** 1\n"))
 	f.Fuzz(func(t *testing.T, typ string, data []byte) {
 		doc, err := Parse(typ, data)
 		if err != nil {
@@ -222,6 +224,11 @@ func FuzzParse(f *testing.F) {
 			}
 			if !strings.Contains(s.Text, s.Name) {
 				t.Errorf("Sections[%d].Text = %q does not contain its name %q", i, s.Text, s.Name)
+			}
+			for j, k := range s.DependsOn { // earlier siblings only, ascending: the order cannot deadlock
+				if k < 1 || k >= s.N || j > 0 && k <= s.DependsOn[j-1] {
+					t.Errorf("Sections[%d].DependsOn = %v: want ascending numbers below %d", i, s.DependsOn, s.N)
+				}
 			}
 		}
 	})

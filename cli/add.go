@@ -58,11 +58,12 @@ func (e *env) addCmd() *cobra.Command {
 		req        api.CreateRequest
 		at, in, dl string
 		file       string
+		after      []string
 		jsonOut    bool
 		noStart    bool
 	)
 	c := &cobra.Command{
-		Use:   "add --type T [--parent ID] [--task TEXT] [--title S] | add --file LOOPS.yaml",
+		Use:   "add --type T [--parent ID] [--after ID,...] [--task TEXT] [--title S] | add --file LOOPS.yaml",
 		Short: "Add a loop of any type, or the loops listed in a file (starts a daemon if none runs)",
 		Long: `Add one loop, or with --file every loop of a YAML list of create requests:
 
@@ -84,7 +85,7 @@ LOOPR_NO_START=1 in the environment, only queues the loops in the store.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file != "" {
-				for _, f := range []string{"type", "parent", "task", "title", "max-iterations", "at", "in", "deadline", "owner", "key", "conflict-key", "agent", "budget-usd", "budget-tokens"} {
+				for _, f := range []string{"type", "parent", "after", "task", "title", "max-iterations", "at", "in", "deadline", "owner", "key", "conflict-key", "agent", "budget-usd", "budget-tokens"} {
 					if cmd.Flags().Changed(f) {
 						return &UsageError{fmt.Errorf("--file and --%s: the file gives every field of its loops", f)}
 					}
@@ -114,12 +115,19 @@ LOOPR_NO_START=1 in the environment, only queues the loops in the store.`,
 					return err
 				}
 			}
+			for _, a := range after {
+				if a = strings.TrimSpace(a); a == "" {
+					return &UsageError{fmt.Errorf("--after: an empty id (give loop ids, repeated or comma-separated)")}
+				}
+				req.DependsOn = append(req.DependsOn, a)
+			}
 			return e.create(cmd, req, jsonOut, noStart)
 		},
 	}
 	f := c.Flags()
 	f.StringVar(&req.Type, "type", "", "loop type: plan, spec, phase, ralph or a type from loopr.yml")
 	f.StringVar(&req.Parent, "parent", "", "parent loop id (or a unique prefix of one, or its short id)")
+	f.StringSliceVar(&after, "after", nil, "start only once these loops (ids, unique prefixes or short ids; repeat or comma-separate) and every loop below them are complete or cancelled")
 	f.StringVar(&req.Task, "task", "", "what the loop works on")
 	f.StringVar(&req.Title, "title", "", "short display name (default: the task's first line)")
 	f.IntVar(&req.MaxIterations, "max-iterations", 0, "iteration budget (default from loopr.yml)")
@@ -133,6 +141,7 @@ LOOPR_NO_START=1 in the environment, only queues the loops in the store.`,
 	f.BoolVar(&jsonOut, "json", false, "print the created loop as JSON (with --file: the result of each item)")
 	f.BoolVar(&noStart, "no-start", false, "only queue in the store: do not start a daemon when none runs")
 	c.RegisterFlagCompletionFunc("parent", e.completeFlagIDs)
+	c.RegisterFlagCompletionFunc("after", e.completeFlagIDs)
 	c.RegisterFlagCompletionFunc("type", e.completeTypes)
 	agentFlags(c, &req)
 	return c
@@ -150,6 +159,16 @@ func (e *env) create(cmd *cobra.Command, req api.CreateRequest, jsonOut, noStart
 				return fmt.Errorf("--parent: %w", err)
 			}
 			req.Parent = id
+		}
+		for i, ref := range req.DependsOn {
+			id, err := resolveID(cmd.Context(), b, ref)
+			if err != nil {
+				if notFound(err) {
+					return &UsageError{fmt.Errorf("--after: no loop %s (see loopr list)", ref)}
+				}
+				return fmt.Errorf("--after: %w", err)
+			}
+			req.DependsOn[i] = id
 		}
 		l, err := b.Create(cmd.Context(), req)
 		if err != nil {

@@ -128,3 +128,25 @@ func TestAddAdmissionLimits(t *testing.T) {
 		t.Errorf("third loop = exit %d %q", code, errs)
 	}
 }
+
+// TestAddAfter: --after (repeated or comma-separated, ids or prefixes)
+// sets depends_on, and the loop waits with the reason depends_on naming
+// the loops it waits for; an unknown id is a usage error (exit 2).
+func TestAddAfter(t *testing.T) {
+	t.Parallel()
+	ws := policyWorkspace(t, "")
+	a := addJSON(t, ws, "--type", "ralph", "--task", "first")
+	b := addJSON(t, ws, "--type", "ralph", "--task", "second")
+	c := addJSON(t, ws, "--type", "ralph", "--task", "third", "--after", a.ID+","+b.ID[:12], "--after", a.ID)
+	if want := []string{a.ID, b.ID}; !slices.Equal(c.DependsOn, want) {
+		t.Errorf("--after: depends_on = %v, want %v", c.DependsOn, want)
+	}
+	row := schedAt(t, ws, time.Now().UTC().Format(time.RFC3339))[c.ID]
+	if !slices.Contains(row.Reasons, "depends_on") || !strings.Contains(strings.Join(row.ReasonText, ";"), "waits for "+a.ID+" (pending), "+b.ID+" (pending)") {
+		t.Errorf("debug scheduler row of %s: reasons %v %q, want depends_on naming %s and %s", c.ID, row.Reasons, row.ReasonText, a.ID, b.ID)
+	}
+	code, _, errs := run(append(slices.Clone(ws), "add", "--type", "ralph", "--task", "x", "--after", "01ZZZZZZZZZZZZZZZZZZZZZZZZ")...)
+	if code != 2 || !strings.Contains(errs, "--after: no loop 01ZZZZZZZZZZZZZZZZZZZZZZZZ") {
+		t.Errorf("--after an unknown id: exit %d, stderr %q; want 2 naming it", code, errs)
+	}
+}

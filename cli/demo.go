@@ -321,6 +321,8 @@ func initDemoRepo(ctx context.Context, dir string) error {
 // would do there, pause (so the dashboard shows the plan waiting) later.
 type demoWatch struct {
 	status     map[string]loop.Status
+	deps       map[string][]string // depends_on of the loops seen
+	met        map[string]bool     // whether a loop seen lets the loops that depend on it start
 	rateLimits int
 	pause      time.Duration
 	approved   bool
@@ -328,22 +330,41 @@ type demoWatch struct {
 }
 
 // settled reports whether every loop seen has reached a final status, or
-// waits for a person (needs_human: nothing more happens on its own).
+// waits for a person (needs_human: nothing more happens on its own), or is
+// pending behind a dependency that is not done while nothing runs (a loop
+// it waits for failed or waits for a person).
 func (w *demoWatch) settled() bool {
 	if len(w.status) == 0 {
 		return false
 	}
-	for _, st := range w.status {
-		if !st.Terminal() && st != loop.NeedsHuman {
+	for id, st := range w.status {
+		if !st.Terminal() && st != loop.NeedsHuman && !(st == loop.Pending && w.held(id)) {
 			return false
 		}
 	}
 	return true
 }
 
+// held reports whether loop id waits on a dependency that is not done.
+func (w *demoWatch) held(id string) bool {
+	for _, d := range w.deps[id] {
+		if met, seen := w.met[d]; seen && !met {
+			return true
+		}
+	}
+	return false
+}
+
+// see records what the watch needs of a loop record.
+func (w *demoWatch) see(l *loop.Loop) {
+	w.status[l.ID] = l.Status
+	w.deps[l.ID] = l.DependsOn
+	w.met[l.ID] = l.DependencyMet()
+}
+
 // follow prints one line per change until every loop has settled.
 func (w *demoWatch) follow(ctx context.Context, c *client.Client, out io.Writer, began time.Time) error {
-	w.status = map[string]loop.Status{}
+	w.status, w.deps, w.met = map[string]loop.Status{}, map[string][]string{}, map[string]bool{}
 	ch, err := c.Events(ctx)
 	if err != nil {
 		return err
@@ -358,12 +379,12 @@ func (w *demoWatch) follow(ctx context.Context, c *client.Client, out io.Writer,
 			}
 			switch msg.Type {
 			case api.StreamSnapshot:
-				for _, l := range msg.Loops {
-					w.status[l.ID] = l.Status
+				for i := range msg.Loops {
+					w.see(&msg.Loops[i])
 				}
 			case api.StreamEvent:
 				if msg.Loop != nil {
-					w.status[msg.Loop.ID] = msg.Loop.Status
+					w.see(msg.Loop)
 				}
 				if msg.Event != nil {
 					w.line(out, msg, time.Since(began))
@@ -382,7 +403,13 @@ func (w *demoWatch) follow(ctx context.Context, c *client.Client, out io.Writer,
 				if err != nil {
 					return err
 				}
-				if st.Counts[loop.Pending]+st.Counts[loop.Paused]+st.Counts[loop.Running]+st.Counts[loop.AwaitingApproval] == 0 {
+				held := 0 // pending loops seen, settled: each held behind a dependency
+				for _, st := range w.status {
+					if st == loop.Pending {
+						held++
+					}
+				}
+				if st.Counts[loop.Pending] == held && st.Counts[loop.Paused]+st.Counts[loop.Running]+st.Counts[loop.AwaitingApproval] == 0 {
 					return nil
 				}
 			}

@@ -65,3 +65,31 @@ loops:
 		t.Errorf("loopr sim missing.yaml = exit %d %q", code, errs)
 	}
 }
+
+// TestSimDependsOn: `loopr sim` follows depends_on and the workspace's
+// children setting (a spec's phases one after another), and what still
+// waits at the end says which loop it waits for.
+func TestSimDependsOn(t *testing.T) {
+	t.Parallel()
+	ws := policyWorkspace(t, "")
+	path := filepath.Join(t.TempDir(), "w.yaml")
+	if err := os.WriteFile(path, []byte(`until: 4
+loops:
+  - {id: s, type: spec, duration: 1}
+  - {id: p1, type: phase, parent: s, duration: 1}
+  - {id: p2, type: phase, parent: s, duration: 1}
+  - {id: t1, type: ralph, parent: p1, duration: 5}
+  - {id: x, type: ralph, duration: 1, depends_on: [t1]}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(append(slices.Clone(ws), "sim", path)...)
+	if code != 0 {
+		t.Fatalf("loopr sim = exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"T=  2 ADMIT  t1 ", "still waiting at T=4:\n", "  p2: waits for p1 (complete, not all loops below it)\n", "  x: waits for t1 ("} {
+		if !strings.Contains(out, want) {
+			t.Errorf("loopr sim output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -327,7 +327,17 @@ type LoopSettings struct {
 	// WorkerLabels: on an etcd store with several workers, loops of this
 	// type run only on workers whose worker.labels include all of these.
 	WorkerLabels []string `yaml:"worker_labels,omitempty"`
+	// Children orders the children an artifact of this type spawns when
+	// their sections say nothing (no **Depends on:** line): Parallel, all
+	// at once, or Sequential, each after the one before it is done.
+	Children string `yaml:"children,omitempty"`
 }
+
+// The values of loops.<type>.children.
+const (
+	Parallel   = "parallel"
+	Sequential = "sequential"
+)
 
 // TypePolicy is the scheduling policy of a type (seed 002): loops.<type>
 // or types.<type> tier, conflict_group and default_cost.
@@ -522,10 +532,10 @@ func Default() *Config {
 		Retry: Retry{BackoffBaseSecs: 2, BackoffFactor: 2, BackoffMaxSecs: 60, NoProgressLimit: 3, TransientMax: 3},
 		Agent: DefaultAgent(),
 		Loops: map[string]LoopSettings{
-			loop.Plan:  {MaxIterations: 10, RequireApproval: true},
-			loop.Spec:  {MaxIterations: 25},
-			loop.Phase: {MaxIterations: 50},
-			loop.Ralph: {MaxIterations: 100, Validate: []string{"go test ./..."}, ConflictGroup: "code", RequireChanges: true},
+			loop.Plan:  {MaxIterations: 10, RequireApproval: true, Children: Parallel},
+			loop.Spec:  {MaxIterations: 25, Children: Sequential},
+			loop.Phase: {MaxIterations: 50, Children: Parallel},
+			loop.Ralph: {MaxIterations: 100, Validate: []string{"go test ./..."}, ConflictGroup: "code", RequireChanges: true, Children: Parallel},
 		},
 		Git:       Git{Worktrees: true},
 		Storage:   Storage{DiskQuotaMinGB: 5},

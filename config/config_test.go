@@ -145,7 +145,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 	}
 	c.Agents = map[string]config.Agent{"codex": {Preset: "codex", TimeoutSecs: 60, RateLimitExitCode: 75, RateLimitPattern: "x", Fallback: []string{"default"}}}
 	c.Budget = config.Budget{USD: 10, Tokens: 1000}
-	c.Loops[loop.Spec] = config.LoopSettings{MaxIterations: 7, Prompt: "prompts/spec.md"}
+	c.Loops[loop.Spec] = config.LoopSettings{MaxIterations: 7, Prompt: "prompts/spec.md", Children: config.Parallel}
 	data, err := yaml.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
@@ -212,15 +212,15 @@ loops:
 			c.Loops[loop.Ralph] = config.LoopSettings{
 				MaxIterations: 5, Validate: []string{"go test ./..."},
 				Agent: "aider", Prompt: "prompts/task.md", TimeoutSecs: 600,
-				ConflictGroup: "code", RequireChanges: true,
+				ConflictGroup: "code", RequireChanges: true, Children: config.Parallel,
 			}
-			c.Loops[loop.Plan] = config.LoopSettings{MaxIterations: 10, Validate: []string{"test -s plan.md"}}
+			c.Loops[loop.Plan] = config.LoopSettings{MaxIterations: 10, Validate: []string{"test -s plan.md"}, Children: config.Parallel}
 			a := config.DefaultAgent()
 			a.Preset, a.Command = "command", []string{"aider", "--yes", "4"}
 			c.Agents = map[string]config.Agent{"aider": a}
 		}},
 		{"empty validate list clears the default", "loops:\n  ralph: {validate: []}\n", func(c *config.Config) {
-			c.Loops[loop.Ralph] = config.LoopSettings{MaxIterations: 100, ConflictGroup: "code", RequireChanges: true}
+			c.Loops[loop.Ralph] = config.LoopSettings{MaxIterations: 100, ConflictGroup: "code", RequireChanges: true, Children: config.Parallel}
 		}},
 		{"user types start from the type defaults", `
 types:
@@ -307,6 +307,7 @@ func TestParseErrors(t *testing.T) {
 		{"list for section", "concurrency:\n  per_type: [1, 2]\n", "loopr.yml:2: concurrency.per_type: must be a mapping, got a list"},
 		{"yes is not a bool", "git:\n  worktrees: yes\n", `loopr.yml:2: git.worktrees: must be true or false, got "yes"`},
 		{"number for bool", "loops:\n  plan: {require_approval: 1}\n", `loopr.yml:2: loops.plan.require_approval: must be true or false, got "1"`},
+		{"children order", "loops:\n  spec:\n    children: serial\n", `loopr.yml:3: loops.spec.children: "serial": must be parallel or sequential`},
 		{"string for number", "retry:\n  backoff_factor: double\n", `loopr.yml:2: retry.backoff_factor: must be a number, got "double"`},
 		{"string for list", "loops:\n  ralph:\n    validate: go test ./...\n", `loopr.yml:3: loops.ralph.validate: must be a list of strings, got "go test ./..."`},
 		{"mapping in list", "agent:\n  command:\n    - claude\n    - {p: true}\n", "loopr.yml:4: agent.command[1]: must be a string, got a mapping"},
@@ -561,10 +562,10 @@ types:
 	}
 	agent := config.DefaultProfile
 	wantLoops := map[string]config.LoopSettings{
-		"plan":   {MaxIterations: 10, RequireApproval: true, Agent: agent, TimeoutSecs: 900},
-		"spec":   {MaxIterations: 25, Agent: "aider", TimeoutSecs: 120},
-		"phase":  {MaxIterations: 50, Agent: agent, TimeoutSecs: 900},
-		"ralph":  {MaxIterations: 100, Validate: []string{"go test ./..."}, Agent: "aider", TimeoutSecs: 60, ConflictGroup: "code", RequireChanges: true},
+		"plan":   {MaxIterations: 10, RequireApproval: true, Agent: agent, TimeoutSecs: 900, Children: config.Parallel},
+		"spec":   {MaxIterations: 25, Agent: "aider", TimeoutSecs: 120, Children: config.Sequential},
+		"phase":  {MaxIterations: 50, Agent: agent, TimeoutSecs: 900, Children: config.Parallel},
+		"ralph":  {MaxIterations: 100, Validate: []string{"go test ./..."}, Agent: "aider", TimeoutSecs: 60, ConflictGroup: "code", RequireChanges: true, Children: config.Parallel},
 		"review": {MaxIterations: 12, Validate: []string{"make lint"}, Agent: agent, TimeoutSecs: 900},
 		"audit":  {MaxIterations: 10, Agent: agent, Prompt: "prompts/audit.md", TimeoutSecs: 900},
 		"nope":   {Agent: agent, TimeoutSecs: 900},

@@ -286,6 +286,9 @@ func (v *checker) loop(key string, s LoopSettings) {
 		v.fail(key+".conflict_group", "invalid group name %q: use up to 64 letters, digits, '-', '_' and '.'", g)
 	}
 	v.nonNegative(key+".default_cost", s.DefaultCost)
+	if c := s.Children; c != "" && c != Parallel && c != Sequential {
+		v.fail(key+".children", "%q: must be %s or %s", c, Parallel, Sequential)
+	}
 }
 
 // validGroup reports whether g can name a conflict group.

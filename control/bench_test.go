@@ -221,16 +221,22 @@ func seed004(st *store.Store, now time.Time, maxConcurrent, running int) ([]stri
 // ≥ 500× faster than the baseline; cost growing no worse than n log n.
 func BenchmarkDecision(b *testing.B) {
 	for _, c := range []struct {
-		n        int
-		policies bool
-	}{{1_000, false}, {10_000, false}, {100_000, false}, {100_000, true}} {
+		n                 int
+		policies, depends bool
+	}{{1_000, false, false}, {10_000, false, false}, {100_000, false, false}, {100_000, true, false}, {100_000, false, true}} {
 		name := fmt.Sprintf("pending=%d", c.n)
 		if c.policies {
 			name += "/policies" // tiers, quotas and conflict keys: still the incremental walk
 		}
+		if c.depends {
+			name += "/depends" // 30% wait on the sibling before them (depends_on): still the incremental walk
+		}
 		n := c.n
 		b.Run(name, func(b *testing.B) {
 			svc, now := decisionStore(b, n, c.policies)
+			if c.depends {
+				dependOnSiblings(b, svc, n)
+			}
 			var base []time.Duration
 			for range 3 {
 				began := time.Now()
@@ -264,6 +270,33 @@ func BenchmarkDecision(b *testing.B) {
 			b.ReportMetric(float64(base[1].Microseconds())/1000, "baseline-ms")
 			b.ReportMetric(float64(base[1])/float64(per), "x-baseline")
 		})
+	}
+}
+
+// dependOnSiblings makes 30% of the n pending ralphs of a decision store
+// depend on the ralph before them, a pending sibling: they wait (reason
+// depends_on) and stay out of the index's ready groups.
+func dependOnSiblings(b *testing.B, svc *control.Service, n int) {
+	b.Helper()
+	for lo := 0; lo < n; lo += 5000 {
+		if err := svc.Store.Update(func(tx *store.Tx) error {
+			for i := lo; i < min(lo+5000, n); i++ {
+				if i%10 == 0 || i%10 > 3 {
+					continue
+				}
+				l, err := tx.Get(fmt.Sprintf("ra%07d", i))
+				if err != nil {
+					return err
+				}
+				l.DependsOn = []string{fmt.Sprintf("ra%07d", i-1)}
+				if err := tx.Put(l); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/artifact"
+	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/store"
@@ -46,6 +47,14 @@ func (s *Service) NewLoop(req api.CreateRequest, parent *loop.Loop, now time.Tim
 			return loop.Loop{}, Invalid("--agent", "unknown agent profile %q (known: %s)", req.Agent, strings.Join(c.Profiles(), ", "))
 		}
 	}
+	if len(req.DependsOn) > loop.MaxDependsOn {
+		return loop.Loop{}, Invalid("--after", "%d loops: at most %d", len(req.DependsOn), loop.MaxDependsOn)
+	}
+	for _, d := range req.DependsOn {
+		if !loop.ValidID(d) {
+			return loop.Loop{}, Invalid("--after", "%q is not a loop id", d)
+		}
+	}
 	if b := req.Budget; math.IsNaN(b.USD) || math.IsInf(b.USD, 0) || b.USD < 0 {
 		return loop.Loop{}, Invalid("--budget-usd", "must be a number >= 0")
 	} else if b.Tokens < 0 {
@@ -59,6 +68,11 @@ func (s *Service) NewLoop(req api.CreateRequest, parent *loop.Loop, now time.Tim
 		RunnableAt: req.RunnableAt.UTC(), Deadline: req.Deadline.UTC(),
 		FairnessKey: req.FairnessKey, ConflictKey: req.ConflictKey, CostHint: req.CostHint, Owner: req.Owner,
 		Agent: req.Agent, Budget: req.Budget,
+	}
+	for _, d := range req.DependsOn {
+		if !slices.Contains(l.DependsOn, d) {
+			l.DependsOn = append(l.DependsOn, d)
+		}
 	}
 	if l.Budget == (loop.Budget{}) {
 		l.Budget = c.BudgetFor(l.Type, parent == nil)
@@ -106,8 +120,18 @@ func (s *Service) CreateIn(tx *store.Tx, req api.CreateRequest, now time.Time) (
 	if err != nil {
 		return loop.Loop{}, err
 	}
+	if err := dependencies(tx, l.DependsOn, now); err != nil {
+		return loop.Loop{}, err
+	}
 	if err := s.admit(tx, l.Owner); err != nil {
 		return loop.Loop{}, err
+	}
+	if parent != nil {
+		// A loop added below a finished subtree: not done any more.
+		if err := unsettle(tx, *parent); err != nil {
+			s.unadmit(tx, l.Owner)
+			return loop.Loop{}, err
+		}
 	}
 	if err := s.noteBudget(tx, l.Budget); err != nil {
 		return loop.Loop{}, err
@@ -117,6 +141,27 @@ func (s *Service) CreateIn(tx *store.Tx, req api.CreateRequest, now time.Time) (
 		return loop.Loop{}, err
 	}
 	return l, nil
+}
+
+// dependencies checks, in tx, that every loop of ids exists. A finished
+// one that does not say whether its subtree is done (a record from before
+// subtree_done_at) is looked into and marked when it is.
+func dependencies(tx *store.Tx, ids []string, now time.Time) error {
+	for _, id := range ids {
+		d, err := tx.Get(id)
+		if errors.Is(err, store.ErrNotFound) {
+			return Invalid("--after", "no loop %s (give the id of an existing loop, or a unique prefix of one)", id)
+		}
+		if err != nil {
+			return err
+		}
+		if d.Status.Settled() && d.SubtreeDoneAt.IsZero() {
+			if _, _, err := settle(tx, &d, now, 0); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Get returns one loop.
@@ -169,6 +214,10 @@ func (s *Service) Act(id, action string, req api.ActionRequest) (api.ActionResul
 	// no file I/O is done inside one (a slow or hostile file would hold
 	// every other write behind it).
 	var accepted *acceptedArtifact
+	git := false // a cancel may finish a tree: its tree_complete names the plan's branch
+	if action == api.ActionCancel {
+		git = s.NoGit() == ""
+	}
 	if action == api.ActionApprove {
 		a, err := s.readAccepted(id)
 		if err != nil {
@@ -192,7 +241,7 @@ func (s *Service) Act(id, action string, req api.ActionRequest) (api.ActionResul
 			if reason == "" {
 				reason = "cancelled by user"
 			}
-			affected, err = CancelTree(tx, l, reason, now)
+			affected, err = CancelTree(tx, l, reason, now, git)
 		case api.ActionReset:
 			if l.Status != loop.Failed {
 				return &loop.TransitionError{ID: id, From: l.Status, To: loop.Pending}
@@ -292,8 +341,9 @@ func Descendants(tx *store.Tx, id string) ([]loop.Loop, error) {
 // changed). A loop that already finished (a complete plan whose specs
 // still run) keeps its status while everything live below it is
 // cancelled; only when nothing at all can be cancelled is it a
-// *loop.TransitionError.
-func CancelTree(tx *store.Tx, l loop.Loop, reason string, now time.Time) ([]string, error) {
+// *loop.TransitionError. Like a completion, a cancel may finish a subtree
+// and a tree (Settle: git says whether tree_complete names a branch).
+func CancelTree(tx *store.Tx, l loop.Loop, reason string, now time.Time, git bool) ([]string, error) {
 	desc, err := Descendants(tx, l.ID)
 	if err != nil {
 		return nil, err
@@ -317,7 +367,7 @@ func CancelTree(tx *store.Tx, l loop.Loop, reason string, now time.Time) ([]stri
 		}
 		changed = append(changed, d.ID)
 	}
-	return changed, nil
+	return changed, Settle(tx, l.ID, now, git)
 }
 
 // InvalidateSubtree marks every non-final descendant of id invalidated with
@@ -469,7 +519,10 @@ func (e *notWaitingError) Error() string {
 func (e *notWaitingError) Unwrap() error { return e.te }
 
 // SpawnChildren creates one child loop per section of doc under parent, in
-// tx, with triggered_by = artifactPath. It returns the children's ids.
+// tx, with triggered_by = artifactPath and depends_on from the section's
+// **Depends on:** line or, without one, the parent type's children
+// setting (sequential: each child after the one before it). It returns
+// the children's ids.
 func (s *Service) SpawnChildren(tx *store.Tx, parent loop.Loop, doc artifact.Doc, artifactPath string, now time.Time) ([]string, error) {
 	ct, ok := loop.ChildType(parent.Type)
 	if !ok {
@@ -480,9 +533,20 @@ func (s *Service) SpawnChildren(tx *store.Tx, parent loop.Loop, doc artifact.Doc
 	if _, ok := s.cfg().Profile(agent); !ok {
 		agent = "" // no longer configured: the type's
 	}
-	for _, sec := range doc.Sections {
+	sequential := s.cfg().Loop(parent.Type).Children == config.Sequential
+	for i, sec := range doc.Sections {
 		req := api.CreateRequest{Type: ct, Task: sec.Text, Title: sec.Name,
 			FairnessKey: parent.FairnessKey, Owner: parent.Owner, ConflictKey: sec.ConflictKey, Agent: agent}
+		// The order between siblings: the section's **Depends on:** line,
+		// else the parent type's children setting.
+		switch {
+		case sec.DependsSet:
+			for _, k := range sec.DependsOn {
+				req.DependsOn = append(req.DependsOn, ids[k-1]) // an earlier section's: the parser allows no other
+			}
+		case sequential && i > 0:
+			req.DependsOn = []string{ids[i-1]}
+		}
 		child, err := s.NewLoop(req, &parent, now)
 		if err != nil {
 			return nil, fmt.Errorf("spawn child %d of %s: %w", sec.N, parent.ID, err)

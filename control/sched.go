@@ -108,6 +108,9 @@ func (s *Service) Snapshot() (Snapshot, error) {
 				c.ParentStatus = p.Status
 			}
 		}
+		if err := fillDeps(tx, snap.Waiting, parents); err != nil {
+			return err
+		}
 		var err error
 		if snap.Spent, err = s.spentTrees(tx); err != nil {
 			return err
@@ -161,6 +164,36 @@ func (s *Service) Snapshot() (Snapshot, error) {
 	snap.DiskFreeGB, snap.DiskLow, snap.DiskLowText = s.diskGate()
 	snap.Preflight, snap.NoGit, snap.NoGitText = s.gateInputs()
 	return snap, nil
+}
+
+// fillDeps sets the Deps of the candidates that depend on other loops,
+// reading each dependency once (known holds records already read).
+func fillDeps(tx *store.Tx, waiting []scheduler.Candidate, known map[string]*loop.Loop) error {
+	deps := map[string]*loop.Loop{}
+	for i := range waiting {
+		c := &waiting[i]
+		if len(c.Loop.DependsOn) == 0 {
+			continue
+		}
+		c.Deps = make([]scheduler.Dep, len(c.Loop.DependsOn))
+		for j, id := range c.Loop.DependsOn {
+			d, seen := deps[id]
+			if !seen {
+				if d = known[id]; d == nil {
+					l, err := tx.Get(id)
+					switch {
+					case err == nil:
+						d = &l
+					case !errors.Is(err, store.ErrNotFound):
+						return err
+					}
+				}
+				deps[id] = d
+			}
+			c.Deps[j] = scheduler.DepOf(id, d)
+		}
+	}
+	return nil
 }
 
 // diskGate measures the home's free space and says whether the disk_low
@@ -319,6 +352,14 @@ func (s *Service) Why(id string, now time.Time) (api.Why, error) {
 	if l.TriggeredBy != "" {
 		gate(scheduler.ArtifactMissing, "artifact present")
 	}
+	if len(l.DependsOn) > 0 {
+		text, err := s.dependsWhy(l.DependsOn)
+		if err != nil {
+			return api.Why{}, err
+		}
+		_, waits := failed[scheduler.DependsOn]
+		w.Gates = append(w.Gates, api.Gate{Code: string(scheduler.DependsOn), OK: !waits, Text: text})
+	}
 	gate(scheduler.Backoff, "no backoff")
 	if !l.Deadline.IsZero() {
 		gate(scheduler.DeadlinePassed, "deadline "+l.Deadline.Format(time.RFC3339))
@@ -372,6 +413,42 @@ func (s *Service) Why(id string, now time.Time) (api.Why, error) {
 		gate(scheduler.NoGit, fmt.Sprintf("no git worktrees: shared workspace %d/1", n))
 	}
 	return w, nil
+}
+
+// dependsWhy says, for why, where each dependency is: `after 01AB…
+// "Handlers" (done), 01CD… "Docs" (cancelled: counts as done)`, or `waits
+// for …` while one is not done.
+func (s *Service) dependsWhy(ids []string) (string, error) {
+	parts := make([]string, 0, len(ids))
+	waits := false
+	err := s.Store.View(func(tx *store.Tx) error {
+		for _, id := range ids {
+			d, err := tx.Get(id)
+			if errors.Is(err, store.ErrNotFound) {
+				parts = append(parts, id+" (gone: counts as done)")
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			state := "done"
+			switch {
+			case d.Status == loop.Cancelled:
+				state = "cancelled: counts as done"
+			case d.DependencyMet():
+			case d.Status == loop.Complete:
+				state, waits = "complete, not all loops below it", true
+			default:
+				state, waits = string(d.Status), true
+			}
+			parts = append(parts, fmt.Sprintf("%s %q (%s)", d.ID, d.Title, state))
+		}
+		return nil
+	})
+	if waits {
+		return "waits for " + strings.Join(parts, ", "), err
+	}
+	return "after " + strings.Join(parts, ", "), err
 }
 
 // NeedsItem describes l, a loop that needs a person, for status.

@@ -112,6 +112,16 @@ type Loop struct {
 	// Base is the branch and commit Branch was made from, when loopr
 	// made it.
 	Base Base `json:"base,omitzero"`
+	// DependsOn lists the loops this one starts after (usually earlier
+	// siblings: an artifact's `**Depends on:**` line, the parent type's
+	// `children: sequential`, or `loopr add --after`). Each must be done
+	// first: see DependencyMet.
+	DependsOn []ID `json:"depends_on,omitempty"`
+	// SubtreeDoneAt is when this loop and every loop below it were found
+	// complete or cancelled; zero while any of them is not. Set in the
+	// transaction that finished the last of them (control.Settle), so
+	// the depends_on gate reads one record, never a subtree.
+	SubtreeDoneAt time.Time `json:"subtree_done_at,omitzero"`
 }
 
 // Base is where a loop's branch started: the branch checked out (or
@@ -190,6 +200,15 @@ func isULID(id string) bool {
 	}
 	return true
 }
+
+// MaxDependsOn bounds a loop's depends_on list.
+const MaxDependsOn = 256
+
+// DependencyMet reports whether l, named in another loop's depends_on,
+// lets that loop start: l and its whole subtree are complete or cancelled
+// (SubtreeDoneAt), or l itself was cancelled (a cancelled dependency
+// counts as done, whatever it leaves below it).
+func (l *Loop) DependencyMet() bool { return !l.SubtreeDoneAt.IsZero() || l.Status == Cancelled }
 
 // Usage is what agents consumed: tokens by kind, dollars and agent time.
 type Usage struct {
@@ -340,6 +359,16 @@ func (l *Loop) Validate() error {
 		return fmt.Errorf("loop %s: depth %d: must be >= 0", l.ID, l.Depth)
 	case l.CreatedAt.IsZero():
 		return fmt.Errorf("loop %s: created_at: missing", l.ID)
+	case len(l.DependsOn) > MaxDependsOn:
+		return fmt.Errorf("loop %s: depends_on: %d loops, at most %d", l.ID, len(l.DependsOn), MaxDependsOn)
+	}
+	for _, d := range l.DependsOn {
+		switch {
+		case !ValidID(d):
+			return fmt.Errorf("loop %s: depends_on %q: not a valid id", l.ID, d)
+		case d == l.ID:
+			return fmt.Errorf("loop %s: depends_on: a loop cannot depend on itself", l.ID)
+		}
 	}
 	return nil
 }

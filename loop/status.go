@@ -42,6 +42,11 @@ func (s Status) Terminal() bool {
 	return false
 }
 
+// Settled reports whether s is complete or cancelled: the statuses that
+// let a tree be done (a failed, expired or invalidated loop keeps it from
+// being done).
+func (s Status) Settled() bool { return s == Complete || s == Cancelled }
+
 // Waiting reports whether s is a status the scheduler looks at (pending, or
 // paused or needs_human so it can say why such a loop does not start).
 func (s Status) Waiting() bool { return s == Pending || s == Paused || s == NeedsHuman }

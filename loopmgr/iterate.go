@@ -597,7 +597,8 @@ func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, profil
 				return err
 			}
 		}
-		return m.treeComplete(tx, cur, now)
+		// Done means done: the subtree this pass finishes, up to the tree.
+		return control.Settle(tx, cur.ID, now, m.o.Git != nil)
 	})
 	if err != nil {
 		return err

@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -506,10 +507,15 @@ func (m *Manager) lease(tx *store.Tx, id string, now time.Time, agents *schedule
 	if cur.Status != loop.Pending {
 		return fmt.Errorf("loop %s is %s: %w", id, cur.Status, errNotPending)
 	}
+	var depsDone time.Time
+	var depsNote string
+	if len(cur.DependsOn) > 0 && (m.o.OnDispatch != nil || cur.StartedAt.IsZero()) {
+		depsDone, depsNote = dependenciesAtStart(tx, cur)
+	}
 	if m.o.OnDispatch != nil {
-		var parentDone time.Time
+		parentDone := depsDone
 		if cur.Parent != "" {
-			if p, err := tx.Get(cur.Parent); err == nil {
+			if p, err := tx.Get(cur.Parent); err == nil && p.FinishedAt.After(parentDone) {
 				parentDone = p.FinishedAt
 			}
 		}
@@ -517,6 +523,9 @@ func (m *Manager) lease(tx *store.Tx, id string, now time.Time, agents *schedule
 	}
 	owner := m.o.Owner
 	msg := fmt.Sprintf("iteration %d started", cur.Iteration)
+	if cur.StartedAt.IsZero() {
+		msg += depsNote // its first start: the journal says which dependencies it went on without
+	}
 	if worker != "" {
 		owner = cluster.OwnerPrefix + worker
 		msg += " on worker " + worker
@@ -541,6 +550,33 @@ func (m *Manager) lease(tx *store.Tx, id string, now time.Time, agents *schedule
 	}
 	ls.l, err = tx.Get(id)
 	return err
+}
+
+// dependenciesAtStart reads the dependencies of l, about to start: when
+// the last of them was done (for ReadyAt), and a note for the journal
+// naming those that were cancelled, which count as done.
+func dependenciesAtStart(tx *store.Tx, l loop.Loop) (done time.Time, note string) {
+	var cancelled []string
+	for _, id := range l.DependsOn {
+		d, err := tx.Get(id)
+		if err != nil {
+			continue // gone: long done
+		}
+		t := d.SubtreeDoneAt
+		if d.Status == loop.Cancelled {
+			cancelled = append(cancelled, fmt.Sprintf("%s %q", d.ID, d.Title))
+			if t.IsZero() {
+				t = d.FinishedAt
+			}
+		}
+		if t.After(done) {
+			done = t
+		}
+	}
+	if len(cancelled) > 0 {
+		note = "; it depends on " + strings.Join(cancelled, ", ") + ", cancelled: counted as done"
+	}
+	return done, note
 }
 
 // launch runs the iteration of a loop leaseAll leased.

@@ -10,7 +10,6 @@ import (
 	"unicode"
 
 	"github.com/loopr-dev/loopr/control"
-	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/store"
@@ -140,51 +139,4 @@ func Fingerprint(reason, feedback string) string {
 	s = fpWS.ReplaceAllString(s, " ")
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:8])
-}
-
-// treeComplete writes EventTreeComplete on the root plan of done (a loop
-// that just completed, in tx) when every loop of the plan's tree is
-// complete. It looks at done's siblings first, so the usual completion
-// (not the last) costs one children scan.
-func (m *Manager) treeComplete(tx *store.Tx, done loop.Loop, now time.Time) error {
-	if done.Parent != "" {
-		sibs, err := tx.Children(done.Parent)
-		if err != nil {
-			return err
-		}
-		for _, s := range sibs {
-			if s.Status != loop.Complete {
-				return nil
-			}
-		}
-	}
-	root := done
-	for i := 0; root.Parent != "" && i < 1000; i++ {
-		p, err := tx.Get(root.Parent)
-		if err != nil {
-			return nil // an orphan has no tree to finish
-		}
-		root = p
-	}
-	if root.Type != loop.Plan || root.Status != loop.Complete {
-		return nil
-	}
-	desc, err := control.Descendants(tx, root.ID)
-	if err != nil {
-		return err
-	}
-	if len(desc) == 0 {
-		return nil // a plan whose children are not spawned yet
-	}
-	for _, d := range desc {
-		if d.Status != loop.Complete {
-			return nil
-		}
-	}
-	msg := fmt.Sprintf("plan %s done: all %d loops of its tree are complete", root.ID, len(desc)+1)
-	if m.o.Git != nil {
-		msg += "; branch " + gitflow.BranchName(root.ID, root.Title) + " is ready to merge"
-	}
-	_, err = tx.AppendEvent(loop.Event{Time: now, Loop: root.ID, Kind: loop.EventTreeComplete, Iteration: root.Iteration, Message: msg})
-	return err
 }

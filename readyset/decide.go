@@ -411,7 +411,7 @@ func (ix *Index) treeSpent(e *entry, spent map[string]string, memo map[string]st
 }
 
 // Snapshot returns the scheduler's input as the index knows it: every
-// waiting loop with its parent's status, root and artifact, the running
+// waiting loop with its parent's status, root, artifact and dependencies, the running
 // loops, and env's rate limit, disk and fairness state. Plan over it is
 // what Decide decides; `loopr debug scheduler` and `loopr why` show it.
 func (ix *Index) Snapshot(env Env) scheduler.Snapshot {
@@ -473,6 +473,15 @@ func (ix *Index) snapshot(env *Env) scheduler.Snapshot {
 				lastPath, lastOK = path, ok
 			}
 			c.ArtifactMissing = !lastOK
+		}
+		if len(e.deps) > 0 {
+			c.Deps = make([]scheduler.Dep, len(e.deps))
+			for i, d := range e.deps {
+				c.Deps[i] = scheduler.Dep{ID: d, Met: true}
+				if n, ok := ix.nodes[d]; ok {
+					c.Deps[i] = scheduler.Dep{ID: d, Status: n.status, Met: n.met}
+				}
+			}
 		}
 		s.Waiting = append(s.Waiting, c)
 	}

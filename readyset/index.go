@@ -17,6 +17,11 @@
 // groups through two time heaps, so nothing is scanned when time passes
 // (when the clock goes back, the gates are worked out again once, O(n)).
 //
+// A loop's depends_on gate reads one flag per dependency (met: its subtree
+// is done, or it was cancelled); the index keeps the waiting loops by the
+// ids they depend on, so a dependency that becomes met (or goes) places
+// them again at once, without a scan.
+//
 // Where the fast walk cannot be exact cheaply — fair queuing on, an agent
 // profile rate limited or in its recovery ramp (Plan picks the fallbacks),
 // or a walk that skips too many loops held by quotas, conflicts, spent
@@ -45,10 +50,12 @@ type Change struct {
 }
 
 // node is what the index knows about every loop: enough for its children's
-// parent gate and for the roots of fairness keys.
+// parent gate, the depends_on gate of the loops that name it, and the roots
+// of fairness keys.
 type node struct {
 	status loop.Status
 	parent string
+	met    bool   // loop.(*Loop).DependencyMet: its subtree is done, or it was cancelled
 	e      *entry // its scheduling fields while it waits; nil otherwise
 }
 
@@ -64,8 +71,10 @@ type entry struct {
 	created, runnableAt, deadline       time.Time
 	costHint                            float64
 	needs                               *loop.Needs // why a needs_human loop waits (shared, never changed)
+	deps                                []string    // depends_on
 
 	parentOK bool // no parent, or the parent exists and is complete
+	depsOK   bool // every loop of deps is met or does not exist
 	orphan   bool // the parent does not exist (in Index.orphans)
 	delayed  bool // runnable_at after the index's watermark
 	dead     bool // deadline at or before the watermark
@@ -78,7 +87,7 @@ type entry struct {
 // ready reports whether e passes every gate that depends on its own record
 // and its parent at the watermark (the artifact is checked by Decide).
 func (e *entry) ready() bool {
-	return e.status == loop.Pending && e.parentOK && !e.delayed && !e.dead && !e.budget.Spent(e.usage)
+	return e.status == loop.Pending && e.parentOK && e.depsOK && !e.delayed && !e.dead && !e.budget.Spent(e.usage)
 }
 
 // lite returns the loop record the entry stands for, with the fields
@@ -91,7 +100,7 @@ func (e *entry) lite() loop.Loop {
 		CreatedAt: e.created, RunnableAt: e.runnableAt, Deadline: e.deadline,
 		FairnessKey: e.fairnessKey, ConflictKey: e.conflictKey, CostHint: e.costHint, Owner: e.owner,
 		Needs: e.needs,
-		Agent: e.agent, Usage: e.usage, Budget: e.budget,
+		Agent: e.agent, Usage: e.usage, Budget: e.budget, DependsOn: e.deps,
 	}
 }
 
@@ -121,23 +130,27 @@ type Index struct {
 	nwaiting int                 // loops with an entry (pending or paused)
 	roots    map[*entry]struct{} // the waiting loops without a parent
 	children map[string][]*entry // waiting loops by parent id
-	running  map[string]loop.Loop
-	groups   map[groupKey]*group
-	w        scheduler.Weights // the weights the groups were formed with
-	t        time.Time         // watermark: delayed and dead are as of t
-	delay    heapOf            // entries with runnable_at after t
-	dline    heapOf            // entries with a deadline after t
-	nready   int
-	loading  bool                // Load: heaps are appended to, ordered at the end
-	orphans  map[*entry]struct{} // waiting loops whose parent does not exist
-	expired  map[*entry]struct{} // waiting loops whose deadline passed at t
+	// dependents holds the waiting loops by each id of their depends_on:
+	// when that loop becomes met (or goes), they are looked at again.
+	dependents map[string][]*entry
+	running    map[string]loop.Loop
+	groups     map[groupKey]*group
+	w          scheduler.Weights // the weights the groups were formed with
+	t          time.Time         // watermark: delayed and dead are as of t
+	delay      heapOf            // entries with runnable_at after t
+	dline      heapOf            // entries with a deadline after t
+	nready     int
+	loading    bool                // Load: heaps are appended to, ordered at the end
+	orphans    map[*entry]struct{} // waiting loops whose parent does not exist
+	expired    map[*entry]struct{} // waiting loops whose deadline passed at t
 }
 
 // New returns an empty index whose groups use the weights w.
 func New(w scheduler.Weights) *Index {
 	ix := &Index{
 		nodes: map[string]node{}, children: map[string][]*entry{}, roots: map[*entry]struct{}{},
-		running: map[string]loop.Loop{}, groups: map[groupKey]*group{}, w: w,
+		dependents: map[string][]*entry{},
+		running:    map[string]loop.Loop{}, groups: map[groupKey]*group{}, w: w,
 		orphans: map[*entry]struct{}{}, expired: map[*entry]struct{}{},
 	}
 	ix.delay = heapOf{
@@ -198,11 +211,12 @@ func (ix *Index) put(l *loop.Loop) {
 	if old.e != nil {
 		ix.dropEntry(old.e)
 	}
-	n := node{status: l.Status, parent: l.Parent}
+	n := node{status: l.Status, parent: l.Parent, met: l.DependencyMet()}
+	ix.nodes[l.ID] = n // before addEntry: a loop never depends on itself, but its gates read the nodes
 	if l.Status.Waiting() {
 		n.e = ix.addEntry(l)
+		ix.nodes[l.ID] = n
 	}
-	ix.nodes[l.ID] = n
 	if l.Status == loop.Running {
 		ix.running[l.ID] = loop.Loop{ID: l.ID, Type: l.Type, Status: l.Status, Parent: l.Parent,
 			Owner: l.Owner, ConflictKey: l.ConflictKey, FairnessKey: l.FairnessKey, Agent: l.Agent}
@@ -211,6 +225,9 @@ func (ix *Index) put(l *loop.Loop) {
 	}
 	if !existed || (old.status == loop.Complete) != (l.Status == loop.Complete) {
 		ix.refreshChildren(l.ID)
+	}
+	if !existed || old.met != n.met {
+		ix.refreshDependents(l.ID)
 	}
 }
 
@@ -225,6 +242,27 @@ func (ix *Index) remove(id string) {
 	}
 	delete(ix.running, id)
 	ix.refreshChildren(id)
+	ix.refreshDependents(id) // gone: long done, it holds no one back
+}
+
+// refreshDependents re-evaluates the depends_on gate of the waiting loops
+// that name id: it became met, stopped being met, appeared or went.
+func (ix *Index) refreshDependents(id string) {
+	for _, e := range ix.dependents[id] {
+		ix.setDeps(e)
+	}
+}
+
+// setDeps re-evaluates e's depends_on gate and where it belongs.
+func (ix *Index) setDeps(e *entry) {
+	e.depsOK = true
+	for _, d := range e.deps {
+		if n, ok := ix.nodes[d]; ok && !n.met {
+			e.depsOK = false
+			break
+		}
+	}
+	ix.place(e)
 }
 
 // refreshChildren re-evaluates the parent gate of id's waiting children.
@@ -303,7 +341,19 @@ func (ix *Index) addEntry(l *loop.Loop) *entry {
 			ix.expired[e] = struct{}{}
 		}
 	}
-	e.parentOK = true
+	e.parentOK, e.depsOK = true, true
+	if len(l.DependsOn) > 0 {
+		e.deps = slices.Clone(l.DependsOn)
+		for _, d := range e.deps {
+			ix.dependents[d] = append(ix.dependents[d], e)
+		}
+		for _, d := range e.deps {
+			if n, ok := ix.nodes[d]; ok && !n.met {
+				e.depsOK = false
+				break
+			}
+		}
+	}
 	if e.parent != "" {
 		ix.setParent(e) // places e
 		return e
@@ -342,6 +392,9 @@ func (ix *Index) dropEntry(e *entry) {
 		}
 		e.ci = -1
 	}
+	for _, d := range e.deps {
+		ix.dropDependent(d, e)
+	}
 	if e.orphan {
 		delete(ix.orphans, e)
 	}
@@ -350,6 +403,24 @@ func (ix *Index) dropEntry(e *entry) {
 	}
 	ix.nwaiting--
 	delete(ix.roots, e)
+}
+
+// dropDependent takes e out of the dependents of id.
+func (ix *Index) dropDependent(id string, e *entry) {
+	ds := ix.dependents[id]
+	for i := 0; i < len(ds); i++ {
+		if ds[i] == e {
+			last := len(ds) - 1
+			ds[i], ds[last] = ds[last], nil
+			ds = ds[:last]
+			i--
+		}
+	}
+	if len(ds) == 0 {
+		delete(ix.dependents, id)
+	} else {
+		ix.dependents[id] = ds
+	}
 }
 
 // place puts e in its group when it is ready and takes it out when not.

@@ -113,6 +113,15 @@ func (m *model) create(now time.Time) loop.Loop {
 	if r.IntN(15) == 0 {
 		l.CostHint = float64(1 + r.IntN(50))
 	}
+	if r.IntN(4) == 0 { // it starts after other loops (or ids long gone)
+		for range 1 + r.IntN(2) {
+			if d, ok := m.pick(); ok && r.IntN(6) > 0 {
+				l.DependsOn = append(l.DependsOn, d.ID)
+			} else {
+				l.DependsOn = append(l.DependsOn, fmt.Sprintf("gone%d", r.IntN(3)))
+			}
+		}
+	}
 	l.UpdatedAt = l.CreatedAt
 	return l
 }
@@ -146,6 +155,9 @@ func (m *model) step(now time.Time) {
 			n.Type = types[r.IntN(len(types))] // records may change in any field
 			n.Depth = r.IntN(5)
 		}
+		if to.Settled() && r.IntN(2) == 0 {
+			n.SubtreeDoneAt = now // the last of its subtree
+		}
 		m.write(n)
 	case op < 17: // delete (retention)
 		l, _ := m.pick()
@@ -155,10 +167,19 @@ func (m *model) step(now time.Time) {
 		l2 := l
 		l2.Title = "again"
 		m.write(l, l2)
+	case op < 19: // a finished loop's subtree is done (its last loop below finished)
+		for _, id := range m.ids() {
+			if l := m.loops[id]; l.Status.Settled() && l.SubtreeDoneAt.IsZero() {
+				l.SubtreeDoneAt = now
+				m.write(l)
+				break
+			}
+		}
 	default: // a running loop finishes
 		for _, id := range m.ids() {
 			if l := m.loops[id]; l.Status == loop.Running {
 				n, _ := loop.Transition(l, loop.Complete, now)
+				n.SubtreeDoneAt = now
 				m.write(n)
 				break
 			}
@@ -187,6 +208,13 @@ func (m *model) reference(env readyset.Env) scheduler.Snapshot {
 				c.Root = m.root(l.Parent)
 			}
 			c.ArtifactMissing = l.TriggeredBy != "" && !env.ArtifactExists(l.TriggeredBy)
+			for _, d := range l.DependsOn {
+				var dep *loop.Loop
+				if dl, ok := m.loops[d]; ok {
+					dep = &dl
+				}
+				c.Deps = append(c.Deps, scheduler.DepOf(d, dep))
+			}
 			s.Waiting = append(s.Waiting, c)
 		case l.Status == loop.Running:
 			s.Running[l.Type]++
@@ -276,7 +304,7 @@ func rows(d scheduler.Decision) []rowView {
 // that Due and Next agree with the records.
 func TestDecideMatchesPlan(t *testing.T) {
 	t.Parallel()
-	fast, total, started := 0, 0, 0
+	fast, total, started, held := 0, 0, 0, 0
 	for seed := range uint64(40) {
 		r := rand.New(rand.NewPCG(seed, 77))
 		p := randomPolicy(r)
@@ -371,6 +399,11 @@ func TestDecideMatchesPlan(t *testing.T) {
 				fast++
 			}
 			started += len(want.Start)
+			for _, row := range want.Rows {
+				if row.Has(scheduler.DependsOn) {
+					held++
+				}
+			}
 			if !slices.Equal(want.Start, got.Start) { // cmp.Diff only to word a failure: it is slow
 				diff := cmp.Diff(want.Start, got.Start, cmpopts.EquateEmpty())
 				t.Fatalf("seed %d step %d (fast %v): Decide().Start mismatch with Plan (-want +got):\n%s", seed, step, got.Fast, diff)
@@ -393,7 +426,10 @@ func TestDecideMatchesPlan(t *testing.T) {
 			checkDue(t, m, now)
 		}
 	}
-	t.Logf("%d decisions, %d by the fast walk, %d loops started", total, fast, started)
+	t.Logf("%d decisions, %d by the fast walk, %d loops started, %d rows held by depends_on", total, fast, started, held)
+	if held == 0 {
+		t.Error("no row was held by depends_on: the random loops do not exercise the gate")
+	}
 	if fast < total*2/3 {
 		t.Errorf("only %d of %d decisions took the fast walk", fast, total)
 	}

@@ -22,6 +22,36 @@ type Candidate struct {
 	// key, and the key of Snapshot.Spent. Read with fairness on or Spent
 	// set; "" for a root loop (see FairnessKey).
 	Root string
+	// Deps is what the caller found of each loop of Loop.DependsOn, in that
+	// order (DepOf): the depends_on gate holds the loop while one of them
+	// is not met. The caller reads one record per dependency, never a
+	// subtree: a dependency's subtree_done_at says its subtree is done.
+	Deps []Dep
+}
+
+// Dep is one loop a candidate depends on.
+type Dep struct {
+	ID     string
+	Status loop.Status // "" when no such loop exists
+	Met    bool        // loop.(*Loop).DependencyMet, or no such loop (deleted: long done)
+}
+
+// DepOf is the Dep for id whose record is l, nil when none exists.
+func DepOf(id string, l *loop.Loop) Dep {
+	if l == nil {
+		return Dep{ID: id, Met: true}
+	}
+	return Dep{ID: id, Status: l.Status, Met: l.DependencyMet()}
+}
+
+// depsWait reports whether a dependency in deps is not met.
+func depsWait(deps []Dep) bool {
+	for _, d := range deps {
+		if !d.Met {
+			return true
+		}
+	}
+	return false
 }
 
 // Snapshot is the state Plan decides on.
@@ -117,7 +147,7 @@ type sortKey struct {
 
 // gates is a set of the gates that depend on the loop alone, found while
 // scoring so that the ordered walk reads a loop record only to word a reason.
-type gates uint8
+type gates uint16
 
 const (
 	gPaused gates = 1 << iota
@@ -125,6 +155,7 @@ const (
 	gOrphaned
 	gParentIncomplete
 	gArtifactMissing
+	gDependsOn
 	gBackoff
 	gDeadlinePassed
 	gBudget
@@ -151,6 +182,9 @@ func loopGates(c Candidate, now time.Time) gates {
 	}
 	if c.ArtifactMissing {
 		g |= gArtifactMissing
+	}
+	if len(c.Deps) > 0 && depsWait(c.Deps) {
+		g |= gDependsOn
 	}
 	if l.RunnableAt.After(now) {
 		g |= gBackoff
@@ -189,6 +223,9 @@ func appendLoopReasons(rs []Reason, g gates, c Candidate, now time.Time, tree st
 	}
 	if g&gArtifactMissing != 0 {
 		rs = append(rs, Reason{ArtifactMissing, artifactMissingText(l.TriggeredBy)})
+	}
+	if g&gDependsOn != 0 {
+		rs = append(rs, Reason{DependsOn, dependsText(c.Deps)})
 	}
 	if g&gBackoff != 0 {
 		rs = append(rs, Reason{Backoff, backoffText(l, now)})
@@ -376,7 +413,7 @@ func (w *walk) owner(name string) *capState {
 //     accumulated cost comes first, then that order; each admission adds the
 //     loop's estimated cost to its key, which re-orders what is left.
 //  3. Walk the order. For each loop check every gate and keep all that fail:
-//     paused, orphaned, parent_incomplete, artifact_missing, backoff,
+//     paused, orphaned, parent_incomplete, artifact_missing, depends_on, backoff,
 //     deadline_passed, disk_low, preflight, rate_limited, then the capacity
 //     gates global_cap, type_cap, tier_cap, quota, conflict and no_git
 //     against the running loops plus those already admitted by this walk. A loop that passes

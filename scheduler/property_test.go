@@ -174,9 +174,33 @@ func randomCase(r *rand.Rand) (scheduler.Snapshot, scheduler.Policy) {
 				c.ParentStatus = loop.Complete
 			}
 		}
+		if r.IntN(4) == 0 { // earlier siblings it depends on, done or not
+			for range 1 + r.IntN(3) {
+				dep := &loop.Loop{ID: fmt.Sprintf("D%d", r.IntN(20)), Status: loop.Statuses[r.IntN(len(loop.Statuses))]}
+				if dep.Status == loop.Complete && r.IntN(2) == 0 || dep.Status == loop.Cancelled && r.IntN(2) == 0 {
+					dep.SubtreeDoneAt = now // its subtree is done too
+				}
+				if r.IntN(8) == 0 {
+					dep = nil // deleted
+				}
+				id := fmt.Sprintf("D%d", r.IntN(20))
+				if dep != nil {
+					id = dep.ID
+				}
+				l.DependsOn = append(l.DependsOn, id)
+				c.Deps = append(c.Deps, scheduler.DepOf(id, dep))
+			}
+		}
 		s.Waiting = append(s.Waiting, c)
 	}
 	return s, p
+}
+
+// waitsFor reports whether a loop must wait for the dependency d: one that
+// exists, is not cancelled, and is not complete with its subtree done
+// (which only Met can say).
+func waitsFor(d scheduler.Dep) bool {
+	return d.Status != "" && d.Status != loop.Cancelled && (d.Status != loop.Complete || !d.Met)
 }
 
 // reference is a deliberately naive second implementation of Plan's gates,
@@ -302,6 +326,7 @@ func reference(s scheduler.Snapshot, now time.Time, p scheduler.Policy) (order, 
 		add(l.Parent != "" && c.ParentMissing, scheduler.Orphaned)
 		add(l.Parent != "" && !c.ParentMissing && c.ParentStatus != loop.Complete, scheduler.ParentIncomplete)
 		add(c.ArtifactMissing, scheduler.ArtifactMissing)
+		add(slices.ContainsFunc(c.Deps, waitsFor), scheduler.DependsOn)
 		add(l.RunnableAt.After(now), scheduler.Backoff)
 		add(!l.Deadline.IsZero() && !now.Before(l.Deadline), scheduler.DeadlinePassed)
 		tree := c.Root
@@ -569,6 +594,8 @@ func checkInvariants(t *testing.T, s scheduler.Snapshot, p scheduler.Policy, d s
 			t.Errorf("started %s before its parent completed (%q, missing %v)", id, c.ParentStatus, c.ParentMissing)
 		case c.ArtifactMissing:
 			t.Errorf("started %s without its artifact", id)
+		case slices.ContainsFunc(c.Deps, waitsFor):
+			t.Errorf("started %s before its dependencies were done: %+v", id, c.Deps)
 		case l.RunnableAt.After(now):
 			t.Errorf("started %s in backoff until %v", id, l.RunnableAt)
 		case !l.Deadline.IsZero() && !l.Deadline.After(now):

@@ -22,6 +22,7 @@ const (
 	Orphaned         Code = "orphaned"          // its parent record does not exist
 	ParentIncomplete Code = "parent_incomplete" // its parent is not complete
 	ArtifactMissing  Code = "artifact_missing"  // the parent artifact that spawned it is missing
+	DependsOn        Code = "depends_on"        // a loop of its depends_on is not done (its whole subtree complete or cancelled)
 	Backoff          Code = "backoff"           // runnable_at is in the future (retry backoff, or scheduled with --at/--in: the text says which)
 	DeadlinePassed   Code = "deadline_passed"   // its deadline is past; the manager expires it
 	Budget           Code = "budget"            // its own budget, or its tree's, is spent
@@ -37,7 +38,7 @@ const (
 )
 
 // Codes lists every reason code in gate order.
-var Codes = []Code{Paused, NeedsHuman, Orphaned, ParentIncomplete, ArtifactMissing, Backoff, DeadlinePassed, Budget, DiskLow,
+var Codes = []Code{Paused, NeedsHuman, Orphaned, ParentIncomplete, ArtifactMissing, DependsOn, Backoff, DeadlinePassed, Budget, DiskLow,
 	Preflight, RateLimited, GlobalCap, TypeCap, TierCap, Quota, Conflict, NoGit}
 
 // Capacity reports whether c only says "no room now" (rate limit, caps,
@@ -115,6 +116,39 @@ func artifactMissingText(path string) string {
 		return "artifact missing"
 	}
 	return "artifact missing (" + path + ")"
+}
+
+// maxDepsText is how many dependencies a depends_on text names.
+const maxDepsText = 3
+
+// dependsText reads "waits for 01JD… (running), 01JE… (complete, not all
+// loops below it)": the dependencies not met, the first maxDepsText of them.
+func dependsText(deps []Dep) string {
+	var b strings.Builder
+	b.WriteString("waits for ")
+	n := 0
+	for _, d := range deps {
+		if d.Met {
+			continue
+		}
+		if n++; n > maxDepsText {
+			continue
+		}
+		if n > 1 {
+			b.WriteString(", ")
+		}
+		b.WriteString(d.ID)
+		switch d.Status {
+		case loop.Complete:
+			b.WriteString(" (complete, not all loops below it)")
+		default:
+			b.WriteString(" (" + string(d.Status) + ")")
+		}
+	}
+	if n > maxDepsText {
+		fmt.Fprintf(&b, " and %d more", n-maxDepsText)
+	}
+	return b.String()
 }
 
 // backoffText reads "backoff until 12:04:31 (12s)" after a failure, or

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/scheduler"
@@ -91,6 +92,21 @@ type simLoop struct {
 	st       status
 	admitted int // second it was admitted
 	finish   int // second it completes
+	parent   *simLoop
+	kids     []*simLoop
+}
+
+// settle marks l's subtree done (rec.SubtreeDoneAt) when l and every loop
+// below it are done, and then its parent's, as control.Settle does.
+func settle(l *simLoop, now time.Time) {
+	for ; l != nil && l.st == done && l.rec.SubtreeDoneAt.IsZero(); l = l.parent {
+		for _, k := range l.kids {
+			if k.rec.SubtreeDoneAt.IsZero() {
+				return
+			}
+		}
+		l.rec.SubtreeDoneAt = now
+	}
 }
 
 // Run simulates w. It is deterministic: the same workload gives the same result.
@@ -118,6 +134,15 @@ func Run(w *Workload) Result {
 			if sl.root == "" {
 				sl.root = p.ID
 			}
+			// The order between siblings: depends_on, else the parent
+			// type's children setting (sequential: the sibling before).
+			if !l.DependsSet && len(p.kids) > 0 && w.Config.Loop(p.Type).Children == config.Sequential {
+				rec.DependsOn = []string{p.kids[len(p.kids)-1].ID}
+			}
+			sl.parent, p.kids = p, append(p.kids, sl)
+		}
+		if l.DependsSet {
+			rec.DependsOn = l.DependsOn
 		}
 		sl.key = scheduler.FairnessKey(rec, sl.root)
 		ls[i], byID[l.ID] = sl, sl
@@ -160,6 +185,7 @@ func Run(w *Workload) Result {
 				continue
 			}
 			l.st, l.rec.Status, changed = done, loop.Complete, true
+			settle(l, now)
 			emit(t, Done, l.ID, "")
 			if fp.Enabled {
 				fair.Evict(now, fp.IdleTTL)
@@ -244,7 +270,7 @@ func Run(w *Workload) Result {
 }
 
 // snapshot is what the daemon's control.Snapshot would read: the waiting
-// loops with their parents' statuses and roots, the running loops.
+// loops with their parents' statuses, roots and dependencies, the running loops.
 func snapshot(ls []*simLoop, run []*simLoop, byID map[string]*simLoop, fair scheduler.Fairness) scheduler.Snapshot {
 	s := scheduler.Snapshot{Running: map[string]int{}, Fairness: fair}
 	for _, l := range ls {
@@ -254,6 +280,9 @@ func snapshot(ls []*simLoop, run []*simLoop, byID map[string]*simLoop, fair sche
 		c := scheduler.Candidate{Loop: l.rec, Root: l.root}
 		if p := byID[l.Parent]; p != nil {
 			c.ParentStatus = p.rec.Status
+		}
+		for _, d := range l.rec.DependsOn {
+			c.Deps = append(c.Deps, scheduler.DepOf(d, byID[d].rec))
 		}
 		s.Waiting = append(s.Waiting, c)
 	}

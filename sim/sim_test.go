@@ -217,6 +217,45 @@ loops:
 			events: "0:arrive:a 0:arrive:b 0:admit:a 2:arrive:c 3:expire:b 5:done:a 5:admit:c 6:done:c",
 		},
 		{
+			name: "a spec's phases run in order: each after the one before it and its tasks",
+			workload: `
+loops:
+  - {id: s, type: spec, duration: 1}
+  - {id: p1, type: phase, parent: s, duration: 1}
+  - {id: p2, type: phase, parent: s, duration: 1}
+  - {id: p3, type: phase, parent: s, duration: 1}
+  - {id: t1, type: ralph, parent: p1, duration: 4}
+  - {id: t2, type: ralph, parent: p2, duration: 2}
+  - {id: t3, type: ralph, parent: p3, duration: 1}
+`,
+			want: "0:s 1:p1 2:t1 6:p2 7:t2 9:p3 10:t3",
+		},
+		{
+			name: "children: parallel, and depends_on decides over it",
+			workload: `
+config: {loops: {spec: {children: parallel}}}
+loops:
+  - {id: s, type: spec, duration: 1}
+  - {id: p1, type: phase, parent: s, duration: 3}
+  - {id: p2, type: phase, parent: s, duration: 1}
+  - {id: p3, type: phase, parent: s, duration: 1, depends_on: "p1, p2"}
+`,
+			want: "0:s 1:p1 1:p2 4:p3",
+		},
+		{
+			name: "depends_on: [] starts at once under a sequential parent; a task waits for two",
+			workload: `
+loops:
+  - {id: s, type: spec, duration: 1}
+  - {id: p1, type: phase, parent: s, duration: 2}
+  - {id: p2, type: phase, parent: s, duration: 1, depends_on: []}
+  - {id: t1, type: ralph, parent: p2, duration: 1}
+  - {id: t2, type: ralph, parent: p2, duration: 3}
+  - {id: t3, type: ralph, parent: p2, duration: 1, depends_on: [t1, t2]}
+`,
+			want: "0:s 1:p1 1:p2 2:t1 2:t2 5:t3",
+		},
+		{
 			name: "a child waits for its parent",
 			workload: `
 loops:
@@ -288,7 +327,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown type", "loops:\n  - {id: a, type: ralph}\n  - {id: b, type: sync-clone}\n",
 			`w.yaml:3: loops[1].type: unknown type "sync-clone" (known: plan, spec, phase, ralph; add it under types:)`},
 		{"unknown loop key", "loops:\n  - id: a\n    type: ralph\n    colour: red\n",
-			"w.yaml:4: loops[0].colour: unknown key (want id, type, key, owner, conflict_key, parent, cost, duration, at, deadline)"},
+			"w.yaml:4: loops[0].colour: unknown key (want id, type, key, owner, conflict_key, parent, cost, duration, at, deadline, depends_on)"},
 		{"missing id", "loops:\n  - {type: ralph}\n", "w.yaml:2: loops[0].id: missing"},
 		{"bad id", "loops:\n  - {id: ../x, type: ralph}\n", `w.yaml:2: loops[0].id: "../x": use 1-64 letters, digits, '-' and '_'`},
 		{"duplicate id", "loops:\n  - {id: a, type: ralph}\n  - {id: a, type: ralph}\n", `w.yaml:3: loops[1].id: duplicate id "a" (first at line 2)`},
@@ -297,6 +336,10 @@ func TestParseErrors(t *testing.T) {
 		{"negative cost", "loops:\n  - {id: a, type: ralph, cost: -1}\n", "w.yaml:2: loops[0].cost: must be between 0 and 1e9"},
 		{"cost text", "loops:\n  - {id: a, type: ralph, cost: lots}\n", `w.yaml:2: loops[0].cost: must be a number, got "lots"`},
 		{"unknown parent", "loops:\n  - {id: a, type: ralph, parent: p}\n", `w.yaml:2: loops[0].parent: no loop "p" before this one`},
+		{"dependency listed after", "loops:\n  - {id: a, type: ralph, depends_on: [b]}\n  - {id: b, type: ralph}\n",
+			`w.yaml:2: loops[0].depends_on: no loop "b" before this one (a loop depends only on loops listed before it)`},
+		{"dependency on itself", "loops:\n  - {id: a, type: ralph, depends_on: a}\n", `w.yaml:2: loops[0].depends_on: no loop "a" before this one (a loop depends only on loops listed before it)`},
+		{"dependency not a list", "loops:\n  - {id: a, type: ralph, depends_on: {b: 1}}\n", `w.yaml:2: loops[0].depends_on: must be a list of loop ids, got a mapping`},
 		{"child before parent", "loops:\n  - {id: p, type: phase, at: 5}\n  - {id: a, type: ralph, parent: p, at: 1}\n",
 			"w.yaml:3: loops[1].at: 1: before its parent p arrives (at 5)"},
 		{"loop not a mapping", "loops:\n  - a1\n", `w.yaml:2: loops[0]: must be a mapping like {id: a1, type: ralph, duration: 3}, got "a1"`},

@@ -13,10 +13,17 @@
 //	types: {sync-clone: {base: 100, tier: 8, max_running: 8, conflict_group: git}}
 //	loops:
 //	  - {id: a1, type: sync-clone, key: clientA, conflict_key: repo1, cost: 10, duration: 3, at: 1}
+//	  - {id: a2, type: sync-clone, depends_on: [a1]}
 //
 // Each virtual second: arrivals first, then completions (a loop admitted at
 // t with duration d completes at t+d), then loops past their deadline
 // expire, then admissions until nothing more is admissible.
+//
+// A loop's depends_on names loops listed before it; it starts once each of
+// them and every loop below it in the workload is done, as in the daemon.
+// Children without depends_on follow their parent type's children setting
+// (loops.<type>.children: a spec's phases run one after another, each
+// after the sibling listed before it).
 package sim
 
 import (
@@ -25,6 +32,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,7 +54,11 @@ type Loop struct {
 	Duration    int     // virtual seconds it runs once admitted (>= 1)
 	At          int     // the second it arrives
 	Deadline    int     // expires if still waiting at this second; 0 = none
-	Line        int     // where it is in the workload file
+	DependsOn   []string
+	// DependsSet: the workload gives depends_on (maybe empty), which
+	// overrides the parent type's children setting.
+	DependsSet bool
+	Line       int // where it is in the workload file
 }
 
 // Workload is a parsed workload file.
@@ -222,8 +234,11 @@ func (p parser) loops(n *yaml.Node, c *config.Config) ([]Loop, error) {
 				l.At, err = p.integer(v, sub, 0, maxUntil)
 			case "deadline":
 				l.Deadline, err = p.integer(v, sub, 1, maxUntil)
+			case "depends_on":
+				l.DependsOn, err = p.ids(v, sub)
+				l.DependsSet = true
 			default:
-				err = p.errorf(k.Line, sub, "unknown key (want id, type, key, owner, conflict_key, parent, cost, duration, at, deadline)")
+				err = p.errorf(k.Line, sub, "unknown key (want id, type, key, owner, conflict_key, parent, cost, duration, at, deadline, depends_on)")
 			}
 			if err != nil {
 				return nil, err
@@ -257,8 +272,42 @@ func (p parser) loops(n *yaml.Node, c *config.Config) ([]Loop, error) {
 				return nil, p.errorf(line("at"), key+".at", "%d: before its parent %s arrives (at %d)", l.At, l.Parent, out[pi].At)
 			}
 		}
+		for _, d := range l.DependsOn {
+			if _, ok := index[d]; !ok {
+				return nil, p.errorf(line("depends_on"), key+".depends_on", "no loop %q before this one (a loop depends only on loops listed before it)", d)
+			}
+		}
 		index[l.ID] = len(out)
 		out = append(out, l)
+	}
+	return out, nil
+}
+
+// ids decodes a list of loop ids, or one string of them separated by commas.
+func (p parser) ids(n *yaml.Node, key string) ([]string, error) {
+	var raw []string
+	switch {
+	case n.Kind == yaml.SequenceNode:
+		for _, el := range n.Content {
+			s, err := p.text(el, key)
+			if err != nil {
+				return nil, err
+			}
+			raw = append(raw, s)
+		}
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str":
+		raw = strings.Split(n.Value, ",")
+	default:
+		return nil, p.errorf(n.Line, key, "must be a list of loop ids, got %s", config.Describe(n))
+	}
+	var out []string
+	for _, s := range raw {
+		if s = strings.TrimSpace(s); s == "" {
+			return nil, p.errorf(n.Line, key, "an empty id")
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
 	}
 	return out, nil
 }

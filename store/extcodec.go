@@ -24,6 +24,8 @@ import (
 //	  9 failure         string fingerprint, varint repeats
 //	 10 branch          string
 //	 11 base            string branch, string commit
+//	 12 depends_on      uvarint count, then each id a string
+//	 13 subtree_done_at time
 //
 // Zero fields are not written; a record with none is tagged 0x01 and has
 // no block. A tag this build does not know makes the record undecodable,
@@ -40,13 +42,16 @@ const (
 	extFailure
 	extBranch
 	extBase
+	extDependsOn
+	extSubtreeDone
 )
 
 // hasExt reports whether l has any field of the extension block.
 func hasExt(l *loop.Loop) bool {
 	return l.Agent != "" || l.Usage != (loop.Usage{}) || l.Budget != (loop.Budget{}) ||
 		l.Needs != nil || l.Answer != "" || l.RateLimitStreak != 0 || l.TransientRetries != 0 ||
-		l.Stalls != 0 || l.FailureFingerprint != "" || l.FailureRepeats != 0 || l.Branch != "" || l.Base != (loop.Base{})
+		l.Stalls != 0 || l.FailureFingerprint != "" || l.FailureRepeats != 0 || l.Branch != "" || l.Base != (loop.Base{}) ||
+		len(l.DependsOn) > 0 || !l.SubtreeDoneAt.IsZero()
 }
 
 // ext appends the extension block of l.
@@ -100,6 +105,17 @@ func (w *recWriter) ext(l *loop.Loop) {
 		f.str(b.Branch)
 		f.str(b.Commit)
 	}
+	if len(l.DependsOn) > 0 {
+		f.b = append(f.b, extDependsOn)
+		f.b = binary.AppendUvarint(f.b, uint64(len(l.DependsOn)))
+		for _, id := range l.DependsOn {
+			f.str(id)
+		}
+	}
+	if !l.SubtreeDoneAt.IsZero() {
+		f.b = append(f.b, extSubtreeDone)
+		f.time(l.SubtreeDoneAt)
+	}
 	w.b = binary.AppendUvarint(w.b, uint64(len(f.b)))
 	w.b = append(w.b, f.b...)
 }
@@ -145,6 +161,18 @@ func (r *recReader) ext(l *loop.Loop) {
 		case extBase:
 			l.Base.Branch = f.str()
 			l.Base.Commit = f.str()
+		case extDependsOn:
+			n := f.uvarint()
+			if n > uint64(len(f.b)) { // each id takes at least a byte
+				f.fail()
+				break
+			}
+			l.DependsOn = make([]loop.ID, n)
+			for i := range l.DependsOn {
+				l.DependsOn[i] = f.str()
+			}
+		case extSubtreeDone:
+			l.SubtreeDoneAt = f.time()
 		default:
 			f.err = fmt.Errorf("unknown extension field %d (written by a newer loopr?)", tag)
 		}

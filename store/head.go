@@ -6,7 +6,9 @@ import "github.com/loopr-dev/loopr/loop"
 // each decoded without its long texts (task, artifact, workdir, feedback,
 // reason) and its lease: every field the scheduler reads, at a fraction of
 // the cost of ForEach. When full is not nil, a loop whose status full
-// rejects is decoded even less: only its id, status and parent are set.
+// rejects is decoded even less: only its id, status and parent are set,
+// and for a complete loop its subtree_done_at (the depends_on gate of the
+// loops that name it reads that).
 // fn gets the same *loop.Loop each time, overwritten by the next record:
 // copy what it keeps.
 //
@@ -28,6 +30,12 @@ func (tx *Tx) forEachHead(full func(loop.Status) bool, fn func(*loop.Loop) bool)
 				return err
 			}
 			if !full(st) {
+				if st == loop.Complete {
+					if err := decodeRecord(k, v, &l, true, true); err != nil { // borrowed: nothing copied
+						return err
+					}
+					l = loop.Loop{SubtreeDoneAt: l.SubtreeDoneAt}
+				}
 				l.ID, l.Status, l.Parent = string(k), st, parent
 				if !fn(&l) {
 					return nil

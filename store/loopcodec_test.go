@@ -56,6 +56,14 @@ func fill(r *rand.Rand, v reflect.Value) {
 	case reflect.Pointer:
 		v.Set(reflect.New(v.Type().Elem()))
 		fill(r, v.Elem())
+	case reflect.Slice: // never empty: the codec writes an empty list as none (nil)
+		s := reflect.MakeSlice(v.Type(), 1+r.IntN(3), 3)
+		for i := range s.Len() {
+			for s.Index(i).IsZero() {
+				fill(r, s.Index(i))
+			}
+		}
+		v.Set(s)
 	case reflect.Struct:
 		for i := range v.NumField() {
 			if v.Type().Field(i).IsExported() {
@@ -118,7 +126,7 @@ func TestLoopCodecKnowsEveryField(t *testing.T) {
 		"Workdir", "Feedback", "Lease", "FairnessKey", "ConflictKey", "CostHint", "Owner", "Reason",
 		// the extension block (extcodec.go)
 		"Agent", "Usage", "Budget", "Needs", "Answer", "RateLimitStreak", "TransientRetries", "Stalls",
-		"FailureFingerprint", "FailureRepeats", "Branch", "Base"}
+		"FailureFingerprint", "FailureRepeats", "Branch", "Base", "DependsOn", "SubtreeDoneAt"}
 	var got []string
 	rt := reflect.TypeFor[loop.Loop]()
 	for i := range rt.NumField() {
@@ -243,6 +251,13 @@ func TestForEachHead(t *testing.T) {
 		for i := range 50 {
 			l := randomLoop(r)
 			l.ID, l.Parent, l.Status, l.Type = fmt.Sprintf("L%02d", i), "", loop.Pending, loop.Ralph
+			l.DependsOn = nil
+			if i%3 == 1 {
+				l.DependsOn = []string{fmt.Sprintf("L%02d", i-1)}
+			}
+			if i%2 == 0 { // a complete loop: its subtree_done_at is read even when not full
+				l.Status = loop.Complete
+			}
 			l.Iteration, l.MaxIterations, l.Depth = 1+i%3, 5, i%4
 			l.CreatedAt = time.Unix(int64(1e9+i), 0).UTC()
 			if err := tx.Put(l); err != nil {
@@ -265,8 +280,11 @@ func TestForEachHead(t *testing.T) {
 	s.View(func(tx *Tx) error {
 		return tx.ForEachHead(func(loop.Status) bool { return false }, func(l *loop.Loop) bool { got = append(got, *l); return true })
 	})
-	for i := range want {
-		want[i] = loop.Loop{ID: want[i].ID, Status: want[i].Status, Parent: want[i].Parent}
+	for i, w := range want {
+		want[i] = loop.Loop{ID: w.ID, Status: w.Status, Parent: w.Parent}
+		if w.Status == loop.Complete {
+			want[i].SubtreeDoneAt = w.SubtreeDoneAt
+		}
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ForEachHead(none full) mismatch (-want +got):\n%s", diff)

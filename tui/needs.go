@@ -137,6 +137,7 @@ func resumeHint(l *loop.Loop) string {
 type treeStat struct {
 	version                                int
 	total, done, needs, failed, live, kids int
+	cancelled                              int
 	cost                                   float64
 }
 
@@ -153,6 +154,8 @@ func (m *Model) tree(root *loop.Loop) treeStat {
 		switch {
 		case l.Status == loop.Complete:
 			t.done++
+		case l.Status == loop.Cancelled:
+			t.cancelled++
 		case l.Status == loop.NeedsHuman:
 			t.needs++
 		case l.Status == loop.Failed:
@@ -182,6 +185,9 @@ func (m *Model) treeText(l *loop.Loop) string {
 	}
 	t := m.tree(l)
 	s := fmt.Sprintf("tree %d/%d done", t.done, t.total)
+	if t.cancelled > 0 {
+		s += fmt.Sprintf(", %d cancelled", t.cancelled)
+	}
 	if t.cost > 0 {
 		s += fmt.Sprintf(" · $%.2f", t.cost)
 	}
@@ -190,7 +196,7 @@ func (m *Model) treeText(l *loop.Loop) string {
 		s += fmt.Sprintf(" · needs you (%d)", t.needs)
 	case t.failed > 0:
 		s += fmt.Sprintf(" · failed (%d)", t.failed)
-	case t.done == t.total:
+	case t.done+t.cancelled == t.total: // done means done: a cancelled loop is not waited for
 		branch := l.Branch
 		if branch == "" {
 			branch = gitflow.BranchName(l.ID, l.Title)

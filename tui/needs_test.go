@@ -158,3 +158,38 @@ func TestNeedsYouBudgetHint(t *testing.T) {
 		t.Errorf("needsWhy of a question = %q; want A answers", got)
 	}
 }
+
+// TestTreeDoneWithCancelled: a tree whose every loop is complete or
+// cancelled is done and ready to merge (it read "tree 3/4 done" forever
+// before), and says how many were cancelled; a sibling that waits on a
+// dependency shows the depends_on reason in the dashboard's schedule.
+func TestTreeDoneWithCancelled(t *testing.T) {
+	t.Parallel()
+	at := testNow.Add(-time.Hour)
+	mk := func(id, parent string, typ loop.Type, st loop.Status) loop.Loop {
+		return loop.Loop{ID: id, Parent: parent, Type: typ, Title: id, Status: st, Iteration: 1, MaxIterations: 5, CreatedAt: at, UpdatedAt: at}
+	}
+	loops := []loop.Loop{mk("p", "", loop.Plan, loop.Complete), mk("s", "p", loop.Spec, loop.Complete),
+		mk("t1", "s", loop.Ralph, loop.Complete), mk("t2", "s", loop.Ralph, loop.Cancelled)}
+	fc := newFake()
+	st := fixtureStatus()
+	fc.snap = api.StreamMsg{Type: api.StreamSnapshot, Seq: 1, Loops: loops, Status: &st}
+	m := loaded(t, fc, 120, 30)
+	if got, want := m.treeText(m.loops["p"]), "tree 3/4 done, 1 cancelled · done: loopr/p-p ready to merge"; got != want {
+		t.Errorf("treeText = %q, want %q", got, want)
+	}
+
+	t3 := mk("t3", "s", loop.Ralph, loop.Pending)
+	t3.DependsOn = []string{"t4"}
+	loops[3] = mk("t4", "s", loop.Ralph, loop.Running)
+	fc.snap = api.StreamMsg{Type: api.StreamSnapshot, Seq: 2, Loops: append(loops, t3), Status: &st}
+	m = loaded(t, fc, 120, 30)
+	if got := m.treeText(m.loops["p"]); !strings.HasSuffix(got, "· running") {
+		t.Errorf("treeText with live loops = %q, want it running", got)
+	}
+	if r := m.reasonOf(t3.ID); r.Code != "depends_on" || r.r.Text != "waits for t4 (running)" {
+		t.Errorf("reason of t3: %s %q, want depends_on waiting for t4", r.Code, r.r.Text)
+	} else if got, want := m.reasonText(r), `after "t4" (running)`; got != want {
+		t.Errorf("dashboard text of t3's reason = %q, want %q", got, want)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/loopr-dev/loopr/api"
@@ -123,6 +124,20 @@ func (m *Model) reasonText(r reason) string {
 		}
 	case scheduler.ArtifactMissing:
 		return "artifact missing"
+	case scheduler.DependsOn:
+		var after []string
+		for _, d := range r.l.DependsOn {
+			if dl := m.loops[d]; dl != nil && !dl.DependencyMet() {
+				state := statusText(dl.Status, true)
+				if dl.Status == loop.Complete {
+					state = "loops below it at work"
+				}
+				after = append(after, fmt.Sprintf("%q (%s)", title(dl), state))
+			}
+		}
+		if len(after) > 0 {
+			return "after " + strings.Join(after, ", ")
+		}
 	case scheduler.Backoff:
 		if r.l.Scheduled() {
 			return "scheduled " + countdown(r.l.RunnableAt.Sub(now))
@@ -308,6 +323,12 @@ func (m *Model) computeSchedule() {
 				}
 				if roots != nil {
 					c.Root = m.rootOf(l.Parent, roots)
+				}
+			}
+			if len(l.DependsOn) > 0 {
+				c.Deps = make([]scheduler.Dep, len(l.DependsOn))
+				for i, d := range l.DependsOn {
+					c.Deps[i] = scheduler.DepOf(d, m.loops[d]) // not held: finished long ago
 				}
 			}
 			snap.Waiting = append(snap.Waiting, c)

@@ -10,6 +10,7 @@ cpu: Test CPU @ 3GHz
 BenchmarkDecision/pending=1000-2         	   55191	     46171 ns/op	        23.03 baseline-ms	       498.9 x-baseline	    4176 B/op	      51 allocs/op
 BenchmarkDecision/pending=10000-2        	   84361	     28533 ns/op	       213.0 baseline-ms	      7466 x-baseline	    4176 B/op	      51 allocs/op
 BenchmarkDecision/pending=100000-2       	   80182	     31455 ns/op	      1522 baseline-ms	     48378 x-baseline	    4178 B/op	      51 allocs/op
+BenchmarkDecision/pending=100000/depends-2       	   22212	     79110 ns/op	      2147 baseline-ms	     27135 x-baseline	    5897 B/op	     100 allocs/op
 BenchmarkDecisionEtcdArtifacts-2   	    5943	    198000 ns/op	        15.00 first-ms	         0.2410 files-ms	         0.0480 bbolt-ms	         0.8216 x-files	         4.125 x-bbolt	   42893 B/op	     582 allocs/op
 BenchmarkDurableTransition-2        	    1578	   1430388 ns/op	      2207 fsync/s	       699.1 tx/s	         0.3167 x-raw-fsync	   75280 B/op	     179 allocs/op
 BenchmarkEtcdDurableTransition-2   	     913	   1668661 ns/op	      1894 etcd-put/s	       879.8 tx/s	         0.4646 x-etcd-put	  119545 B/op	    1400 allocs/op
@@ -40,6 +41,7 @@ func TestReport(t *testing.T) {
 		"5.17 ms / 12.9 ms", "the store on etcd",
 		"8.17 ms / 17.9 ms", "through a worker",
 		"not measured",
+		"30% waiting on a sibling (depends_on)", "79.1 µs", "27135× faster",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
