@@ -24,10 +24,11 @@ phase) printf '# Phase: f\n\n## Tasks\n\n### Task 1: One\nDo it.\n\n### Task 2: 
 esac
 `
 
-// TestRepeatedMergeConflictNeedsYou: a task whose branch conflicts with the
-// plan branch the same way on every iteration counts toward
-// retry.no_progress_limit like any other repeated failure, and lands in
-// needs_human (no_progress) after 3 iterations instead of spending all 10.
+// TestRepeatedMergeConflictNeedsYou: with merge.refresh off, a task whose
+// branch conflicts with the plan branch the same way on every iteration
+// counts toward retry.no_progress_limit like any other repeated failure,
+// and lands in needs_human (no_progress) after 3 iterations instead of
+// spending all 10. (With refresh on, TestFreshBaseTwoTasksAppend.)
 func TestRepeatedMergeConflictNeedsYou(t *testing.T) {
 	t.Parallel()
 	script := filepath.Join(t.TempDir(), "agent.sh")
@@ -48,6 +49,8 @@ agent:
 loops:
   plan: {require_approval: false}
   ralph: {max_iterations: 10, validate: []}
+merge:
+  refresh: off
 storage:
   disk_quota_min_gb: 0
 `, agent))
