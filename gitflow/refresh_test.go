@@ -220,3 +220,65 @@ func onBranchOf(t *testing.T, dir, id string) {
 		t.Errorf("status = %q, want clean", got)
 	}
 }
+
+// With Remote, the refresh brings in the remote's plan branch (fetched as
+// EnsurePlanBranch does before an iteration), merged there by another
+// machine, and the push after the iteration accepts the refreshed branch,
+// rebased or not.
+func TestRefreshRemote(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{RefreshMerge, RefreshRebase} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			c := newCluster(t, 2)
+			a, b := c.clones[0], c.clones[1]
+			const plan = "loopr/plan"
+			for _, r := range c.clones {
+				if err := r.EnsurePlanBranch(ctx, plan); err != nil {
+					t.Fatal(err)
+				}
+			}
+			dirA, _, err := iterate(t, a, "r1", "loopr/r1", plan, map[string]string{"one.txt": "from A\n"})
+			if err != nil {
+				t.Fatalf("iteration 1 of r1 on A: %v", err)
+			}
+			if _, _, err := iterate(t, b, "r2", "loopr/r2", plan, map[string]string{"two.txt": "from B\n"}); err != nil {
+				t.Fatalf("r2 on B: %v", err)
+			}
+			if err := b.Merge(ctx, "loopr/r2", plan); err != nil {
+				t.Fatalf("Merge(r2) on B = %v", err)
+			}
+			merged := c.remoteTip(t, plan)
+			// r1's next iteration on A starts as the manager starts it.
+			if err := a.EnsurePlanBranch(ctx, plan); err != nil {
+				t.Fatal(err)
+			}
+			expect, err := a.SyncBranch(ctx, "loopr/r1", plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := a.Refresh(ctx, dirA, "loopr/r1", plan, how)
+			if err != nil || got.Base != merged || len(got.Conflicts) > 0 {
+				t.Fatalf("Refresh() = %+v, %v; want Base %s (the remote's plan branch), no conflict", got, err, merged)
+			}
+			if b, err := os.ReadFile(filepath.Join(dirA, "two.txt")); err != nil || string(b) != "from B\n" {
+				t.Errorf("two.txt in A's worktree = %q, %v; want B's merged work", b, err)
+			}
+			write(t, dirA, "three.txt", "iteration 2\n")
+			if _, err := a.SaveWork(ctx, dirA, "loopr/r1", "loopr: ralph r1 iteration 2"); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.PushBranch(ctx, "loopr/r1", expect); err != nil {
+				t.Fatalf("PushBranch() after a refresh by %s = %v", how, err)
+			}
+			if err := a.Merge(ctx, "loopr/r1", plan); err != nil {
+				t.Fatalf("Merge(r1) = %v", err)
+			}
+			want := "README.md\none.txt\nshared.txt\nthree.txt\ntwo.txt"
+			if got := gitT(t, c.bare, "ls-tree", "--name-only", "refs/heads/"+plan); got != want {
+				t.Errorf("remote %s holds %q, want %q", plan, got, want)
+			}
+		})
+	}
+}
