@@ -24,8 +24,7 @@ import (
 const appendAgent = `#!/bin/sh
 cat >/dev/null
 case "$LOOPR_LOOP_TYPE" in
-plan)  printf '# Plan: p\n\n## Specs\n\n### Spec 1: Only spec\nDo it.\n' >"$LOOPR_ARTIFACT" ;;
-spec)  printf '# Spec: s\n\n## Phases\n\n### Phase 1: Only phase\nDo it.\n' >"$LOOPR_ARTIFACT" ;;
+` + onePhase + `
 phase) printf '# Phase: f\n\n## Tasks\n\n### Task 1: One\nDo it.\n\n### Task 2: Two\nDo it too.\n' >"$LOOPR_ARTIFACT" ;;
 *)
 	if [ "$LOOPR_ITERATION" = 1 ]; then
@@ -45,9 +44,9 @@ phase) printf '# Phase: f\n\n## Tasks\n\n### Task 1: One\nDo it.\n\n### Task 2: 
 esac
 `
 
-// freshConfig is a loopr.yml for the scripted agent at script, ralph
-// loops validated by validate (YAML flow list).
-func freshConfig(t *testing.T, script, ralph string) string {
+// freshConfig is a loopr.yml for the scripted agent at script: ralph's
+// settings (a YAML flow mapping), short backoffs, and extra YAML at the end.
+func freshConfig(t *testing.T, script, ralph string, extra ...string) string {
 	t.Helper()
 	agent, _ := json.Marshal([]string{"sh", script})
 	return fmt.Sprintf(`scheduler:
@@ -56,6 +55,7 @@ retry:
   backoff_base_secs: 1
   backoff_factor: 1
   backoff_max_secs: 1
+  no_progress_limit: 3
 agent:
   preset: command
   command: %s
@@ -64,7 +64,7 @@ loops:
   ralph: %s
 storage:
   disk_quota_min_gb: 0
-`, agent, ralph)
+%s`, agent, ralph, strings.Join(extra, ""))
 }
 
 func writeScript(t *testing.T, name, body string) string {
@@ -161,8 +161,7 @@ const waitAgent = `#!/bin/sh
 cat >/dev/null
 title=$(head -n 1 "$LOOPR_PROMPT_FILE" | sed -n 's/.*, "\(.*\)"\.$/\1/p')
 case "$LOOPR_LOOP_TYPE" in
-plan)  printf '# Plan: p\n\n## Specs\n\n### Spec 1: Only spec\nDo it.\n' >"$LOOPR_ARTIFACT" ;;
-spec)  printf '# Spec: s\n\n## Phases\n\n### Phase 1: Only phase\nDo it.\n' >"$LOOPR_ARTIFACT" ;;
+` + onePhase + `
 phase) printf '# Phase: f\n\n## Tasks\n\n### Task 1: Ask\nDo it.\n\n### Task 2: Fail\nDo it too.\n' >"$LOOPR_ARTIFACT" ;;
 *)
 	if [ -f BASE.txt ]; then
