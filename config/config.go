@@ -76,6 +76,7 @@ type Config struct {
 	Budget    Budget                  `yaml:"budget"` // default budget of a plan tree (its root loop)
 	Loops     map[string]LoopSettings `yaml:"loops"`  // keyed by built-in type
 	Git       Git                     `yaml:"git"`
+	Merge     Merge                   `yaml:"merge"`
 	Storage   Storage                 `yaml:"storage"`
 	Store     Store                   `yaml:"store"`
 	Worker    Worker                  `yaml:"worker"`
@@ -387,6 +388,22 @@ type Git struct {
 	Remote string `yaml:"remote"`
 }
 
+// Merge is the `merge:` section: how passed loops' branches land on their
+// plan branch, and how a loop's branch keeps up with it.
+type Merge struct {
+	// Refresh is how, before each iteration, the plan branch's current
+	// tip is brought into the branch of a loop that has its own:
+	// RefreshMerge, RefreshRebase or RefreshOff.
+	Refresh string `yaml:"refresh"`
+}
+
+// How a loop's branch is refreshed from its plan branch (merge.refresh).
+const (
+	RefreshMerge  = "merge"
+	RefreshRebase = "rebase"
+	RefreshOff    = "off"
+)
+
 // Worker is the `worker:` section: this daemon as one of the workers that
 // share an etcd store (docs/several-machines.md). Read at the daemon's
 // start; ignored on the bbolt file.
@@ -538,6 +555,7 @@ func Default() *Config {
 			loop.Ralph: {MaxIterations: 100, Validate: []string{"go test ./..."}, ConflictGroup: "code", RequireChanges: true, Children: Parallel},
 		},
 		Git:       Git{Worktrees: true},
+		Merge:     Merge{Refresh: RefreshMerge},
 		Storage:   Storage{DiskQuotaMinGB: 5},
 		Store:     Store{Backend: "bbolt", Etcd: StoreEtcd{DialTimeoutSecs: 5}},
 		Worker:    Worker{LeaseTTLSecs: 15},

@@ -219,6 +219,9 @@ loops:
 			a.Preset, a.Command = "command", []string{"aider", "--yes", "4"}
 			c.Agents = map[string]config.Agent{"aider": a}
 		}},
+		{"refresh by rebase", "merge: {refresh: rebase}\n", func(c *config.Config) {
+			c.Merge.Refresh = config.RefreshRebase
+		}},
 		{"empty validate list clears the default", "loops:\n  ralph: {validate: []}\n", func(c *config.Config) {
 			c.Loops[loop.Ralph] = config.LoopSettings{MaxIterations: 100, ConflictGroup: "code", RequireChanges: true, Children: config.Parallel}
 		}},
@@ -287,6 +290,7 @@ func TestParseErrors(t *testing.T) {
 		{"file is not a key", "File: x.yml\n", "loopr.yml:1: File: unknown key"},
 		{"a section's key at the top", "max_loops: 5\n", "loopr.yml:1: max_loops: unknown key; did you mean concurrency.max_loops or worker.max_loops?"},
 		{"a type's key at the top", "validate: [make test]\n", "loopr.yml:1: validate: unknown key; did you mean loops.ralph.validate or types.<name>.validate?"},
+		{"refresh unknown", "merge:\n  refresh: squash\n", `loopr.yml:2: merge.refresh: unknown value "squash" (want merge, rebase or off)`},
 		{"a near spelling", "concurrency:\n  max_loop: 5\n", "loopr.yml:2: concurrency.max_loop: unknown key; did you mean max_loops?"},
 		{"a swap is one edit", "git:\n  wroktrees: true\n", "loopr.yml:2: git.wroktrees: unknown key; did you mean worktrees?"},
 		{"nothing near", "concurrency:\n  speed: 5\n", "loopr.yml:2: concurrency.speed: unknown key"},

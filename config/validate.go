@@ -173,6 +173,11 @@ func (c *Config) check(v *checker) error {
 
 	v.store(c.Store)
 	v.worker(c.Worker, c.Git)
+	switch c.Merge.Refresh {
+	case RefreshMerge, RefreshRebase, RefreshOff:
+	default:
+		v.fail("merge.refresh", "unknown value %q (want merge, rebase or off)", c.Merge.Refresh)
+	}
 	v.nonNegative("retention.days", c.Retention.Days)
 	v.api(c.API)
 	for i, w := range c.Webhooks {

@@ -1,10 +1,6 @@
 package e2e
 
 import (
-	"fmt"
-	"github.com/go-json-experiment/json/v1"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,40 +13,27 @@ import (
 const conflictAgent = `#!/bin/sh
 cat >/dev/null
 case "$LOOPR_LOOP_TYPE" in
-plan)  printf '# Plan: p\n\n## Specs\n\n### Spec 1: Only spec\nDo it.\n' >"$LOOPR_ARTIFACT" ;;
-spec)  printf '# Spec: s\n\n## Phases\n\n### Phase 1: Only phase\nDo it.\n' >"$LOOPR_ARTIFACT" ;;
+` + onePhase + `
 phase) printf '# Phase: f\n\n## Tasks\n\n### Task 1: One\nDo it.\n\n### Task 2: Two\nDo it too.\n' >"$LOOPR_ARTIFACT" ;;
 *)     echo "work of $LOOPR_LOOP_ID, iteration $LOOPR_ITERATION" >>NOTES.md ;;
 esac
 `
 
-// TestRepeatedMergeConflictNeedsYou: a task whose branch conflicts with the
-// plan branch the same way on every iteration counts toward
-// retry.no_progress_limit like any other repeated failure, and lands in
-// needs_human (no_progress) after 3 iterations instead of spending all 10.
+// onePhase are the case arms of a scripted agent's plan and spec loops:
+// a plan of one spec of one phase.
+const onePhase = `plan)  printf '# Plan: p\n\n## Specs\n\n### Spec 1: Only spec\nDo it.\n' >"$LOOPR_ARTIFACT" ;;
+spec)  printf '# Spec: s\n\n## Phases\n\n### Phase 1: Only phase\nDo it.\n' >"$LOOPR_ARTIFACT" ;;`
+
+// TestRepeatedMergeConflictNeedsYou: with merge.refresh off, a task whose
+// branch conflicts with the plan branch the same way on every iteration
+// counts toward retry.no_progress_limit like any other repeated failure,
+// and lands in needs_human (no_progress) after 3 iterations instead of
+// spending all 10. (With refresh on, TestFreshBaseTwoTasksAppend.)
 func TestRepeatedMergeConflictNeedsYou(t *testing.T) {
 	t.Parallel()
-	script := filepath.Join(t.TempDir(), "agent.sh")
-	if err := os.WriteFile(script, []byte(conflictAgent), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	agent, _ := json.Marshal([]string{"sh", script})
-	r := newRepo(t, fmt.Sprintf(`scheduler:
-  poll_interval_secs: 1
-retry:
-  backoff_base_secs: 1
-  backoff_factor: 1
-  backoff_max_secs: 1
-  no_progress_limit: 3
-agent:
-  preset: command
-  command: %s
-loops:
-  plan: {require_approval: false}
-  ralph: {max_iterations: 10, validate: []}
-storage:
-  disk_quota_min_gb: 0
-`, agent))
+	script := writeScript(t, "agent.sh", conflictAgent)
+	r := newRepo(t, freshConfig(t, script, "{max_iterations: 10, validate: []}",
+		"merge:\n  refresh: off\n"))
 	d := startDaemon(t, r)
 	ok(t, r.dir, "add", "--type", "plan", "--title", "notes", "--task", "write notes")
 	var loser loop.Loop

@@ -50,6 +50,10 @@ func short(c string) string {
 //   - HEAD detached or on another branch, with commits that descend from
 //     branch: branch is fast-forwarded to them and checked out again.
 //
+// A merge in progress (a refresh that conflicted: see Refresh) is
+// concluded by the commit, as it was resolved, even when the resolution
+// changes nothing.
+//
 // Anything else is an error, and the worktree is left for inspection. It
 // reports whether loopr made a commit.
 func (r *Repo) SaveWork(ctx context.Context, dir, branch, message string) (committed bool, err error) {
@@ -90,8 +94,8 @@ func (r *Repo) SaveWork(ctx context.Context, dir, branch, message string) (commi
 	}
 	_, err = r.git(ctx, dir, "diff", "--cached", "--quiet")
 	switch code := exitCode(err); {
-	case err == nil:
-	case code != 1:
+	case err == nil && !r.merging(ctx, dir):
+	case err != nil && code != 1:
 		return false, err
 	default:
 		args := append(identityArgs(), "commit", "--no-verify", "--quiet", "-m", message)

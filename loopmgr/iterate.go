@@ -90,6 +90,10 @@ func (m *Manager) prepare(ctx context.Context, a *active, l loop.Loop, profile s
 			return j, fmt.Errorf("worktree: %w", err)
 		}
 		j.Workdir, a.synced = br.dir, br.synced
+		br.refresh.apply(&j)
+		if err := m.journalRefresh(l, br.refresh); err != nil {
+			m.log.Warn("journal the refresh", "loop", l.ID, "err", err)
+		}
 	}
 	if j.Workdir != l.Workdir || br.branch != "" && (br.branch != l.Branch || br.base != (loop.Base{}) && l.Base == (loop.Base{})) {
 		err := m.svc.Store.Update(func(tx *store.Tx) error {
@@ -536,8 +540,7 @@ func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, profil
 			var ce *gitflow.ConflictError
 			fb := err.Error()
 			if errors.As(err, &ce) {
-				fb = fmt.Sprintf("Your branch %s conflicts with %s in: %s. Rebase your change onto the current plan branch state and resolve the conflict.\n%s",
-					ce.Branch, ce.Into, strings.Join(ce.Files, ", "), ce.Output)
+				fb = conflictFeedback(ce, m.cfg().Merge.Refresh)
 			}
 			// Through failResult, like any other failure: a conflict the
 			// agent does not resolve repeats and counts toward

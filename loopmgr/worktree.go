@@ -14,6 +14,7 @@ type branchRec struct {
 	dir, synced string
 	branch      string
 	base        loop.Base
+	refresh     *refreshed // what the refresh from the plan branch did; nil when none ran
 }
 
 // record sets l's branch and, when l has none yet, its base.
@@ -89,6 +90,9 @@ func (m *Manager) worktree(ctx context.Context, l loop.Loop) (branchRec, error) 
 	}
 	if rec.dir, err = g.AddWorktree(ctx, l.ID, b, base); err != nil {
 		return rec, err
+	}
+	if base != "HEAD" && !fresh {
+		rec.refresh = m.refresh(ctx, l, rec.dir, b, base)
 	}
 	rec.branch = b
 	if fresh {

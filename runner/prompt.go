@@ -37,11 +37,25 @@ type PromptData struct {
 
 	Validate []string // the commands loopr runs after the agent exits 0
 
+	// Conflicts are the files in which the merge of the plan branch
+	// ConflictsFrom into the loop's branch, made before this iteration,
+	// conflicts: left with conflict markers for the agent to resolve.
+	Conflicts     []string
+	ConflictsFrom string
+
 	// Format names the artifact headings for plan, spec and phase loops
 	// ({{.Format.Heading}}, {{.Format.Section}}, {{.Format.Child}}); it is
 	// zero for types that write no artifact.
 	Format    artifact.Format
 	ChildType string // the type of loop each section becomes: "spec" for a plan
+}
+
+// Refresh is a merge of the plan branch into the loop's branch that loopr
+// made before the iteration and left in conflict in the worktree: the
+// agent resolves it, and loopr's commit after the iteration concludes it.
+type Refresh struct {
+	From      string   // the plan branch merged in
+	Conflicts []string // the files in conflict; none means no merge is left to finish
 }
 
 // PromptFuncs are the functions prompt templates may call:
@@ -113,6 +127,8 @@ func promptData(j Job) (PromptData, error) {
 		ParentArtifact:     j.ParentArtifact,
 		ParentArtifactText: j.ParentArtifactText,
 		Validate:           j.Settings.Validate,
+		Conflicts:          j.Refresh.Conflicts,
+		ConflictsFrom:      j.Refresh.From,
 	}
 	if f, ok := artifact.FormatOf(l.Type); ok {
 		d.Format = f

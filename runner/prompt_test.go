@@ -58,6 +58,33 @@ func TestPromptForFirstTryHasNoFeedbackSection(t *testing.T) {
 	}
 }
 
+// A merge of the plan branch left in conflict before the iteration: the
+// prompt names the files and says that loopr's commit concludes it; without
+// one, no such section.
+func TestPromptForConflicts(t *testing.T) {
+	t.Parallel()
+	for _, typ := range []string{loop.Ralph, "review"} {
+		j := newJob(t, typ, []string{"true"})
+		plain, err := PromptFor(j)
+		if err != nil {
+			t.Fatalf("PromptFor(%s) error: %v", typ, err)
+		}
+		if strings.Contains(plain, "finish the merge") {
+			t.Errorf("PromptFor(%s) without conflicts asks to finish a merge:\n%s", typ, plain)
+		}
+		j.Refresh = Refresh{From: "loopr/plan-1", Conflicts: []string{"notes.txt", "src/a.go"}}
+		got, err := PromptFor(j)
+		if err != nil {
+			t.Fatalf("PromptFor(%s) error: %v", typ, err)
+		}
+		for _, w := range []string{"## First: finish the merge of loopr/plan-1", "- notes.txt\n- src/a.go\n", "<<<<<<<", "that commit concludes the merge"} {
+			if !strings.Contains(got, w) {
+				t.Errorf("PromptFor(%s) lacks %q; prompt:\n%s", typ, w, got)
+			}
+		}
+	}
+}
+
 func TestPromptForOverride(t *testing.T) {
 	t.Parallel()
 	j := newJob(t, loop.Phase, []string{"true"})

@@ -119,6 +119,7 @@ type Job struct {
 	ParentArtifact     string // path of the parent's artifact, or ""
 	ParentArtifactText string // its content; read from ParentArtifact when empty
 	Settings           Settings
+	Refresh            Refresh // a merge from the plan branch left for the agent to conclude
 }
 
 // Outcome classifies how an iteration ended.
