@@ -1,0 +1,80 @@
+package e2e
+
+// Issue 20.15, the smaller findings of the hostile round: a notify
+// command's background children, store check's exit codes, a webhook port
+// out of range, two racing `daemon --detach`.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestNotifyCommandLeavesNothing: a notify command that puts a sleep in the
+// background — by a double fork in its process group, and by one that
+// leaves the group (setsid) — is contained as agents are: when it exits,
+// both sleeps are gone. Before, it ran with exec.CommandContext alone, and
+// both outlived it. In each containment mode the daemon can take.
+func TestNotifyCommandLeavesNothing(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"cgroup", "subreaper", "scan"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testNotifyLeavesNothing(t, mode)
+		})
+	}
+}
+
+func testNotifyLeavesNothing(t *testing.T, mode string) {
+	marks := t.TempDir()
+	p1, p2, done := filepath.Join(marks, "p1"), filepath.Join(marks, "p2"), filepath.Join(marks, "done")
+	notify, _ := json.Marshal([]string{"sh", "-c", fmt.Sprintf(
+		`(sleep 600 & echo $! >%[1]s.tmp; mv %[1]s.tmp %[1]s); (setsid sleep 601 & echo $! >%[2]s.tmp; mv %[2]s.tmp %[2]s); echo "$LOOPR_EVENT" >%[3]s`,
+		p1, p2, done)})
+	r := newRepo(t, fmt.Sprintf(`scheduler: {poll_interval_secs: 1}
+agent: {command: ["sh", "-c", "cat >/dev/null; exit 3"], timeout_secs: 10}
+loops:
+  ralph: {max_iterations: 1, validate: ["true"]}
+git: {worktrees: false}
+storage: {disk_quota_min_gb: 0}
+notify: {command: %s}
+`, notify))
+	d := startDaemonEnv(t, r, "LOOPR_CONTAINMENT="+mode)
+	ok(t, r.dir, "add", "--type", "ralph", "--task", "Fail at once")
+	var pids []int
+	waitFor(t, 60*time.Second, "the notify command to run", func() bool {
+		if d.exited() {
+			t.Fatalf("daemon exited:\n%s", tail(d.output(), 40))
+		}
+		if _, err := os.Stat(done); err != nil {
+			return false
+		}
+		pids = nil
+		for _, f := range []string{p1, p2} {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatalf("the notify command wrote %s: %v", f, err)
+			}
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pids = append(pids, pid)
+		}
+		return true
+	})
+	t.Cleanup(func() {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	waitFor(t, 30*time.Second, "the notify command's background sleeps to end with it", func() bool {
+		return !alive(pids[0]) && !alive(pids[1])
+	})
+}
