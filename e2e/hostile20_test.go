@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // TestNotifyCommandLeavesNothing: a notify command that puts a sleep in the
@@ -77,4 +79,53 @@ notify: {command: %s}
 	waitFor(t, 30*time.Second, "the notify command's background sleeps to end with it", func() bool {
 		return !alive(pids[0]) && !alive(pids[1])
 	})
+}
+
+// TestStoreCheckExitCodes: `loopr store check` exits 0 on a sound store, 1
+// on a damaged one, 4 when it cannot look because the store is in use (the
+// daemon runs, or another process holds the file), 2 where there is no
+// bbolt file to check. Before, a running daemon gave 1, the code of a
+// damaged store.
+func TestStoreCheckExitCodes(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, "storage: {disk_quota_min_gb: 0}\n")
+	d := startDaemon(t, r)
+	ok(t, r.dir, "add", "--type", "ralph", "--task", "kept", "--at", "2099-01-01T00:00:00Z")
+	res := run(t, r.dir, "", "store", "check")
+	if res.code != 4 || !strings.Contains(res.stderr, "is running; stop it") {
+		t.Errorf("store check with the daemon running: exit %d, stderr %q; want 4 and what to do", res.code, res.stderr)
+	}
+	if res := run(t, r.dir, "", "store", "repair"); res.code != 4 {
+		t.Errorf("store repair with the daemon running: exit %d, stderr %q; want 4", res.code, res.stderr)
+	}
+	if code := d.stop(); code != 0 {
+		t.Fatalf("daemon exit %d:\n%s", code, tail(d.output(), 20))
+	}
+	if res := run(t, r.dir, "", "store", "check"); res.code != 0 {
+		t.Errorf("store check, sound: exit %d, stderr %q", res.code, res.stderr)
+	}
+
+	db := filepath.Join(r.home, "loopr.db")
+	held, err := bolt.Open(db, 0o600, &bolt.Options{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = run(t, r.dir, "", "store", "check")
+	if res.code != 4 || !strings.Contains(res.stderr, "is in use by") {
+		t.Errorf("store check with the file held: exit %d, stderr %q; want 4", res.code, res.stderr)
+	}
+	if err := held.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("idx_status")).Put([]byte("running\x00ghost"), []byte{})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	held.Close()
+	if res := run(t, r.dir, "", "store", "check"); res.code != 1 || !strings.Contains(res.stdout, "loop ghost: no record") {
+		t.Errorf("store check, damaged: exit %d, stdout %q; want 1 naming the problem", res.code, res.stdout)
+	}
+
+	empty := plainDir(t, "storage: {disk_quota_min_gb: 0}\n")
+	if res := run(t, empty.dir, "", "store", "check"); res.code != 2 || !strings.Contains(res.stderr, "no store at") {
+		t.Errorf("store check with no store: exit %d, stderr %q; want 2", res.code, res.stderr)
+	}
 }
