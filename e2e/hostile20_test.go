@@ -129,3 +129,18 @@ func TestStoreCheckExitCodes(t *testing.T) {
 		t.Errorf("store check with no store: exit %d, stderr %q; want 2", res.code, res.stderr)
 	}
 }
+
+// TestWebhookPortOutOfRange: a webhook URL whose port is out of range
+// (99999: url.Parse takes any digits) is refused by `loopr config check`
+// and by the daemon, naming the key and its line; exit 2.
+func TestWebhookPortOutOfRange(t *testing.T) {
+	t.Parallel()
+	r := plainDir(t, "storage: {disk_quota_min_gb: 0}\nwebhooks:\n  - events: [needs_human]\n    url: http://127.0.0.1:99999/hook\n")
+	want := "loopr.yml:4: webhooks[0].url: port 99999: want a number from 1 to 65535"
+	for _, args := range [][]string{{"config", "check"}, {"daemon"}} {
+		res, _ := timedRun(t, r.dir, 60*time.Second, args...) // a daemon that accepts it runs on
+		if res.code != 2 || !strings.Contains(res.stderr+res.stdout, want) {
+			t.Errorf("loopr %s: exit %d\nstdout %q\nstderr %q\nwant exit 2 and %q", strings.Join(args, " "), res.code, res.stdout, res.stderr, want)
+		}
+	}
+}
