@@ -457,9 +457,12 @@ func (d *daemon) journal(kind loop.EventKind, msg string) {
 }
 
 // alreadyRunning is the error for a home whose daemon answers.
-func alreadyRunning(pid int) error {
-	return fmt.Errorf("daemon already running (pid %d)", pid)
-}
+func alreadyRunning(pid int) error { return &RunningError{PID: pid} }
+
+// RunningError is Run's answer when a daemon already serves this home.
+type RunningError struct{ PID int }
+
+func (e *RunningError) Error() string { return fmt.Sprintf("daemon already running (pid %d)", e.PID) }
 
 // listen binds the socket, removing a stale one only when nothing answers
 // on it, and makes it mode 0600.

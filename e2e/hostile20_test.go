@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -142,5 +143,59 @@ func TestWebhookPortOutOfRange(t *testing.T) {
 		if res.code != 2 || !strings.Contains(res.stderr+res.stdout, want) {
 			t.Errorf("loopr %s: exit %d\nstdout %q\nstderr %q\nwant exit 2 and %q", strings.Join(args, " "), res.code, res.stdout, res.stderr, want)
 		}
+	}
+}
+
+// TestDetachRaceLoser: of two `loopr daemon --detach` started together,
+// the one whose daemon finds the home taken says a daemon already runs,
+// with the winner's pid, and exits 0, as when it finds one at once, and
+// shows none of the log the two share. Deterministic: the winner is held
+// (in its preflight check's git, after it took the store and logged its
+// first lines) until the loser's daemon gave up. Before, the loser printed
+// the shared log's tail, the winner's lines in it, and failed.
+func TestDetachRaceLoser(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, "storage: {disk_quota_min_gb: 0}\n")
+	g := newGitHold(t, map[string]string{"preflight": `" rev-parse --verify --quiet HEAD^{commit} "`})
+	g.on(t, "preflight")
+	stopAtEnd(t, r.dir)
+	first := make(chan result, 1)
+	go func() { first <- runEnv(t, r.dir, "", []string{g.env()}, "daemon", "--detach") }()
+	deadline := time.Now().Add(60 * time.Second)
+	for !g.held("rev-parse") {
+		if time.Now().After(deadline) {
+			t.Fatal("the first daemon never reached its preflight check")
+		}
+		time.Sleep(poll)
+	}
+
+	second := make(chan result, 1)
+	go func() { res, _ := timedRun(t, r.dir, 60*time.Second, "daemon", "--detach"); second <- res }()
+	// The second daemon finds the store taken and exits; then the first
+	// may go on, and the second --detach finds it serving.
+	log := filepath.Join(r.home, "logs", "daemon.log")
+	for {
+		if b, _ := os.ReadFile(log); strings.Contains(string(b), "loopr: store is in use by pid") {
+			break
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(log)
+			t.Fatalf("the second daemon never found the store taken; log:\n%s", b)
+		}
+		time.Sleep(poll)
+	}
+	g.off(t, "preflight")
+	lost, won := <-second, <-first
+	m := regexp.MustCompile(`^daemon started, pid (\d+), log `).FindStringSubmatch(won.stdout)
+	if won.code != 0 || m == nil {
+		t.Fatalf("first --detach: exit %d\nstdout %q\nstderr %q", won.code, won.stdout, won.stderr)
+	}
+	want := "a loopr daemon already runs here (pid " + m[1] + "); nothing to start\n"
+	if lost.code != 0 || lost.stdout != want || lost.stderr != "" {
+		t.Errorf("the --detach that lost: exit %d\nstdout %q\nstderr %q\nwant exit 0 and stdout %q", lost.code, lost.stdout, lost.stderr, want)
+	}
+	// Found at once, the same words.
+	if res := run(t, r.dir, "", "daemon", "--detach"); res.code != 0 || res.stdout != want {
+		t.Errorf("--detach with the daemon up: exit %d, stdout %q; want 0 and %q", res.code, res.stdout, want)
 	}
 }
