@@ -2,7 +2,6 @@ package control_test
 
 import (
 	"errors"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -11,10 +10,7 @@ import (
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/config"
-	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/loop"
-	"github.com/loopr-dev/loopr/store"
-	"github.com/loopr-dev/loopr/workspace"
 )
 
 // TestWorkspaceGates: with the gates on, a type whose agent is not on PATH
@@ -86,16 +82,9 @@ func TestWorkspaceGates(t *testing.T) {
 // side, Status answers with the last result instead of waiting for it.
 func TestStatusDoesNotWaitForPreflight(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	paths := workspace.Paths{Workspace: dir, Home: filepath.Join(dir, ".loopr")}
-	st, err := store.Open(paths.DB(), store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
 	var cfg atomic.Pointer[config.Config]
 	cfg.Store(config.Default())
-	svc := control.New(st, paths, cfg.Load, func() time.Time { return now })
+	svc := serviceWith(t, cfg.Load)
 	entered, release := make(chan struct{}), make(chan struct{})
 	var hang atomic.Bool
 	var once sync.Once

@@ -139,7 +139,7 @@ func TestWebhookPortOutOfRange(t *testing.T) {
 	r := plainDir(t, "storage: {disk_quota_min_gb: 0}\nwebhooks:\n  - events: [needs_human]\n    url: http://127.0.0.1:99999/hook\n")
 	want := "loopr.yml:4: webhooks[0].url: port 99999: want a number from 1 to 65535"
 	for _, args := range [][]string{{"config", "check"}, {"daemon"}} {
-		res, _ := timedRun(t, r.dir, 60*time.Second, args...) // a daemon that accepts it runs on
+		res, _ := runWithin(t, 60*time.Second, r.dir, args...) // a daemon that accepts it runs on
 		if res.code != 2 || !strings.Contains(res.stderr+res.stdout, want) {
 			t.Errorf("loopr %s: exit %d\nstdout %q\nstderr %q\nwant exit 2 and %q", strings.Join(args, " "), res.code, res.stdout, res.stderr, want)
 		}
@@ -170,7 +170,7 @@ func TestDetachRaceLoser(t *testing.T) {
 	}
 
 	second := make(chan result, 1)
-	go func() { res, _ := timedRun(t, r.dir, 60*time.Second, "daemon", "--detach"); second <- res }()
+	go func() { second <- run(t, r.dir, "", "daemon", "--detach") }()
 	// The second daemon finds the store taken and exits; then the first
 	// may go on, and the second --detach finds it serving.
 	log := filepath.Join(r.home, "logs", "daemon.log")

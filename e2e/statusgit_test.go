@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -90,28 +89,6 @@ func (g gitHold) wait(t *testing.T, d *daemonProc, s, what string) {
 	}
 }
 
-// timedRun runs loopr with args in dir, killed after limit.
-func timedRun(t *testing.T, dir string, limit time.Duration, args ...string) (result, time.Duration) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "LOOPR_HOME=", "NO_COLOR=1", "LOOPR_NO_START=1")
-	var so, se strings.Builder
-	cmd.Stdout, cmd.Stderr = &so, &se
-	began := time.Now()
-	err := cmd.Run()
-	took := time.Since(began)
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("run loopr %v: %v", args, err)
-	}
-	return result{so.String(), se.String(), code}, took
-}
-
 // TestStatusWhileGitHangs (issue 20.8): `loopr status` and `loopr list`
 // answer while the manager is stuck in a git command (removing a finished
 // loop's worktree) and a configuration reload is stuck in the preflight
@@ -140,7 +117,7 @@ func TestStatusWhileGitHangs(t *testing.T) {
 	// Generous bounds: a stuck status never answers; the CLI gives up on
 	// an unanswered status after 1 s (client.Dial) or 30 s.
 	const limit = 20 * time.Second
-	res, took := timedRun(t, r.dir, limit, "status", "--json")
+	res, took := runWithin(t, limit, r.dir, "status", "--json")
 	if res.code != 0 {
 		t.Fatalf("status while git hangs: exit %d after %s\n%s%s", res.code, took.Round(time.Millisecond), res.stdout, res.stderr)
 	}
@@ -150,7 +127,7 @@ func TestStatusWhileGitHangs(t *testing.T) {
 		t.Errorf("status while git hangs: daemon %v, counts %v; want the daemon and the one loop", st.Daemon, st.Counts)
 	}
 	t.Logf("status answered in %s while git hung", took.Round(time.Millisecond))
-	res, took = timedRun(t, r.dir, limit, "list", "--json")
+	res, took = runWithin(t, limit, r.dir, "list", "--json")
 	if res.code != 0 {
 		t.Fatalf("list while git hangs: exit %d after %s\n%s%s", res.code, took.Round(time.Millisecond), res.stdout, res.stderr)
 	}
