@@ -10,6 +10,7 @@ import (
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/config"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -113,7 +114,7 @@ func TestStatusDoesNotWaitForPreflight(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(testslack.Scale(30 * time.Second)):
 		t.Fatal("Status waited for the preflight check the scheduler runs")
 	}
 	close(release)

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/loopr-dev/loopr/internal/testslack"
 )
 
 // TestNotifyCommandLeavesNothing: a notify command that puts a sleep in the
@@ -139,7 +141,7 @@ func TestWebhookPortOutOfRange(t *testing.T) {
 	r := plainDir(t, "storage: {disk_quota_min_gb: 0}\nwebhooks:\n  - events: [needs_human]\n    url: http://127.0.0.1:99999/hook\n")
 	want := "loopr.yml:4: webhooks[0].url: port 99999: want a number from 1 to 65535"
 	for _, args := range [][]string{{"config", "check"}, {"daemon"}} {
-		res, _ := runWithin(t, 60*time.Second, r.dir, args...) // a daemon that accepts it runs on
+		res, _ := runWithin(t, testslack.Scale(60*time.Second), r.dir, args...) // a daemon that accepts it runs on
 		if res.code != 2 || !strings.Contains(res.stderr+res.stdout, want) {
 			t.Errorf("loopr %s: exit %d\nstdout %q\nstderr %q\nwant exit 2 and %q", strings.Join(args, " "), res.code, res.stdout, res.stderr, want)
 		}
@@ -161,12 +163,8 @@ func TestDetachRaceLoser(t *testing.T) {
 	stopAtEnd(t, r.dir)
 	first := make(chan result, 1)
 	go func() { first <- runEnv(t, r.dir, "", []string{g.env()}, "daemon", "--detach") }()
-	deadline := time.Now().Add(60 * time.Second)
-	for !g.held("rev-parse") {
-		if time.Now().After(deadline) {
-			t.Fatal("the first daemon never reached its preflight check")
-		}
-		time.Sleep(poll)
+	if !testslack.Wait(60*time.Second, poll, func() bool { return g.held("rev-parse") }) {
+		t.Fatal("the first daemon never reached its preflight check")
 	}
 
 	second := make(chan result, 1)
@@ -174,15 +172,12 @@ func TestDetachRaceLoser(t *testing.T) {
 	// The second daemon finds the store taken and exits; then the first
 	// may go on, and the second --detach finds it serving.
 	log := filepath.Join(r.home, "logs", "daemon.log")
-	for {
-		if b, _ := os.ReadFile(log); strings.Contains(string(b), "loopr: store is in use by pid") {
-			break
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(log)
-			t.Fatalf("the second daemon never found the store taken; log:\n%s", b)
-		}
-		time.Sleep(poll)
+	if !testslack.Wait(60*time.Second, poll, func() bool {
+		b, _ := os.ReadFile(log)
+		return strings.Contains(string(b), "loopr: store is in use by pid")
+	}) {
+		b, _ := os.ReadFile(log)
+		t.Fatalf("the second daemon never found the store taken; log:\n%s", b)
 	}
 	g.off(t, "preflight")
 	lost, won := <-second, <-first

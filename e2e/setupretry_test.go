@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -72,7 +73,7 @@ func TestOpenStoreErrorSaysItOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{{"daemon"}, {"list"}} {
-		res, _ := runWithin(t, 60*time.Second, r.dir, args...)
+		res, _ := runWithin(t, testslack.Scale(60*time.Second), r.dir, args...)
 		if res.code != 1 || strings.Count(res.stderr, "open store") != 1 || !strings.Contains(res.stderr, "loopr.db: is a directory") {
 			t.Errorf("loopr %s on a store that cannot open: exit %d, stderr %q; want 1 and one \"open store\"", args[0], res.code, res.stderr)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -79,13 +80,9 @@ func (g gitHold) held(s string) bool {
 // wait waits until a command containing s was held.
 func (g gitHold) wait(t *testing.T, d *daemonProc, s, what string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !g.held(s) {
-		if d.exited() || time.Now().After(deadline) {
-			b, _ := os.ReadFile(g.log)
-			t.Fatalf("gave up waiting for %s; git held:\n%s\ndaemon:\n%s", what, b, tail(d.output(), 40))
-		}
-		time.Sleep(poll)
+	if !testslack.Wait(60*time.Second, poll, func() bool { return g.held(s) || d.exited() }) || d.exited() {
+		b, _ := os.ReadFile(g.log)
+		t.Fatalf("gave up waiting for %s; git held:\n%s\ndaemon:\n%s", what, b, tail(d.output(), 40))
 	}
 }
 
@@ -116,7 +113,7 @@ func TestStatusWhileGitHangs(t *testing.T) {
 
 	// Generous bounds: a stuck status never answers; the CLI gives up on
 	// an unanswered status after 1 s (client.Dial) or 30 s.
-	const limit = 20 * time.Second
+	limit := testslack.Scale(20 * time.Second)
 	res, took := runWithin(t, limit, r.dir, "status", "--json")
 	if res.code != 0 {
 		t.Fatalf("status while git hangs: exit %d after %s\n%s%s", res.code, took.Round(time.Millisecond), res.stdout, res.stderr)
