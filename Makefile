@@ -28,7 +28,7 @@ fmt:
 # Every benchmark, with -benchmem, one package at a time (-p 1: they do
 # not share the machine), then the one table of BENCHMARKS.md: each target
 # figure, its baseline measured in the same run, the ratio, met or missed.
-# Raw output in bench.out. About 5 minutes on 2 cores.
+# Raw output in bench.out. About 6 minutes on 2 cores.
 BENCH_OUT ?= bench.out
 BENCH      = $(GO) test -p 1 -count 1 -run '^$$' -benchmem
 bench:

@@ -103,10 +103,39 @@ func (e *env) runDaemon(ctx context.Context, level slog.Level, standby bool) err
 		},
 	})
 	if ready != nil {
+		// Not ready: a daemon that lost the race to another one started
+		// at the same time says so, and the parent says it for itself
+		// instead of showing the shared log.
+		if pid, ok := lostTo(err); ok {
+			fmt.Fprintf(ready, "running %d\n", pid)
+		}
 		ready.Close()
 	}
 	return err
 }
+
+// lostTo reports whether err means another daemon holds this home (it
+// answers on the socket, or holds the store file), with its pid when
+// known.
+func lostTo(err error) (int, bool) {
+	var re *daemon.RunningError
+	var le *store.LockedError
+	switch {
+	case errors.As(err, &re):
+		return re.PID, true
+	case errors.As(err, &le) && le.Holder == "": // etcd's holder is another host's daemon
+		return le.PID, true
+	}
+	return 0, false
+}
+
+// runningError is startDaemon's answer when another daemon got the home
+// first (two started at once): `loopr daemon --detach` and the commands
+// that start a daemon when none runs take it as done, as when they find
+// one at once.
+type runningError struct{ pid int }
+
+func (e *runningError) Error() string { return fmt.Sprintf("daemon already running (pid %d)", e.pid) }
 
 // readyFile returns the pipe a detaching parent waits on, if any, and
 // keeps it from leaking into agents.
@@ -141,6 +170,11 @@ func (e *env) detachDaemon(ctx context.Context, logLevel string) error {
 		return err
 	}
 	pid, logPath, err := e.startDaemon(ctx, logLevel)
+	var running *runningError
+	if errors.As(err, &running) { // another --detach (or plan, add) won the race
+		fmt.Fprintf(e.stdout, "a loopr daemon already runs here (pid %d); nothing to start\n", running.pid)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -150,7 +184,8 @@ func (e *env) detachDaemon(ctx context.Context, logLevel string) error {
 
 // startDaemon starts `loopr daemon` in a new session with its output
 // appended to <home>/logs/daemon.log, waits until it serves, and returns
-// its pid and log.
+// its pid and log; a *runningError when another daemon got the home
+// first.
 func (e *env) startDaemon(ctx context.Context, logLevel string) (int, string, error) {
 	if err := os.MkdirAll(e.paths.Logs(), 0o700); err != nil {
 		return 0, "", fmt.Errorf("log directory: %w", err)
@@ -196,6 +231,13 @@ func (e *env) startDaemon(ctx context.Context, logLevel string) (int, string, er
 	if rerr == nil && strings.HasPrefix(line, "ready ") {
 		return pid, logPath, nil
 	}
+	if holder, ok := strings.CutPrefix(line, "running "); rerr == nil && ok {
+		// Another daemon started meanwhile: say so, not what the log
+		// (shared with it) holds.
+		<-exited
+		n, _ := strconv.Atoi(holder)
+		return 0, "", e.winner(ctx, pid, n)
+	}
 	why := "exited before it was ready"
 	select {
 	case werr := <-exited:
@@ -212,6 +254,31 @@ func (e *env) startDaemon(ctx context.Context, logLevel string) (int, string, er
 		fmt.Fprintf(e.stderr, "%s\n", t)
 	}
 	return 0, "", fmt.Errorf("daemon (pid %d) %s; log %s", pid, why, logPath)
+}
+
+// winner returns the *runningError of the daemon that holds the home the
+// daemon pid could not take, once it answers (it may still be starting).
+// holder is the pid holding the store, as the loser saw it: a process that
+// is no daemon (another command holding the file) is said as such.
+func (e *env) winner(ctx context.Context, pid, holder int) error {
+	deadline := time.Now().Add(detachWait)
+	for {
+		dctx, cancel := context.WithTimeout(ctx, time.Second)
+		c, err := client.Dial(dctx, e.paths.Socket())
+		cancel()
+		if err == nil {
+			defer c.Close()
+			return &runningError{c.DaemonPID()}
+		}
+		if !time.Now().Before(deadline) || ctx.Err() != nil {
+			who := "another process"
+			if holder > 0 {
+				who = fmt.Sprintf("pid %d", holder)
+			}
+			return fmt.Errorf("daemon (pid %d) did not start: %s holds the store, and no daemon answers on %s", pid, who, e.paths.Socket())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // readReady reads one line from r within d.

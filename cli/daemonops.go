@@ -287,6 +287,10 @@ func (e *env) autoStart(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	pid, logPath, err := e.startDaemon(ctx, "info")
+	var running *runningError
+	if errors.As(err, &running) {
+		return false, nil // another command started one meanwhile
+	}
 	if err != nil {
 		return false, err
 	}

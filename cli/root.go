@@ -56,12 +56,15 @@ func (e *UsageError) Error() string { return e.Err.Error() }
 func (e *UsageError) Unwrap() error { return e.Err }
 
 // ExitCode maps an error to loopr's exit codes: 0 ok, 2 usage or invalid
-// input, 1 anything else.
+// input, a *CodeError's own code, 1 anything else.
 func ExitCode(err error) int {
 	var ue *UsageError
+	var ce *CodeError
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &ce):
+		return ce.Code
 	case errors.As(err, &ue), control.IsUsage(err):
 		return 2
 	}

@@ -25,7 +25,7 @@ func (e *env) storeCmd() *cobra.Command {
 	}
 	c.AddCommand(&cobra.Command{
 		Use:   "check",
-		Short: "Check the store: exit 0 when sound, 1 with one line per problem",
+		Short: "Check the store: exit 0 when sound, 1 with one line per problem, 4 when it is in use",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			path, err := e.storeFile(cmd.Context(), "check")
@@ -96,17 +96,32 @@ func (e *env) storeFile(ctx context.Context, verb string) (string, error) {
 	if c, err := client.Dial(dctx, e.paths.Socket()); err == nil {
 		pid := c.DaemonPID()
 		c.Close()
-		return "", fmt.Errorf("the daemon (pid %d) is running; stop it (kill -TERM %d) before `loopr store %s`", pid, pid, verb)
+		return "", &CodeError{Code: ExitInUse, Err: fmt.Errorf("the daemon (pid %d) is running; stop it (kill -TERM %d) before `loopr store %s`", pid, pid, verb)}
 	}
 	if e.cfg != nil && e.cfg.Store.Backend == store.BackendEtcd {
-		return "", fmt.Errorf("`loopr store %s` works on the bbolt file only; this workspace's store is on etcd (store.backend in loopr.yml): use etcd's own tools (etcdctl endpoint health, etcdctl check perf, snapshot save/restore)", verb)
+		return "", &UsageError{fmt.Errorf("`loopr store %s` works on the bbolt file only; this workspace's store is on etcd (store.backend in loopr.yml): use etcd's own tools (etcdctl endpoint health, etcdctl check perf, snapshot save/restore)", verb)}
 	}
 	path := e.paths.DB()
 	if _, err := os.Stat(path); err != nil {
-		return "", fmt.Errorf("no store at %s: %w", path, err)
+		return "", &UsageError{fmt.Errorf("no store at %s: %w", path, err)}
 	}
 	return path, nil
 }
+
+// ExitInUse is the exit code of `loopr store check` and `repair` when the
+// store is in use (the daemon runs, or another process holds the file):
+// nothing was checked or repaired. 1 is for a store check found damaged.
+const ExitInUse = 4
+
+// CodeError is an error with an exit code of its own: Main prints it, as
+// any error, and exits with Code.
+type CodeError struct {
+	Code int
+	Err  error
+}
+
+func (e *CodeError) Error() string { return e.Err.Error() }
+func (e *CodeError) Unwrap() error { return e.Err }
 
 // storeFileErr explains a store check or repair that could not start.
 func storeFileErr(err error, verb string) error {
@@ -116,7 +131,7 @@ func storeFileErr(err error, verb string) error {
 		if le.PID > 0 {
 			who = fmt.Sprintf("pid %d", le.PID)
 		}
-		return fmt.Errorf("store %s is in use by %s (a daemon starting or stopping?); stop it before `loopr store %s`", le.Path, who, verb)
+		return &CodeError{Code: ExitInUse, Err: fmt.Errorf("store %s is in use by %s (a daemon starting or stopping?); stop it before `loopr store %s`", le.Path, who, verb)}
 	}
 	return err
 }

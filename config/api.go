@@ -46,8 +46,11 @@ func (v *checker) store(s Store) {
 	}
 	for i, ep := range e.Endpoints {
 		u, err := url.Parse(ep)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "":
 			v.fail(fmt.Sprintf("store.etcd.endpoints[%d]", i), "%q: want an http or https URL with host:port, e.g. http://127.0.0.1:2379", ep)
+		case badPort(u) != "":
+			v.fail(fmt.Sprintf("store.etcd.endpoints[%d]", i), "%q: %s", ep, badPort(u))
 		}
 	}
 	if p := e.Prefix; p != "" && (!strings.HasPrefix(p, "/") || strings.Trim(p, "/") == "") {
@@ -95,4 +98,20 @@ func validWorkerName(s string) bool {
 		}
 	}
 	return true
+}
+
+// badPort says what is wrong with the port u names ("" when it names none
+// or a good one): url.Parse takes any digits, 99999 included.
+func badPort(u *url.URL) string {
+	p := u.Port()
+	if p == "" {
+		if strings.HasSuffix(u.Host, ":") {
+			return "port missing after the colon: want a number from 1 to 65535, or no colon"
+		}
+		return ""
+	}
+	if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+		return fmt.Sprintf("port %s: want a number from 1 to 65535", p)
+	}
+	return ""
 }

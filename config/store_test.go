@@ -25,6 +25,7 @@ func TestStoreSection(t *testing.T) {
 		{"unknown backend", "store:\n  backend: sqlite\n", `loopr.yml:2: store.backend: "sqlite": want bbolt (the file <home>/loopr.db) or etcd`},
 		{"no endpoints", "store:\n  backend: etcd\n", "store.etcd.endpoints: required with store.backend etcd"},
 		{"bad endpoint", "store:\n  backend: etcd\n  etcd: {endpoints: [\"127.0.0.1:2379\"]}\n", `store.etcd.endpoints[0]: "127.0.0.1:2379": want an http or https URL`},
+		{"endpoint port out of range", "store:\n  backend: etcd\n  etcd: {endpoints: [\"http://127.0.0.1:123456\"]}\n", `store.etcd.endpoints[0]: "http://127.0.0.1:123456": port 123456: want a number from 1 to 65535`},
 		{"bad prefix", "store:\n  backend: etcd\n  etcd: {endpoints: [\"http://h:2379\"], prefix: loopr}\n", `store.etcd.prefix: "loopr": must start with /`},
 		{"root prefix", "store:\n  backend: etcd\n  etcd: {endpoints: [\"http://h:2379\"], prefix: /}\n", `store.etcd.prefix: "/": must start with / and name the store`},
 		{"dial timeout", "store:\n  backend: etcd\n  etcd: {endpoints: [\"http://h:2379\"], dial_timeout_secs: 0}\n", "store.etcd.dial_timeout_secs: must be"},

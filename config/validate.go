@@ -304,7 +304,8 @@ func validGroup(g string) bool {
 }
 
 // webhook checks one receiver: an absolute http or https URL with a host
-// (nothing else: no file:, no unix sockets), and known event names.
+// and, if it names one, a port from 1 to 65535 (nothing else: no file:, no
+// unix sockets), and known event names.
 func (v *checker) webhook(key string, w Webhook) {
 	u, err := url.Parse(w.URL)
 	switch {
@@ -314,8 +315,10 @@ func (v *checker) webhook(key string, w Webhook) {
 		v.fail(key+".url", "must be a URL: %s", strings.TrimPrefix(err.Error(), "parse "))
 	case u.Scheme != "http" && u.Scheme != "https":
 		v.fail(key+".url", "must be an http:// or https:// URL, got scheme %q", u.Scheme)
-	case u.Host == "":
+	case u.Hostname() == "":
 		v.fail(key+".url", "must name a host")
+	case badPort(u) != "":
+		v.fail(key+".url", "%s", badPort(u))
 	}
 	if len(w.Events) == 0 {
 		v.fail(key+".events", "must list at least one event (%s)", strings.Join(WebhookEvents, ", "))

@@ -23,6 +23,15 @@ var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // with retention.days = days.
 func newService(t *testing.T, days int) *control.Service {
 	t.Helper()
+	cfg := config.Default()
+	cfg.Retention.Days = days
+	return serviceWith(t, func() *config.Config { return cfg })
+}
+
+// serviceWith is a Service over a fresh store in a temporary workspace,
+// with the configuration cfg returns, at now.
+func serviceWith(t *testing.T, cfg func() *config.Config) *control.Service {
+	t.Helper()
 	dir := t.TempDir()
 	paths := workspace.Paths{Workspace: dir, Home: filepath.Join(dir, ".loopr")}
 	st, err := store.Open(paths.DB(), store.Options{NoSync: true})
@@ -30,9 +39,7 @@ func newService(t *testing.T, days int) *control.Service {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	cfg := config.Default()
-	cfg.Retention.Days = days
-	return control.New(st, paths, func() *config.Config { return cfg }, func() time.Time { return now })
+	return control.New(st, paths, cfg, func() time.Time { return now })
 }
 
 // rec is a loop that finished ago before now (0: not finished).

@@ -22,10 +22,11 @@ const PreflightEvery = 15 * time.Second
 type gateState struct {
 	mu       sync.Mutex
 	on       bool           // EnableWorkspaceGates was called
-	cfg      *config.Config // the configuration checked
+	cfg      *config.Config // the configuration checked; nil: none yet
 	at       time.Time
 	problems []preflight.Problem
 	byType   map[string]string
+	checking bool // a check runs (outside mu: it runs git and searches PATH)
 
 	gitSet bool   // the daemon said whether loops get git worktrees
 	noGit  string // why not, "" when they do
@@ -48,9 +49,20 @@ func (s *Service) SetPlacement(holds map[string]string) {
 
 // Preflight returns what would fail every iteration of some loop types in
 // this workspace (package preflight), checked at most every PreflightEvery
-// and again whenever the configuration changes.
+// and again whenever the configuration changes. The check runs git and
+// searches PATH: while another caller runs it, this one gets the previous
+// result rather than wait.
 func (s *Service) Preflight() []preflight.Problem {
-	ps, _ := s.preflight()
+	ps, _ := s.preflight(true)
+	return ps
+}
+
+// lastPreflight is the result of the last check, whatever its age; it
+// checks only when none ran yet (a command with no daemon). Status reads
+// it: `loopr status` never waits for git or for the manager's tick, which
+// checks again every PreflightEvery.
+func (s *Service) lastPreflight() []preflight.Problem {
+	ps, _ := s.preflight(false)
 	return ps
 }
 
@@ -64,21 +76,33 @@ func (s *Service) EnableWorkspaceGates() {
 	s.gates.mu.Unlock()
 }
 
-func (s *Service) preflight() ([]preflight.Problem, map[string]string) {
+// preflight returns the preflight problems and their reason text per type.
+// A stale result is checked again when recheck is set; the check runs
+// outside gates.mu, so that no caller waits for another's.
+func (s *Service) preflight(recheck bool) ([]preflight.Problem, map[string]string) {
 	c := s.cfg()
 	now := s.now()
 	g := &s.gates
 	g.mu.Lock()
+	stale := g.cfg != c || now.Sub(g.at) >= PreflightEvery || now.Before(g.at)
+	if !g.on || !stale || g.checking || (!recheck && g.cfg != nil) {
+		defer g.mu.Unlock()
+		if !g.on {
+			return nil, nil
+		}
+		return g.problems, g.byType
+	}
+	g.checking = true
+	look := s.look
+	g.mu.Unlock()
+	problems := preflight.Check(c, preflight.Env{Workspace: s.Paths.Workspace, LookPath: look})
+	byType := preflight.ByType(problems)
+	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.on {
-		return nil, nil
-	}
-	if g.cfg != c || now.Sub(g.at) >= PreflightEvery || now.Before(g.at) {
-		g.problems = preflight.Check(c, preflight.Env{Workspace: s.Paths.Workspace, LookPath: s.look})
-		g.byType = preflight.ByType(g.problems)
-		g.cfg, g.at = c, now
-	}
-	return g.problems, g.byType
+	g.checking = false
+	g.problems, g.byType = problems, byType
+	g.cfg, g.at = c, now
+	return problems, byType
 }
 
 // SetGit records whether loops get their own git worktrees, as the daemon
@@ -141,7 +165,7 @@ func (s *Service) SetLookPath(look func(file string) (string, error)) {
 // gates: the reason text per affected type, and the types sharing the
 // workspace directory with the reason text.
 func (s *Service) gateInputs() (pre map[string]string, noGit map[string]bool, noGitText string) {
-	_, pre = s.preflight()
+	_, pre = s.preflight(true)
 	s.gates.mu.Lock()
 	if len(s.gates.placement) > 0 {
 		merged := make(map[string]string, len(pre)+len(s.gates.placement))

@@ -3,9 +3,14 @@ package control_test
 import (
 	"errors"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/config"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -70,5 +75,50 @@ func TestWorkspaceGates(t *testing.T) {
 	got := reasons()
 	if len(got[ids[0]]) != 0 || !slices.Equal(got[ids[1]], []string{"no_git"}) {
 		t.Errorf("no git: reasons %v; want the first to start, the second no_git", got)
+	}
+}
+
+// TestStatusDoesNotWaitForPreflight (issue 20.8): while a preflight check
+// hangs (here in its PATH search; in the daemon, in git) on the scheduler's
+// side, Status answers with the last result instead of waiting for it.
+func TestStatusDoesNotWaitForPreflight(t *testing.T) {
+	t.Parallel()
+	var cfg atomic.Pointer[config.Config]
+	cfg.Store(config.Default())
+	svc := serviceWith(t, cfg.Load)
+	entered, release := make(chan struct{}), make(chan struct{})
+	var hang atomic.Bool
+	var once sync.Once
+	svc.SetLookPath(func(f string) (string, error) {
+		if hang.Load() && f == "claude" {
+			once.Do(func() { close(entered) })
+			<-release
+		}
+		return "/usr/bin/" + f, nil
+	})
+	svc.EnableWorkspaceGates()
+	if _, err := svc.Status(now); err != nil { // the first check, at once
+		t.Fatal(err)
+	}
+
+	next := *cfg.Load() // a reload: the result is stale
+	cfg.Store(&next)
+	hang.Store(true)
+	planned := make(chan error, 1)
+	go func() { _, err := svc.Scheduler(now); planned <- err }()
+	<-entered
+	answered := make(chan error, 1)
+	go func() { _, err := svc.Status(now); answered <- err }()
+	select {
+	case err := <-answered:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(testslack.Scale(30 * time.Second)):
+		t.Fatal("Status waited for the preflight check the scheduler runs")
+	}
+	close(release)
+	if err := <-planned; err != nil {
+		t.Fatal(err)
 	}
 }

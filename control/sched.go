@@ -527,7 +527,7 @@ func (s *Service) Status(now time.Time) (api.Status, error) {
 	for _, t := range c.Types() {
 		st.Types = append(st.Types, api.TypeUsage{Type: t, Running: running[t], Cap: c.TypeCap(t)})
 	}
-	st.Problems = APIProblems(c, s.Preflight())
+	st.Problems = APIProblems(c, s.lastPreflight())
 	st.NoGit = s.NoGit()
 	st.Limits = limits
 	for _, name := range slices.Sorted(maps.Keys(limits)) {

@@ -31,7 +31,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -49,7 +48,6 @@ import (
 	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/loopmgr"
-	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/store"
 	"github.com/loopr-dev/loopr/workspace"
 )
@@ -92,291 +90,32 @@ func Run(ctx context.Context, o Options) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	if o.Config == nil {
-		o.Config = config.Default()
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	log := o.Log
-	paths := o.Paths
+	o = o.withDefaults()
 	token, err := apiToken(o.Config) // refuse early: a TCP listener needs a private token
 	if err != nil {
 		return err
 	}
-	if paths.Home == "" {
-		return errors.New("daemon: no home directory")
-	}
-	if err := os.MkdirAll(paths.Home, 0o700); err != nil {
-		return fmt.Errorf("home: %w", err)
-	}
-	if err := os.Chmod(paths.Home, 0o700); err != nil {
-		return fmt.Errorf("home: %w", err)
-	}
-	sock := paths.Socket()
-	if len(sock) > maxSocketPath {
-		return fmt.Errorf("socket path %s is too long (%d bytes, max %d): use a shorter --home", sock, len(sock), maxSocketPath)
-	}
-	// A daemon that answers on the socket is the clearest message; the
-	// store lock below is what actually guarantees one daemon per home. A
-	// socket that takes connections but answers nothing is no daemon: a
-	// child a crashed daemon was starting holds its listener until it
-	// execs (milliseconds, under load more), and a restart must not trip.
-	if pid, ok := probe(sock); ok && pid > 0 {
-		return alreadyRunning(pid)
-	}
-
-	st, err := control.OpenStore(o.Config, paths, store.Options{Timeout: time.Second, Log: log})
-	if err != nil {
-		var le *store.LockedError
-		if errors.As(err, &le) {
-			return err // "store is in use by pid N; is the daemon running?"
-		}
-		return fmt.Errorf("open store: %w", err)
-	}
-	pid := os.Getpid()
-	d := &daemon{
-		o: o, log: log, paths: paths, pid: pid, store: st,
-		started: time.Now().UTC().Truncate(time.Second), accepting: true,
-		mgrStopped: make(chan struct{}),
-	}
-	defer func() {
-		if err := st.Close(); err != nil {
-			log.Error("close store", "err", err)
-		}
-	}()
-	if err := writePIDFile(paths.PIDFile(), pid); err != nil {
-		return fmt.Errorf("pid file: %w", err)
-	}
-	defer removePIDFile(paths.PIDFile(), pid)
-
-	cfg := o.Config
-	d.cfg.Store(cfg) // swapped by a hot reload of loopr.yml
-	d.svc = control.New(st, paths, d.config, time.Now)
-	d.svc.EnableWorkspaceGates()
-	// The scheduling index: every record's head, read once here and kept
-	// in step with every commit (control/index.go, readyset).
-	if err := d.svc.EnableIndex(); err != nil {
+	if err := claimHome(o.Paths); err != nil {
 		return err
 	}
-	_, waiting := d.svc.Index().Len()
-	d.afterBigAnswer(waiting) // the load's garbage goes back to the OS (memory.go)
-	d.hub = newHub()
-	d.metrics = newMetrics(d)
-	d.webhooks = newWebhooks(d, o.WebhookBackoff)
-	d.notifier = newNotifier(d)
-
-	var git *gitflow.Repo
-	if cfg.Git.Worktrees {
-		git, err = gitflow.Open(paths.Workspace, paths.Home, log)
-		switch {
-		case errors.Is(err, gitflow.ErrNotRepo), errors.Is(err, gitflow.ErrNoGit):
-			log.Warn("git worktrees off: loops run in the workspace directly, leaf loops one at a time", "err", err)
-			git = nil
-		case err != nil:
-			return fmt.Errorf("git: %w", err)
-		}
-	}
-	// Before anything is started (the guard, agents): a git.remote the
-	// clone lacks refuses the start.
-	if git != nil {
-		git.Remote = cfg.Git.Remote
-		if err := git.CheckRemote(ctx); err != nil {
-			return err
-		}
-	}
-	gitErr := err // gitflow.Open's answer, for the no-git text below
-
-	// Containment of the agents' processes (package contain): chosen once,
-	// said once, and what a crashed daemon left is ended before anything
-	// starts.
-	jail, err := contain.Setup(paths.Home, os.Getenv(contain.EnvMode), log)
+	d, err := open(o)
 	if err != nil {
 		return err
 	}
-	d.jail = jail
-	log.Info("process containment", "mode", jail.Mode(), "how", jail.Why())
-	if n := jail.Recover(); n > 0 {
-		log.Warn("killed processes a previous daemon left running", "count", n)
-	}
-	defer jail.Close()
-	if o.GuardBinary != "" {
-		// If this process dies without a clean stop, its guard kills the
-		// agents it started (RELIABILITY.md); a clean stop releases it.
-		// A worker of an etcd store also beats to it: frozen (SIGSTOP, a
-		// paused VM) for half its lease TTL, its agents are killed. Its
-		// lease outlives the freeze by at least 2/3 of the TTL (etcd
-		// keepalives go every TTL/3), so they die before its loops can
-		// be given to another worker.
-		var beat time.Duration
-		if st.Backend() == store.BackendEtcd {
-			beat = time.Duration(cfg.Worker.LeaseTTLSecs) * time.Second / 2
-		}
-		stopGuard, err := jail.StartGuard(o.GuardBinary, beat)
-		if err != nil {
-			log.Warn("no guard: a crash of this daemon leaves its agents running until the next daemon starts", "err", err)
-		} else {
-			defer stopGuard()
-		}
-	}
-
-	var mgr *loopmgr.Manager
-	run := &runner.Runner{
-		Jail:         jail,
-		Now:          time.Now,
-		Log:          log,
-		OnAgentStart: func(id string, pid int) { mgr.RecordPID(id, pid) },
-		AgentSlots:   make(chan struct{}, max(1, cfg.APICallCap())),
-	}
-	d.git = git
-	// On etcd every daemon is a worker of the store's one queue
-	// (package cluster); the one elected scheduler also schedules.
-	var worker *cluster.Worker
-	if st.Backend() == store.BackendEtcd {
-		w, rerr := d.register(ctx, git)
-		if rerr != nil {
-			return rerr
-		}
-		worker = w
-		if git != nil {
-			// Merges into a plan branch on git.remote: under an etcd
-			// mutex every worker shares.
-			git.Lock = worker.Locker()
-		}
-	}
-	d.worker = worker
-	switch {
-	case !cfg.Git.Worktrees:
-		d.svc.SetGit(control.NoGitText("git.worktrees is false"))
-	case git == nil && errors.Is(gitErr, gitflow.ErrNoGit):
-		d.svc.SetGit(control.NoGitText("git is not on PATH"))
-	case git == nil:
-		d.svc.SetGit(control.NoGitText("the workspace is not a git repository"))
-	default:
-		d.svc.SetGit("")
-	}
-	for _, p := range d.svc.Preflight() {
-		log.Warn("preflight: loops of these types will not start", "types", strings.Join(p.Types, ","), "problem", p.What, "fix", p.Fix)
-	}
-	mgr = loopmgr.New(loopmgr.Options{
-		Service: d.svc, Runner: run, Git: git, Log: log,
-		Owner: "pid " + strconv.Itoa(pid), Notify: d.hub.poke,
-		OnTick: d.metrics.onTick, OnDispatch: d.metrics.onDispatch, OnUsage: d.metrics.onUsage,
-		Cluster: worker,
-	})
-	d.mgr = mgr
-	workerCtx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopWorker()
-	workerDone := make(chan struct{})
-	if worker != nil {
-		go func() {
-			defer close(workerDone)
-			_ = worker.Run(workerCtx)
-		}()
-	} else {
-		close(workerDone)
-	}
-
-	ln, err := listen(sock)
-	if err != nil {
+	defer d.closeAll()
+	// Git, then containment and the guard before any process is started;
+	// then, on etcd, the worker's registration; then the manager.
+	if err := d.openGit(ctx); err != nil {
 		return err
 	}
-	defer os.Remove(sock)
-	handler := d.routes()
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	// Metrics and webhooks follow the journal from here: what recovery and
-	// this run do, and (webhooks) what happened while no daemon ran.
-	var startSeq uint64
-	if err := st.View(func(tx *store.Tx) error { startSeq = tx.LastSeq(); return nil }); err != nil {
-		return fmt.Errorf("read journal: %w", err)
-	}
-	tcp, err := listenTCP(cfg, token, handler, log) // api.listen, behind the bearer token (tcp.go)
-	if err != nil {
-		ln.Close()
+	if err := d.contain(); err != nil {
 		return err
 	}
-	d.event("daemon started")
-	log.Info("daemon started", "pid", pid, "version", o.Version, "socket", sock, "home", paths.Home, "workspace", paths.Workspace)
-
-	mgrCtx, stopMgr := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopMgr()
-	mgrDone := make(chan error, 1)
-	go func() {
-		err := mgr.Run(mgrCtx)
-		close(d.mgrStopped)
-		mgrDone <- err
-	}()
-	// Followers of the journal end after the hub closes, once they have
-	// read what shutdown journals; the cleaner and the config watcher end
-	// with auxCtx.
-	auxCtx, stopAux := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopAux()
-	var followers, aux sync.WaitGroup
-	followers.Go(func() { d.metrics.follow(auxCtx, startSeq) })
-	if worker == nil {
-		followers.Go(func() { d.webhooks.run(auxCtx, startSeq) })
-		followers.Go(func() { d.notifier.run(auxCtx, startSeq) })
-		aux.Go(func() { d.cleaner(auxCtx) })
-	} else {
-		// Once per cluster: only the scheduler delivers webhooks, runs
-		// notify.command and the retention cleaner.
-		followers.Go(func() { d.schedulerDuties(auxCtx, worker) })
+	if err := d.joinCluster(ctx); err != nil {
+		return err
 	}
-	aux.Go(func() { _ = jail.Run(auxCtx) }) // reaps strays reparented to the daemon
-	aux.Go(func() { d.watchConfig(auxCtx, hup) })
-
-	srvDone := make(chan error, 1)
-	go func() { srvDone <- srv.Serve(&peerListener{Listener: ln, uid: os.Getuid(), log: log}) }()
-	if o.Ready != nil {
-		o.Ready(pid)
-	}
-
-	var runErr error
-	mgrExited := false
-	select {
-	case <-ctx.Done():
-	case err := <-mgrDone:
-		mgrExited = true
-		runErr = fmt.Errorf("loop manager: %w", err)
-		if err == nil {
-			runErr = errors.New("loop manager stopped unexpectedly")
-		}
-	case err := <-srvDone:
-		runErr = fmt.Errorf("serve %s: %w", sock, err)
-	}
-
-	log.Info("daemon stopping")
-	d.stopAccepting()
-	d.event("daemon stopping")
-	stopMgr()
-	if !mgrExited {
-		if err := <-mgrDone; err != nil && runErr == nil {
-			runErr = fmt.Errorf("loop manager: %w", err)
-		}
-	}
-	// After the manager requeued its loops (their lease keys deleted): the
-	// registration, the election bid and the session go at once.
-	stopWorker()
-	<-workerDone
-	d.hub.close() // streams and followers send what the journal holds, then end
-	sctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("http shutdown", "err", err)
-		srv.Close()
-	}
-	tcp.shutdown(sctx, log)
-	d.streams.Wait()
-	followers.Wait() // webhooks: at most webhookDrain more
-	stopAux()
-	aux.Wait()
-	log.Info("daemon stopped")
-	return runErr
+	d.newManager()
+	return d.serve(ctx, hup, token)
 }
 
 // daemon is the state the HTTP handlers share.
@@ -401,6 +140,7 @@ type daemon struct {
 	notifier *notifier
 
 	mgrStopped chan struct{} // closed when the manager's Run returns
+	closers    []func()      // what the start took, given back by closeAll (start.go)
 
 	mu        sync.RWMutex // guards accepting against writes.Add
 	accepting bool
@@ -457,9 +197,12 @@ func (d *daemon) journal(kind loop.EventKind, msg string) {
 }
 
 // alreadyRunning is the error for a home whose daemon answers.
-func alreadyRunning(pid int) error {
-	return fmt.Errorf("daemon already running (pid %d)", pid)
-}
+func alreadyRunning(pid int) error { return &RunningError{PID: pid} }
+
+// RunningError is Run's answer when a daemon already serves this home.
+type RunningError struct{ PID int }
+
+func (e *RunningError) Error() string { return fmt.Sprintf("daemon already running (pid %d)", e.PID) }
 
 // listen binds the socket, removing a stale one only when nothing answers
 // on it, and makes it mode 0600.

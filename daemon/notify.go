@@ -3,15 +3,13 @@ package daemon
 import (
 	"context"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
-	"github.com/loopr-dev/loopr/procenv"
+	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/store"
 )
 
@@ -133,28 +131,37 @@ func (n *notifier) run(ctx context.Context, from uint64) {
 	<-done // at most the command in flight: config.NotifyTimeout
 }
 
-// exec runs the command for nt in its own process group, killed with its
-// group after n.timeout.
+// exec runs the command for nt as an agent is run (runner.RunCommand): in
+// its own process group and, where the daemon has them, its own cgroup;
+// after n.timeout it is stopped, and when it ends, what it started ends
+// with it (a notifier that forks into the background is no exception).
 func (n *notifier) exec(ctx context.Context, nt note) {
 	argv := n.d.config().Notify.Command
 	if len(argv) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, n.timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = n.d.paths.Workspace
-	cmd.Env = procenv.InDir(append(os.Environ(),
+	home := n.d.paths.Home
+	env := append(os.Environ(), "LOOPR_HOME="+home,
 		"LOOPR_EVENT="+nt.Event, "LOOPR_LOOP_ID="+nt.Loop, "LOOPR_TITLE="+nt.Title,
-		"LOOPR_REASON="+nt.Reason, "LOOPR_ACTION="+nt.Action), cmd.Dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
-	out, err := cmd.CombinedOutput()
+		"LOOPR_REASON="+nt.Reason, "LOOPR_ACTION="+nt.Action)
+	var out headWriter
+	err := runner.RunCommand(ctx, runner.Command{Argv: argv, Dir: n.d.paths.Workspace, Env: env,
+		Timeout: n.timeout, Grace: time.Second, Jail: n.d.jail, Name: "notify", Home: home, Loop: nt.Loop}, &out)
 	if err != nil {
 		n.d.log.Warn("notify: command failed", "event", nt.Event, "loop", nt.Loop, "err", err,
-			"output", clipOne(string(out), 200))
+			"output", clipOne(string(out.b), 200))
 		return
 	}
 	n.d.log.Info("notify: sent", "event", nt.Event, "loop", nt.Loop)
+}
+
+// headWriter keeps the first 4 KiB written to it: what a failed notify
+// command said, for the log.
+type headWriter struct{ b []byte }
+
+func (h *headWriter) Write(p []byte) (int, error) {
+	if room := 4<<10 - len(h.b); room > 0 {
+		h.b = append(h.b, p[:min(len(p), room)]...)
+	}
+	return len(p), nil
 }

@@ -191,10 +191,14 @@ func (m *Manager) finish(ctx context.Context, r result) {
 			res.Outcome = runner.Cancelled
 		}
 		// git.remote out of reach before the agent ran: no fault of the
-		// loop's, so no iteration spent (up to retry.transient_max).
+		// loop's, so no iteration spent (up to retry.transient_max). Any
+		// other preparation failure is this machine's: no iteration
+		// spent either, however often (setup.go).
 		var re *gitflow.RemoteError
 		if res.Transient = errors.As(r.err, &re); res.Transient {
 			res.TransientWhat = "git remote out of reach"
+		} else {
+			res.Setup = true
 		}
 	}
 	// What the agent consumed is recorded with the outcome, in the same
@@ -225,10 +229,17 @@ func (m *Manager) finish(ctx context.Context, r result) {
 	if res.Transient && res.Outcome == runner.Failed && r.git.err == nil {
 		res.Outcome = transientOutcome
 	}
+	if res.Setup && res.Outcome == runner.Failed && r.git.err == nil {
+		res.Outcome = setupOutcome
+	} else {
+		delete(m.setupFails, l.ID)
+	}
 	var err error
 	switch res.Outcome {
 	case transientOutcome:
 		err = m.transient(l.ID, a.iteration, res, now)
+	case setupOutcome:
+		err = m.setupFailed(l.ID, a.iteration, res, now)
 	case runner.Cancelled:
 		if a.stopping {
 			err = m.requeue(l.ID, a.iteration, now, "daemon stopping: requeued at the same iteration")

@@ -90,16 +90,17 @@ type Manager struct {
 	results chan result
 	kill    chan []string
 
-	mu       sync.Mutex
-	active   map[string]*active   // owned by Run; mu guards reads from other goroutines
-	lastRec  map[string]time.Time // last start of each agent profile during its rate-limit recovery; owned by Run
-	charge   *charge              // the usage of the result being recorded (finish); owned by Run
-	held     bool                 // some loops wait in needs_human for a limit (limits.go); owned by Run
-	lastHold time.Time            // last look for loops to hold or release (limits.go); owned by Run
-	unrec    map[string]int       // loop → iteration whose result was not recorded (unrecorded.go); owned by Run
-	unrecRun map[string]int       // loop → results in a row not recorded, for the backoff; owned by Run
-	stopped  bool
-	tick     TickStats
+	mu         sync.Mutex
+	active     map[string]*active   // owned by Run; mu guards reads from other goroutines
+	lastRec    map[string]time.Time // last start of each agent profile during its rate-limit recovery; owned by Run
+	charge     *charge              // the usage of the result being recorded (finish); owned by Run
+	held       bool                 // some loops wait in needs_human for a limit (limits.go); owned by Run
+	lastHold   time.Time            // last look for loops to hold or release (limits.go); owned by Run
+	unrec      map[string]int       // loop → iteration whose result was not recorded (unrecorded.go); owned by Run
+	unrecRun   map[string]int       // loop → results in a row not recorded, for the backoff; owned by Run
+	setupFails map[string]int       // loop → iterations in a row that failed before the agent started (setup.go); owned by Run
+	stopped    bool
+	tick       TickStats
 
 	// Several workers (cluster.go); unused without Options.Cluster.
 	fmu       sync.Mutex
@@ -156,7 +157,8 @@ func New(o Options) *Manager {
 	}
 	m := &Manager{o: o, svc: o.Service, log: o.Log, wake: make(chan struct{}, 1),
 		results: make(chan result, 64), kill: make(chan []string, 16), active: map[string]*active{},
-		lastRec: map[string]time.Time{}, toLaunch: map[string]loop.Loop{}, seen: map[string]store.Change{}}
+		lastRec: map[string]time.Time{}, toLaunch: map[string]loop.Loop{}, seen: map[string]store.Change{},
+		setupFails: map[string]int{}}
 	if o.Cluster != nil && o.Fence == nil {
 		m.o.Fence = m.leaseFence
 	}

@@ -17,6 +17,7 @@
 package preflight
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/loopr-dev/loopr/config"
 )
@@ -100,14 +102,22 @@ func Check(c *config.Config, env Env) []Problem {
 	return out
 }
 
+// gitTimeout bounds the one git command a check runs: a hung git (a file
+// system that does not answer) must not hold the scheduler's tick forever.
+const gitTimeout = 30 * time.Second
+
 // noCommits reports whether the workspace is in a git repository (git on
-// PATH, a .git above it) whose HEAD names no commit yet.
+// PATH, a .git above it) whose HEAD names no commit yet. A git that gives
+// no answer within gitTimeout is no finding.
 func noCommits(env Env) bool {
 	if env.lookPath("git") != nil || !InRepo(env.Workspace) {
 		return false
 	}
-	cmd := exec.Command("git", "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
 	cmd.Dir = env.Workspace
+	cmd.WaitDelay = time.Second
 	err := cmd.Run()
 	var ee *exec.ExitError
 	return errors.As(err, &ee) && ee.ExitCode() == 1

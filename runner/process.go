@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -274,4 +275,42 @@ func procGroupLive(pgid int) (live, ok bool) {
 		}
 	}
 	return false, true
+}
+
+// Command is a process the daemon runs besides iterations (notify.command):
+// contained as an agent is, in a process group and, where the jail has
+// them, a cgroup of its own, and when it ends everything it started ends
+// with it, however it detached.
+type Command struct {
+	Argv    []string
+	Dir     string
+	Env     []string      // LOOPR_HOME and LOOPR_LOOP_ID name its processes for the jail
+	Timeout time.Duration // then SIGTERM, and SIGKILL after Grace
+	Grace   time.Duration
+	Jail    *contain.Jail
+	Name    string // part of its cgroup's name
+	Home    string // the daemon's home
+	Loop    string // the loop it is about: its strays carry LOOPR_LOOP_ID=Loop
+}
+
+// RunCommand runs c with its output (stdout and stderr, interleaved) to
+// out, and returns once it and everything it started are gone: nil when it
+// exited 0, else what went wrong (it could not start, it timed out, it was
+// cancelled, its exit status or signal).
+func RunCommand(ctx context.Context, c Command, out io.Writer) error {
+	p := runProcess(ctx, procSpec{argv: c.Argv, dir: c.Dir, env: c.Env, out: out, timeout: c.Timeout, grace: c.Grace,
+		jail: c.Jail, name: c.Name, loop: c.Loop, home: c.Home})
+	switch {
+	case p.startErr != nil:
+		return fmt.Errorf("could not start: %w", p.startErr)
+	case p.timedOut:
+		return fmt.Errorf("timed out after %s", c.Timeout)
+	case p.cancelled:
+		return fmt.Errorf("cancelled: %w", context.Cause(ctx))
+	case p.signal != 0:
+		return fmt.Errorf("killed by signal %d (%v)", int(p.signal), p.signal)
+	case p.exitCode != 0:
+		return fmt.Errorf("exit status %d", p.exitCode)
+	}
+	return nil
 }

@@ -166,6 +166,11 @@ type Result struct {
 	// not the agent's provider (e.g. "git remote out of reach"); "" = the
 	// provider.
 	TransientWhat string
+	// Setup marks a failure before the agent started, of this machine's
+	// making: the iteration directory, the prompt or the agent's log could
+	// not be written (a read-only or full home). The agent never ran:
+	// the caller should not spend the iteration.
+	Setup bool
 	// Stalled marks an agent killed for producing no output and changing
 	// no file for Settings.StallTimeout.
 	Stalled bool
@@ -275,13 +280,15 @@ func (it *iteration) run(ctx context.Context) Result {
 	}
 	stdin, err := writePrompt(it.promptPath, prompt)
 	if err != nil {
+		it.res.Setup = true
 		return it.fail(fmt.Sprintf("write prompt: %v", err), "", "")
 	}
 	defer stdin.Close()
 
 	// 2. The agent.
 	p, err := it.runAgent(ctx, stdin)
-	if err != nil {
+	if err != nil { // its log could not be created: the agent never ran
+		it.res.Setup = true
 		return it.fail(err.Error(), "", "")
 	}
 	it.res.ExitCode = p.exitCode
@@ -383,6 +390,7 @@ func (it *iteration) prepare() error {
 
 	it.res.Dir = IterationDir(j.Home, l.ID, l.Iteration)
 	if err := prepareDir(it.res.Dir); err != nil {
+		it.res.Setup = true
 		return fmt.Errorf("iteration directory: %w", err)
 	}
 	it.promptPath = filepath.Join(it.res.Dir, "prompt.md")

@@ -747,3 +747,28 @@ func TestRunKillNow(t *testing.T) {
 		t.Errorf("agent %d still alive", gotPID)
 	}
 }
+
+// TestRunSetupFailure: an iteration whose files cannot be written (here
+// the home's loops directory is a file) fails before its agent starts,
+// marked Setup, and the agent never runs; an agent that fails is no
+// setup failure.
+func TestRunSetupFailure(t *testing.T) {
+	t.Parallel()
+	mark := filepath.Join(t.TempDir(), "ran")
+	j := newJob(t, loop.Ralph, agent(t, "touch "+mark))
+	if err := os.WriteFile(filepath.Join(j.Home, "loops"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := (&Runner{}).Run(context.Background(), j)
+	if res.Outcome != Failed || !res.Setup || !strings.Contains(res.Reason, "iteration directory") {
+		t.Errorf("Run() with no room for its files = %v setup %v %q; want failed, setup, naming the iteration directory", res.Outcome, res.Setup, res.Reason)
+	}
+	if exists(mark) || !res.AgentStart.IsZero() {
+		t.Errorf("the agent ran")
+	}
+
+	j = newJob(t, loop.Ralph, agent(t, "exit 3"))
+	if res := (&Runner{}).Run(context.Background(), j); res.Outcome != Failed || res.Setup {
+		t.Errorf("Run() of an agent that exits 3 = %v setup %v; want failed, no setup", res.Outcome, res.Setup)
+	}
+}

@@ -329,6 +329,21 @@ func rows(r results) []row {
 		out = append(out, rw)
 	}
 
+	// Issue 20.8: status waits for no tick and no git command.
+	status := row{figure: "`loopr status` (GET /v1/status) while 6 agents run and their passes merge (p50 / p99)", measured: missing,
+		target: "p99 ≤ 100 ms", verdict: missing}
+	if p50, ok := r.get("BenchmarkStatusUnderLoad", "p50-ms"); ok {
+		p99, _ := r.get("BenchmarkStatusUnderLoad", "p99-ms")
+		i50, _ := r.get("BenchmarkStatusUnderLoad", "idle-p50-ms")
+		i99, _ := r.get("BenchmarkStatusUnderLoad", "idle-p99-ms")
+		x, _ := r.get("BenchmarkStatusUnderLoad", "x-idle")
+		status.measured = ms(p50) + " / " + ms(p99)
+		status.baseline = ms(i50) + " / " + ms(i99) + " the same daemon idle"
+		status.ratio = times(x) + " (p99)"
+		status.verdict = atMost(p99, 100)
+	}
+	out = append(out, status)
+
 	// The daemon at scale.
 	for _, d := range []struct{ bench, figure string }{
 		{"BenchmarkListJSON", "`loopr list --json` through the daemon, 120k loops"},
