@@ -5,8 +5,8 @@ package e2e
 // out of range, two racing `daemon --detach`.
 
 import (
-	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"os"
 	"path/filepath"
 	"regexp"
