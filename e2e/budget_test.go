@@ -28,17 +28,7 @@ func usageConfig(t *testing.T, mode, extra string) string {
 		b, _ := json.Marshal([]string{"sh", abs(t, "testdata/usageagent.sh"), profile, mode})
 		return string(b)
 	}
-	return fmt.Sprintf(`scheduler:
-  poll_interval_secs: 1
-rate_limit:
-  initial_backoff_secs: 1
-  max_backoff_secs: 2
-  recovery_period_secs: 0
-retry:
-  backoff_base_secs: 1
-  backoff_factor: 1
-  backoff_max_secs: 1
-agent:
+	return fastRetries + fmt.Sprintf(`agent:
   preset: claude
   command: %s
   timeout_secs: 20

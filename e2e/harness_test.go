@@ -70,6 +70,20 @@ func (r repo) checkout(t *testing.T) checkout {
 	return checkout{r.git(t, "rev-parse", "HEAD"), r.git(t, "symbolic-ref", "--short", "HEAD"), r.git(t, "status", "--porcelain")}
 }
 
+// fastRetries is the start of a loopr.yml whose waits are short: a 1 s
+// poll, 1–2 s rate-limit backoffs, 1 s retry backoffs.
+const fastRetries = `scheduler:
+  poll_interval_secs: 1
+rate_limit:
+  initial_backoff_secs: 1
+  max_backoff_secs: 2
+  recovery_period_secs: 0
+retry:
+  backoff_base_secs: 1
+  backoff_factor: 1
+  backoff_max_secs: 1
+`
+
 // treeConfig is a loopr.yml for a whole plan tree run by testdata/agent.sh
 // with the given arguments: no approval stop, ralph loops validated by
 // the command validate, worktrees, short backoffs.

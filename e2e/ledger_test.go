@@ -27,17 +27,7 @@ import (
 func ledgerConfig(t *testing.T, extra string) string {
 	t.Helper()
 	argv, _ := json.Marshal([]string{"sh", abs(t, "testdata/ledgeragent.sh")})
-	return fmt.Sprintf(`scheduler:
-  poll_interval_secs: 1
-rate_limit:
-  initial_backoff_secs: 1
-  max_backoff_secs: 2
-  recovery_period_secs: 0
-retry:
-  backoff_base_secs: 1
-  backoff_factor: 1
-  backoff_max_secs: 1
-agent:
+	return fastRetries + fmt.Sprintf(`agent:
   preset: claude
   command: %s
   timeout_secs: 20
