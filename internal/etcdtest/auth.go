@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -25,7 +26,7 @@ type Auth struct {
 // closed when tb ends.
 func (s *Server) Client(tb testing.TB, user, password string) *clientv3.Client {
 	tb.Helper()
-	cfg := clientv3.Config{Endpoints: []string{s.Endpoint()}, DialTimeout: 5 * time.Second,
+	cfg := clientv3.Config{Endpoints: []string{s.Endpoint()}, DialTimeout: testslack.Scale(5 * time.Second),
 		Username: user, Password: password, Logger: zap.NewNop()}
 	if c := s.Opts.TLS; c != nil {
 		tc, err := transport.TLSInfo{TrustedCAFile: c.CA, CertFile: c.ClientCert, KeyFile: c.ClientKey}.ClientConfig()
@@ -80,7 +81,7 @@ func authSteps(ctx context.Context, cli *clientv3.Client, a Auth) []authStep {
 func (s *Server) EnableAuth(tb testing.TB, a Auth) {
 	tb.Helper()
 	cli := s.Client(tb, "", "")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testslack.Scale(10*time.Second))
 	defer cancel()
 	for _, st := range authSteps(ctx, cli, a) {
 		if err := st.do(); err != nil {

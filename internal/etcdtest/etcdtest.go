@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
@@ -136,9 +137,9 @@ func start(tb testing.TB, o Options) (*Server, error) {
 	}
 	select {
 	case <-e.Server.ReadyNotify():
-	case <-time.After(20 * time.Second):
+	case <-time.After(testslack.Scale(20 * time.Second)):
 		e.Close()
-		return nil, fmt.Errorf("etcd on %s not ready after 20s", cu.Host)
+		return nil, fmt.Errorf("etcd on %s not ready after %s", cu.Host, testslack.Scale(20*time.Second))
 	}
 	return &Server{e: e, Opts: o}, nil
 }

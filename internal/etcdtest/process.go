@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"github.com/go-json-experiment/json/v1"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"net/http"
 	"os"
 	"os/exec"
@@ -246,9 +247,9 @@ func (p *Processes) Alive(i int) bool {
 // it fails the test when none knows a leader.
 func (p *Processes) Leader() int {
 	p.tb.Helper()
-	c := &http.Client{Timeout: 2 * time.Second}
+	c := &http.Client{Timeout: testslack.Scale(2 * time.Second)}
 	var last string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(testslack.Scale(10 * time.Second)); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		ids := map[string]int{} // member id → index
 		leader := ""
 		for i, m := range p.Members {
@@ -289,8 +290,8 @@ func (p *Processes) Leader() int {
 // waitHealthy polls the member's /health until it says true: the member
 // is up and the cluster has a leader.
 func (m *Member) waitHealthy(timeout time.Duration) error {
-	c := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(timeout)
+	c := &http.Client{Timeout: testslack.Scale(time.Second)}
+	deadline := time.Now().Add(testslack.Scale(timeout))
 	var last string
 	for time.Now().Before(deadline) {
 		m.mu.Lock()
