@@ -34,14 +34,22 @@ const (
 	none verdict = iota
 	limit
 	transient
+	spend
 )
 
-func (v verdict) String() string { return [...]string{"none", "limit", "transient"}[v] }
+func (v verdict) String() string {
+	if v < 0 {
+		return "contradictory"
+	}
+	return [...]string{"none", "limit", "transient", "spend"}[v]
+}
 
 func verdictOf(r Report) verdict {
 	switch {
-	case r.Limited && r.Transient:
+	case r.Limited && r.Transient, r.SpendCap && (r.Limited || r.Transient):
 		return -1
+	case r.SpendCap:
+		return spend
 	case r.Limited:
 		return limit
 	case r.Transient:
@@ -405,15 +413,20 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{claudeOK, claudeSession, claudeReject, claude529,
 		`{"type":"turn.completed","usage":{"input_tokens":-5,"cached_input_tokens":99999999999}}`,
 		`{"type":"step_finish","part":{"tokens":{"input":1}}}`, `{"error":{"code":"429"}}`,
-		"You've hit your weekly limit · resets Nov 26, 10:26pm (UTC)", "try again in 99999999999999 days"} {
+		"You've hit your weekly limit · resets Nov 26, 10:26pm (UTC)", "try again in 99999999999999 days",
+		"You've hit your channel's monthly spend limit.", "Attempt 3 failed with status 429. Retrying with backoff...",
+		`timestamp=x level=ERROR message="stream error" small=false error.error="AI_APICallError: Too Many Requests"`} {
 		f.Add([]byte(s), 1)
 		f.Add([]byte(s), 0)
 	}
 	f.Fuzz(func(t *testing.T, out []byte, exit int) {
 		for _, n := range Names {
 			r := Parse(n, out, exit, now, defaultPattern)
-			if r.Limited && r.Transient {
-				t.Fatalf("Parse(%s) both limited and transient: %+v", n, r)
+			if r.Limited && r.Transient || r.SpendCap && (r.Limited || r.Transient) {
+				t.Fatalf("Parse(%s) contradictory: %+v", n, r)
+			}
+			if rr := Retried(n, out, now); rr.Limited == rr.Transient || rr.SpendCap || strings.Contains(rr.Detail, "\n") {
+				t.Fatalf("Retried(%s) = %+v, want limited or transient, one detail line", n, rr)
 			}
 			if strings.Contains(r.Detail, "\n") || len(r.Detail) > detailMax+64 {
 				t.Fatalf("Parse(%s) detail not one short line: %q", n, r.Detail)
