@@ -39,7 +39,7 @@ func claudePath(t *testing.T) string {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("claude not found on PATH: .ci/run installs @anthropic-ai/claude-code; CI must run this test")
 		}
-		t.Skip("claude not found on PATH (npm install -g @anthropic-ai/claude-code@2.1.197 to run this test)")
+		t.Skip("claude not found on PATH (npm install -g @anthropic-ai/claude-code@2.1.332 to run this test)")
 	}
 	return p
 }
@@ -388,7 +388,9 @@ func TestClaudeCode(t *testing.T) {
 		checkLimitWaited(t, c, loops, s, loop.Phase, first, reset)
 		for _, l := range loops {
 			if l.Type == loop.Phase {
-				if log := iterFile(c.repo, string(l.ID), 1, "attempt-1/agent.log"); !strings.Contains(log, "You've hit your session limit · resets") || !strings.Contains(log, `"status":"rejected"`) {
+				// 2.1.332 names the five_hour claim "5-hour limit"
+				// (2.1.197 said "session limit").
+				if log := iterFile(c.repo, string(l.ID), 1, "attempt-1/agent.log"); !strings.Contains(log, "You've hit your 5-hour limit · resets") || !strings.Contains(log, `"status":"rejected"`) {
 					t.Errorf("phase attempt-1/agent.log lacks the subscriber limit:\n%s", tail(log, 5))
 				}
 			}

@@ -30,7 +30,7 @@ func codexPath(t *testing.T) string {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("codex not found on PATH: .ci/run installs @openai/codex; CI must run this test")
 		}
-		t.Skip("codex not found on PATH (npm install -g @openai/codex@0.169.0 to run this test)")
+		t.Skip("codex not found on PATH (npm install -g @openai/codex@0.171.0 to run this test)")
 	}
 	return p
 }
