@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,21 +16,6 @@ import (
 // driven by loopr with the gemini preset against internal/fakegemini,
 // offline in a network namespace like TestClaudeCode. Skipped only when no
 // gemini binary is found outside CI.
-
-func geminiPath(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("LOOPR_E2E_GEMINI"); p != "" {
-		return p
-	}
-	p, err := exec.LookPath("gemini")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("gemini not found on PATH: .ci/run installs @google/gemini-cli; CI must run this test")
-		}
-		t.Skip("gemini not found on PATH (npm install -g @google/gemini-cli@0.61.0 to run this test)")
-	}
-	return p
-}
 
 // geminiUsage is what each answer of the fake Gemini API reports.
 var geminiUsage = fakegemini.Usage{PromptTokens: 1200, CachedTokens: 300, OutputTokens: 40}
@@ -52,15 +34,11 @@ func withRetryTimeout(cfg string, secs string) string {
 // too, neither spending an iteration; the task whose answer talks about
 // HTTP 429 passes.
 func TestGeminiCLI(t *testing.T) {
-	gemini := geminiPath(t)
+	gemini := agentCLI(t, "gemini", "LOOPR_E2E_GEMINI", "@google/gemini-cli", "0.61.0")
 	if inNetns(t) {
 		return
 	}
-	out, err := exec.Command(gemini, "--version").CombinedOutput()
-	if err != nil {
-		t.Fatalf("gemini --version: %v\n%s", err, out)
-	}
-	t.Logf("gemini: %s", strings.TrimSpace(string(out)))
+	logVersion(t, gemini)
 
 	var mu sync.Mutex
 	var specFirst, specUntil, phaseFirst, phaseUntil time.Time
@@ -89,26 +67,17 @@ func TestGeminiCLI(t *testing.T) {
 			return fakegemini.QuotaExceeded(5 * time.Second)
 		case phaseLimited:
 			return fakegemini.DailyQuota()
-		case r.Turn() > 0 && typ == "task":
-			return fakegemini.Reply{Text: passingAnswer, Usage: geminiUsage}
-		case r.Turn() > 0:
-			return fakegemini.Reply{Text: "Wrote the " + typ + ".", Usage: geminiUsage}
-		case typ == "task":
-			return fakegemini.Reply{Call: "run_shell_command", Args: map[string]any{"command": "printf 'token bucket\\n' > limiter.txt", "description": "write the limiter"}, Usage: geminiUsage}
 		}
-		path := artifactRe.FindStringSubmatch(prompt)
-		if path == nil {
-			return fakegemini.Reply{Text: "no artifact path in the prompt", Usage: geminiUsage}
+		switch step := nextTurn(prompt, typ, r.Turn()); {
+		case step.command != "":
+			return fakegemini.Reply{Call: "run_shell_command", Args: map[string]any{"command": step.command, "description": "write the limiter"}, Usage: geminiUsage}
+		case step.path != "":
+			return fakegemini.Reply{Call: "write_file", Args: map[string]any{"file_path": step.path, "content": step.content}, Usage: geminiUsage}
+		default:
+			return fakegemini.Reply{Text: step.text, Usage: geminiUsage}
 		}
-		return fakegemini.Reply{Call: "write_file", Args: map[string]any{"file_path": path[1], "content": claudeArtifacts[typ]}, Usage: geminiUsage}
 	}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: api}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	addr := serveAPI(t, api)
 
 	// The CLI's settings: an API key (GEMINI_API_KEY) on the fake API, no
 	// usage statistics. Nothing trusts the worktrees: the preset does.
@@ -121,7 +90,7 @@ func TestGeminiCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k, v := range map[string]string{
-		"HOME": home, "TMPDIR": t.TempDir(), "GEMINI_API_KEY": "test-key", "GOOGLE_GEMINI_BASE_URL": "http://" + ln.Addr().String(),
+		"HOME": home, "TMPDIR": t.TempDir(), "GEMINI_API_KEY": "test-key", "GOOGLE_GEMINI_BASE_URL": "http://" + addr,
 		"GEMINI_CLI_TRUST_WORKSPACE": "", "PATH": filepath.Dir(gemini) + string(os.PathListSeparator) + os.Getenv("PATH"),
 	} {
 		t.Setenv(k, v)

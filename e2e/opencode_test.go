@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,21 +17,6 @@ import (
 // @ai-sdk/openai-compatible provider, offline in a network namespace like
 // TestClaudeCode. Skipped only when no opencode binary is found outside CI.
 
-func opencodePath(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("LOOPR_E2E_OPENCODE"); p != "" {
-		return p
-	}
-	p, err := exec.LookPath("opencode")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("opencode not found on PATH: .ci/run installs opencode-ai; CI must run this test")
-		}
-		t.Skip("opencode not found on PATH (npm install -g opencode-ai@1.18.33 to run this test)")
-	}
-	return p
-}
-
 // opencodeUsage is what each answer of the fake API reports.
 var opencodeUsage = fakechat.Usage{PromptTokens: 1500, CachedTokens: 300, CompletionTokens: 40}
 
@@ -45,15 +27,11 @@ var opencodeUsage = fakechat.Usage{PromptTokens: 1500, CachedTokens: 300, Comple
 // by retry_timeout_secs and recorded as a limit within seconds, spending
 // no iteration; the task whose answer talks about HTTP 429 passes.
 func TestOpenCodeCLI(t *testing.T) {
-	opencode := opencodePath(t)
+	opencode := agentCLI(t, "opencode", "LOOPR_E2E_OPENCODE", "opencode-ai", "1.18.33")
 	if inNetns(t) {
 		return
 	}
-	out, err := exec.Command(opencode, "--version").CombinedOutput()
-	if err != nil {
-		t.Fatalf("opencode --version: %v\n%s", err, out)
-	}
-	t.Logf("opencode: %s", strings.TrimSpace(string(out)))
+	logVersion(t, opencode)
 
 	var mu sync.Mutex
 	var first, until time.Time
@@ -71,29 +49,19 @@ func TestOpenCodeCLI(t *testing.T) {
 		}
 		limited := typ == "spec" && r.Received.Before(until)
 		mu.Unlock()
-		switch {
-		case limited:
+		if limited {
 			return fakechat.RateLimited(30 * time.Second)
-		case r.Turn() > 0 && typ == "task":
-			return fakechat.Reply{Text: passingAnswer, Usage: opencodeUsage}
-		case r.Turn() > 0:
-			return fakechat.Reply{Text: "Wrote the " + typ + ".", Usage: opencodeUsage}
-		case typ == "task":
-			return fakechat.Reply{Tool: "bash", Args: map[string]any{"command": "printf 'token bucket\\n' > limiter.txt", "description": "write the limiter"}, Usage: opencodeUsage}
 		}
-		path := artifactRe.FindStringSubmatch(prompt)
-		if path == nil {
-			return fakechat.Reply{Text: "no artifact path in the prompt", Usage: opencodeUsage}
+		switch step := nextTurn(prompt, typ, r.Turn()); {
+		case step.command != "":
+			return fakechat.Reply{Tool: "bash", Args: map[string]any{"command": step.command, "description": "write the limiter"}, Usage: opencodeUsage}
+		case step.path != "":
+			return fakechat.Reply{Tool: "write", Args: map[string]any{"filePath": step.path, "content": step.content}, Usage: opencodeUsage}
+		default:
+			return fakechat.Reply{Text: step.text, Usage: opencodeUsage}
 		}
-		return fakechat.Reply{Tool: "write", Args: map[string]any{"filePath": path[1], "content": claudeArtifacts[typ]}, Usage: opencodeUsage}
 	}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: api}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	addr := serveAPI(t, api)
 
 	// opencode reads its provider from $XDG_CONFIG_HOME/opencode: the fake
 	// API as an OpenAI-compatible provider, its one model the default.
@@ -104,7 +72,7 @@ func TestOpenCodeCLI(t *testing.T) {
 	}
 	cfg := `{"$schema": "https://opencode.ai/config.json",
   "provider": {"fake": {"npm": "@ai-sdk/openai-compatible", "name": "Fake",
-    "options": {"baseURL": "http://` + ln.Addr().String() + `/v1", "apiKey": "test-key"},
+    "options": {"baseURL": "http://` + addr + `/v1", "apiKey": "test-key"},
     "models": {"fake-model": {"name": "Fake model"}}}},
   "model": "fake/fake-model", "small_model": "fake/fake-model", "autoupdate": false, "share": "disabled"}`
 	if err := os.WriteFile(filepath.Join(cfgDir, "opencode.json"), []byte(cfg), 0o644); err != nil {

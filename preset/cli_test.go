@@ -68,22 +68,7 @@ func TestCapturedOutputs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			t.Parallel()
-			r := Parse(tt.preset, readCapture(t, tt.file), tt.exit, tt.now, defaultPattern)
-			if got := verdictOf(r); got != tt.want {
-				t.Fatalf("Parse() = %v (%+v), want %v", got, r, tt.want)
-			}
-			if r.IsError != tt.isError {
-				t.Errorf("IsError = %v, want %v", r.IsError, tt.isError)
-			}
-			if !r.ResetAt.Equal(tt.reset) {
-				t.Errorf("ResetAt = %v, want %v", r.ResetAt, tt.reset)
-			}
-			if diff := cmp.Diff(tt.usage, r.Usage); diff != "" {
-				t.Errorf("Usage mismatch (-want +got):\n%s", diff)
-			}
-			if tt.want != none && (r.Detail == "" || strings.Contains(r.Detail, "\n")) {
-				t.Errorf("Detail = %q, want one non-empty line", r.Detail)
-			}
+			checkReport(t, Parse(tt.preset, readCapture(t, tt.file), tt.exit, tt.now, defaultPattern), tt.want, tt.isError, tt.reset, tt.usage)
 		})
 	}
 }

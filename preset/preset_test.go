@@ -215,6 +215,27 @@ const (
 	claudeFailed  = `{"type":"result","subtype":"error_max_turns","is_error":true,"api_error_status":null,"num_turns":30,"result":"","session_id":"s","total_cost_usd":0.5,"usage":{"input_tokens":100,"output_tokens":50}}`
 )
 
+// checkReport asserts what Parse returned: its verdict, IsError, reset
+// and usage.
+func checkReport(t *testing.T, r Report, want verdict, isError bool, reset time.Time, usage loop.Usage) {
+	t.Helper()
+	if got := verdictOf(r); got != want {
+		t.Fatalf("Parse() = %v (%+v), want %v", got, r, want)
+	}
+	if r.IsError != isError {
+		t.Errorf("IsError = %v, want %v", r.IsError, isError)
+	}
+	if !r.ResetAt.Equal(reset) {
+		t.Errorf("ResetAt = %v, want %v", r.ResetAt, reset)
+	}
+	if diff := cmp.Diff(usage, r.Usage); diff != "" {
+		t.Errorf("Usage mismatch (-want +got):\n%s", diff)
+	}
+	if want != none && (r.Detail == "" || strings.Contains(r.Detail, "\n")) {
+		t.Errorf("Detail = %q, want one non-empty line", r.Detail)
+	}
+}
+
 func lines(l ...string) []byte { return []byte(strings.Join(l, "\n") + "\n") }
 
 func TestParseClaude(t *testing.T) {
@@ -250,19 +271,7 @@ func TestParseClaude(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := Parse(Claude, tt.out, tt.exit, now, defaultPattern)
-			if got := verdictOf(r); got != tt.want {
-				t.Fatalf("Parse() = %v (%+v), want %v", got, r, tt.want)
-			}
-			if r.IsError != tt.isError {
-				t.Errorf("IsError = %v, want %v", r.IsError, tt.isError)
-			}
-			if !r.ResetAt.Equal(tt.reset) {
-				t.Errorf("ResetAt = %v, want %v", r.ResetAt, tt.reset)
-			}
-			if diff := cmp.Diff(tt.usage, r.Usage); diff != "" {
-				t.Errorf("Usage mismatch (-want +got):\n%s", diff)
-			}
+			checkReport(t, Parse(Claude, tt.out, tt.exit, now, defaultPattern), tt.want, tt.isError, tt.reset, tt.usage)
 		})
 	}
 }

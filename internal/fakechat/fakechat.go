@@ -18,8 +18,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/loopr-dev/loopr/internal/fakeapi"
 )
 
 // Request is what the CLI sent to POST /chat/completions.
@@ -131,20 +132,11 @@ func RateLimited(retryAfter time.Duration) Reply {
 // Script decides the reply to a request, one request at a time.
 type Script func(r *Request) Reply
 
-// Server is the fake API; use it as an http.Handler.
+// Server is the fake API; use it as an http.Handler. Requests returns
+// every POST …/chat/completions received so far.
 type Server struct {
 	Script Script
-
-	mu       sync.Mutex
-	requests []*Request
-	n        int
-}
-
-// Requests returns every POST /chat/completions received so far.
-func (s *Server) Requests() []*Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*Request(nil), s.requests...)
+	fakeapi.Log[Request]
 }
 
 // ServeHTTP answers POST …/chat/completions from the script.
@@ -153,33 +145,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		http.NotFound(w, hr)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(hr.Body, 64<<20))
 	req := &Request{}
-	if err == nil {
-		err = json.Unmarshal(body, req)
-	}
-	if err != nil {
-		http.Error(w, `{"error":{"message":"bad request","type":"invalid_request_error"}}`, http.StatusBadRequest)
+	if err := fakeapi.ReadJSON(hr, req); err != nil {
+		fakeapi.WriteError(w, http.StatusBadRequest, nil, `{"error":{"message":"bad request","type":"invalid_request_error"}}`)
 		return
 	}
 	req.Received = time.Now()
-	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	s.n++
-	id := fmt.Sprintf("chatcmpl-fake%06d", s.n)
+	var id string
 	rep := Reply{Text: "ok", Usage: Usage{PromptTokens: 10, CompletionTokens: 1}}
-	if s.Script != nil {
-		rep = s.Script(req)
-	}
-	s.mu.Unlock()
-
-	if rep.Status != 0 && rep.Status != http.StatusOK {
-		for k, v := range rep.Header {
-			w.Header()[k] = v
+	s.Record(req, func(n int) {
+		id = fmt.Sprintf("chatcmpl-fake%06d", n)
+		if s.Script != nil {
+			rep = s.Script(req)
 		}
-		w.Header().Set("content-type", "application/json")
-		w.WriteHeader(rep.Status)
-		io.WriteString(w, rep.Body)
+	})
+	if rep.Status != 0 && rep.Status != http.StatusOK {
+		fakeapi.WriteError(w, rep.Status, rep.Header, rep.Body)
 		return
 	}
 	msg := map[string]any{"role": "assistant", "content": rep.Text}

@@ -22,8 +22,9 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/loopr-dev/loopr/internal/fakeapi"
 )
 
 // Request is what the CLI sent to a :generateContent or
@@ -177,21 +178,12 @@ func errorBody(code int, status, msg string, details ...any) string {
 // request at a time.
 type Script func(r *Request) Reply
 
-// Server is the fake API; use it as an http.Handler.
+// Server is the fake API; use it as an http.Handler. Requests returns
+// every generateContent request received so far, in order, the CLI's own
+// structured ones included.
 type Server struct {
 	Script Script
-
-	mu       sync.Mutex
-	requests []*Request
-	n        int
-}
-
-// Requests returns every generateContent request received so far, in
-// order, the CLI's own structured ones included.
-func (s *Server) Requests() []*Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*Request(nil), s.requests...)
+	fakeapi.Log[Request]
 }
 
 // ServeHTTP answers POST /v1beta/models/<model>:<method>.
@@ -202,19 +194,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		http.NotFound(w, hr)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(hr.Body, 64<<20))
 	req := &Request{}
-	if err == nil {
-		err = json.Unmarshal(body, req)
-	}
-	if err != nil {
-		writeError(w, Reply{Status: http.StatusBadRequest, Body: errorBody(400, "INVALID_ARGUMENT", "bad request")})
+	if err := fakeapi.ReadJSON(hr, req); err != nil {
+		fakeapi.WriteError(w, http.StatusBadRequest, nil, errorBody(400, "INVALID_ARGUMENT", "bad request"))
 		return
 	}
 	switch method {
 	case "countTokens":
 		w.Header().Set("content-type", "application/json")
-		fmt.Fprintf(w, `{"totalTokens":%d}`, len(body)/4)
+		io.WriteString(w, `{"totalTokens":100}`)
 		return
 	case "generateContent", "streamGenerateContent":
 	default:
@@ -222,24 +210,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		return
 	}
 	req.Model, req.Stream, req.Received = model, method == "streamGenerateContent", time.Now()
-	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	s.n++
-	id := s.n
+	var id int
 	var rep Reply
-	switch {
-	case req.GenerationConfig.ResponseJSONSchema != nil:
-		out, _ := json.Marshal(fill(*req.GenerationConfig.ResponseJSONSchema))
-		rep = Reply{Text: string(out), Usage: Usage{PromptTokens: 7, OutputTokens: 3}}
-	case s.Script != nil:
-		rep = s.Script(req)
-	default:
-		rep = Reply{Text: "ok", Usage: Usage{PromptTokens: 10, OutputTokens: 1}}
-	}
-	s.mu.Unlock()
-
+	s.Record(req, func(n int) {
+		id = n
+		switch {
+		case req.GenerationConfig.ResponseJSONSchema != nil:
+			out, _ := json.Marshal(fill(*req.GenerationConfig.ResponseJSONSchema))
+			rep = Reply{Text: string(out), Usage: Usage{PromptTokens: 7, OutputTokens: 3}}
+		case s.Script != nil:
+			rep = s.Script(req)
+		default:
+			rep = Reply{Text: "ok", Usage: Usage{PromptTokens: 10, OutputTokens: 1}}
+		}
+	})
 	if rep.Status != 0 && rep.Status != http.StatusOK {
-		writeError(w, rep)
+		fakeapi.WriteError(w, rep.Status, nil, rep.Body)
 		return
 	}
 	b, _ := json.Marshal(response(rep, model, id))
@@ -250,12 +236,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	}
 	w.Header().Set("content-type", "text/event-stream")
 	fmt.Fprintf(w, "data: %s\r\n\r\n", b)
-}
-
-func writeError(w http.ResponseWriter, rep Reply) {
-	w.Header().Set("content-type", "application/json")
-	w.WriteHeader(rep.Status)
-	io.WriteString(w, rep.Body)
 }
 
 // response is the GenerateContentResponse of rep.
