@@ -91,6 +91,7 @@ func TestCapturedRetries(t *testing.T) {
 		{"gemini-0.61.0/unavailable-retrying.txt", Gemini, transient, time.Time{}, "Attempt 2 failed with status 503"},
 		{"opencode-1.18.33/retryafter-retrying.txt", OpenCode, limit, time.Time{}, "AI_APICallError: Rate limit reached for requests per minute"},
 		{"opencode-1.18.33/ratelimited.jsonl", OpenCode, limit, time.Time{}, "AI_APICallError: Rate limit reached for requests per minute"},
+		{"opencode-1.18.33/down-retrying.txt", OpenCode, transient, time.Time{}, "AI_APICallError: Cannot connect to API: Unable to connect."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

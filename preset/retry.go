@@ -77,6 +77,12 @@ const maxNotice = 6
 // 1 failed with status 429. Retrying with backoff...").
 var retryStatusRe = regexp.MustCompile(`\bfailed with status (\d{3})\b`)
 
+// retryNetRe is a retried call that never reached the provider (opencode:
+// "Cannot connect to API: Unable to connect."): transient, like
+// transientRe's, but only read in a retry notice, where it speaks of the
+// provider call.
+var retryNetRe = regexp.MustCompile(`(?i)cannot connect|unable to connect|fetch failed|network error|timed out`)
+
 // openCodeErrRe is the error of opencode's "stream error" log line.
 var openCodeErrRe = regexp.MustCompile(`\berror\.error="((?:[^"\\]|\\.)*)"`)
 
@@ -125,7 +131,7 @@ func Retried(name string, out []byte, now time.Time) Report {
 	if m := retryStatusRe.FindStringSubmatch(msg); m != nil {
 		_ = code.UnmarshalJSON([]byte(m[1]))
 	}
-	if code >= 500 || code != 429 && transientRe.MatchString(text) {
+	if code >= 500 || code != 429 && (transientRe.MatchString(text) || retryNetRe.MatchString(text)) {
 		r.Transient = true
 		return r
 	}
