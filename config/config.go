@@ -233,6 +233,10 @@ type Agent struct {
 	// StallTimeoutSecs kills an agent that writes no output and changes no
 	// file in its workdir for that long (the iteration fails); 0 = off.
 	StallTimeoutSecs int `yaml:"stall_timeout_secs"`
+	// RetryTimeoutSecs stops an agent whose CLI has only said, for that
+	// long, that it retries a failed provider call (gemini, opencode):
+	// the iteration is rate limited (or transient), loopr waits; 0 = off.
+	RetryTimeoutSecs int `yaml:"retry_timeout_secs"`
 	// Fallback names the profiles that take a loop's next iteration while
 	// this one is limited, in order (followed transitively).
 	Fallback []string `yaml:"fallback"`
@@ -242,7 +246,8 @@ type Agent struct {
 const DefaultProfile = "default"
 
 // DefaultAgent returns the settings an agent profile starts from: the
-// claude preset, 30 minutes, exit code 75, the default pattern.
+// claude preset, 30 minutes, exit code 75, the default pattern, a stall
+// after 10 minutes, a retrying CLI stopped after one.
 func DefaultAgent() Agent {
 	return Agent{
 		Preset:            preset.Claude,
@@ -250,6 +255,7 @@ func DefaultAgent() Agent {
 		RateLimitExitCode: 75,
 		RateLimitPattern:  DefaultRateLimitPattern,
 		StallTimeoutSecs:  600,
+		RetryTimeoutSecs:  60,
 	}
 }
 

@@ -347,6 +347,7 @@ func (v *checker) agent(key string, a Agent) {
 	v.argv(key+".command", a.Command)
 	v.positive(key+".timeout_secs", a.TimeoutSecs)
 	v.nonNegative(key+".stall_timeout_secs", a.StallTimeoutSecs)
+	v.nonNegative(key+".retry_timeout_secs", a.RetryTimeoutSecs)
 	if code := a.RateLimitExitCode; code < 1 || code > 255 {
 		v.fail(key+".rate_limit_exit_code", "must be between 1 and 255")
 	}

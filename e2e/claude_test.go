@@ -28,20 +28,53 @@ import (
 // It is skipped only when no claude binary is found outside CI; with
 // CI set (.ci/run sets CI=true) a missing binary fails.
 
+// agentCLI finds the named agent CLI ($<env>, else PATH) and logs its
+// version. Without one it skips the test, but under CI (.ci/run sets
+// CI=true and installs the pinned npm package pkg@version) it fails.
+func agentCLI(t *testing.T, name, env, pkg, version string) string {
+	t.Helper()
+	p := os.Getenv(env)
+	if p == "" {
+		var err error
+		if p, err = exec.LookPath(name); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s not found on PATH: .ci/run installs %s; CI must run this test", name, pkg)
+			}
+			t.Skipf("%s not found on PATH (npm install -g %s@%s, or set %s, to run this test)", name, pkg, version, env)
+		}
+	}
+	return p
+}
+
+// logVersion logs what `cli --version` prints; it fails the test when the
+// CLI does not run.
+func logVersion(t *testing.T, cli string) {
+	t.Helper()
+	out, err := exec.Command(cli, "--version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s --version: %v\n%s", cli, err, out)
+	}
+	t.Logf("%s: %s", filepath.Base(cli), strings.TrimSpace(string(out)))
+}
+
+// serveAPI serves a fake provider API on 127.0.0.1 until the test ends and
+// returns its address.
+func serveAPI(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
 // claudePath finds the claude binary: $LOOPR_E2E_CLAUDE, else PATH.
 func claudePath(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("LOOPR_E2E_CLAUDE"); p != "" {
-		return p
-	}
-	p, err := exec.LookPath("claude")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("claude not found on PATH: .ci/run installs @anthropic-ai/claude-code; CI must run this test")
-		}
-		t.Skip("claude not found on PATH (npm install -g @anthropic-ai/claude-code@2.1.197 to run this test)")
-	}
-	return p
+	return agentCLI(t, "claude", "LOOPR_E2E_CLAUDE", "@anthropic-ai/claude-code", "2.1.332")
 }
 
 // inNetns re-executes the calling test in a new network namespace with only
@@ -139,6 +172,32 @@ var claudeArtifacts = map[string]string{
 	"phase": "# Phase: Bucket\n\nOne task.\n\n## Tasks\n\n### Task 1: Implement the bucket\n\nWrite limiter.txt.\n",
 }
 
+// treeTurn is what a scripted model does at one turn of a loop of the
+// agent tree: the first writes the loop's artifact to the path its prompt
+// names (a task: limiter.txt, through the shell), the next answers in text
+// (a task: passingAnswer).
+type treeTurn struct {
+	text          string // the answer, when command and path are ""
+	command       string // a shell command to run
+	path, content string // a file to write
+}
+
+func nextTurn(prompt, typ string, turn int) treeTurn {
+	switch {
+	case turn > 0 && typ == "task":
+		return treeTurn{text: passingAnswer}
+	case turn > 0:
+		return treeTurn{text: "Wrote the " + typ + "."}
+	case typ == "task":
+		return treeTurn{command: "printf 'token bucket\\n' > limiter.txt"}
+	}
+	path := artifactRe.FindStringSubmatch(prompt)
+	if path == nil {
+		return treeTurn{text: "no artifact path in the prompt"}
+	}
+	return treeTurn{path: path[1], content: claudeArtifacts[typ]}
+}
+
 // passingAnswer is the final answer of the ralph loop: it talks about rate
 // limiting and HTTP 429 and must pass, not be taken for a limit.
 const passingAnswer = "Implemented the token-bucket rate limiter (answers HTTP 429 when the bucket is empty)."
@@ -192,18 +251,12 @@ func startClaudeRig(t *testing.T, claude, auth string, limit func(r *fakeanthrop
 	c := &claudeRig{marks: map[string]time.Time{}}
 	c.api = &fakeanthropic.Server{}
 	c.api.Script = c.script(limit)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: c.api}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	addr := serveAPI(t, c.api)
 
 	home := t.TempDir() // claude's own settings and sessions
 	key, val, _ := strings.Cut(auth, "=")
 	for k, v := range map[string]string{
-		"ANTHROPIC_BASE_URL":      "http://" + ln.Addr().String(),
+		"ANTHROPIC_BASE_URL":      "http://" + addr,
 		"ANTHROPIC_API_KEY":       "",
 		"CLAUDE_CODE_OAUTH_TOKEN": "",
 		"IS_SANDBOX":              "1", // --dangerously-skip-permissions as root
@@ -315,11 +368,7 @@ func TestClaudeCode(t *testing.T) {
 	if inNetns(t) {
 		return
 	}
-	out, err := exec.Command(claude, "--version").CombinedOutput()
-	if err != nil {
-		t.Fatalf("claude --version: %v\n%s", err, out)
-	}
-	t.Logf("claude: %s", strings.TrimSpace(string(out)))
+	logVersion(t, claude)
 
 	t.Run("api key 429", func(t *testing.T) {
 		// The first spec call and everything in the next 3 s answer 429;
@@ -388,7 +437,9 @@ func TestClaudeCode(t *testing.T) {
 		checkLimitWaited(t, c, loops, s, loop.Phase, first, reset)
 		for _, l := range loops {
 			if l.Type == loop.Phase {
-				if log := iterFile(c.repo, string(l.ID), 1, "attempt-1/agent.log"); !strings.Contains(log, "You've hit your session limit · resets") || !strings.Contains(log, `"status":"rejected"`) {
+				// 2.1.332 names the five_hour claim "5-hour limit"
+				// (2.1.197 said "session limit").
+				if log := iterFile(c.repo, string(l.ID), 1, "attempt-1/agent.log"); !strings.Contains(log, "You've hit your 5-hour limit · resets") || !strings.Contains(log, `"status":"rejected"`) {
 					t.Errorf("phase attempt-1/agent.log lacks the subscriber limit:\n%s", tail(log, 5))
 				}
 			}

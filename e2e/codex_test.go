@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,21 +17,6 @@ import (
 // network namespace like TestClaudeCode. Skipped only when no codex binary
 // is found outside CI.
 
-func codexPath(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("LOOPR_E2E_CODEX"); p != "" {
-		return p
-	}
-	p, err := exec.LookPath("codex")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("codex not found on PATH: .ci/run installs @openai/codex; CI must run this test")
-		}
-		t.Skip("codex not found on PATH (npm install -g @openai/codex@0.169.0 to run this test)")
-	}
-	return p
-}
-
 // codexUsage is what each answer of the fake Responses API reports.
 var codexUsage = fakeresponses.Usage{InputTokens: 2000, CachedTokens: 500, OutputTokens: 60}
 
@@ -43,15 +25,11 @@ var codexUsage = fakeresponses.Usage{InputTokens: 2000, CachedTokens: 500, Outpu
 // seconds and waited out without spending an iteration; the task whose
 // answer talks about HTTP 429 passes.
 func TestCodexCLI(t *testing.T) {
-	codex := codexPath(t)
+	codex := agentCLI(t, "codex", "LOOPR_E2E_CODEX", "@openai/codex", "0.171.0")
 	if inNetns(t) {
 		return
 	}
-	out, err := exec.Command(codex, "--version").CombinedOutput()
-	if err != nil {
-		t.Fatalf("codex --version: %v\n%s", err, out)
-	}
-	t.Logf("codex: %s", strings.TrimSpace(string(out)))
+	logVersion(t, codex)
 
 	var mu sync.Mutex
 	var first, reset time.Time
@@ -83,13 +61,7 @@ func TestCodexCLI(t *testing.T) {
 		}
 		return fakeresponses.Reply{Command: "cat > \"$LOOPR_ARTIFACT\" <<'EOF'\n" + claudeArtifacts[typ] + "EOF", Usage: codexUsage}
 	}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: api}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	addr := serveAPI(t, api)
 
 	// Codex reads its provider from $CODEX_HOME/config.toml: the fake API,
 	// no retries of its own (loopr waits).
@@ -103,7 +75,7 @@ model_provider = "fake"
 
 [model_providers.fake]
 name = "fake"
-base_url = "http://` + ln.Addr().String() + `/v1"
+base_url = "http://` + addr + `/v1"
 env_key = "OPENAI_API_KEY"
 wire_api = "responses"
 request_max_retries = 0

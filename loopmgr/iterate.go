@@ -69,6 +69,7 @@ func (m *Manager) prepare(ctx context.Context, a *active, l loop.Loop, profile s
 			Timeout:           time.Duration(timeout) * time.Second,
 			RateLimitExitCode: ag.RateLimitExitCode, RateLimitPattern: ratePattern(ag.RateLimitPattern),
 			StallTimeout: time.Duration(ag.StallTimeoutSecs) * time.Second,
+			RetryTimeout: time.Duration(ag.RetryTimeoutSecs) * time.Second,
 		},
 	}
 	worker := ""

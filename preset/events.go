@@ -217,8 +217,12 @@ func parseCodex(out []byte, r *Report) structured {
 	return s
 }
 
-// Gemini CLI: --output-format json (one object: response, stats, error) or
-// stream-json (init, message, tool_use, tool_result, error, result).
+// Gemini CLI: --output-format stream-json (init, message, tool_use,
+// tool_result, error, result) or json (one object: response, stats,
+// error). Usage: stream-json's result.stats counts every model's tokens
+// (input_tokens with the cached ones, cached, output_tokens), as does each
+// stats.models.<model> entry; json's stats.models.<model>.tokens has
+// prompt, candidates, cached and thoughts.
 type geminiEvent struct {
 	Type    string `json:"type"`
 	Status  string `json:"status"`
@@ -228,25 +232,61 @@ type geminiEvent struct {
 		Message string `json:"message"`
 		Code    status `json:"code"`
 	} `json:"error"`
-	Response *string `json:"response"`
-	Stats    *struct {
-		InputTokens  int64 `json:"input_tokens"`
-		OutputTokens int64 `json:"output_tokens"`
-		Cached       int64 `json:"cached"`
-		Models       map[string]struct {
-			Tokens struct {
-				Prompt     int64 `json:"prompt"`
-				Candidates int64 `json:"candidates"`
-				Cached     int64 `json:"cached"`
-				Thoughts   int64 `json:"thoughts"`
-			} `json:"tokens"`
-		} `json:"models"`
-	} `json:"stats"`
+	Response *string      `json:"response"`
+	Stats    *geminiStats `json:"stats"`
+}
+
+type geminiStats struct {
+	geminiTokens
+	Models map[string]struct {
+		geminiTokens
+		Tokens *struct {
+			Prompt     int64 `json:"prompt"`
+			Candidates int64 `json:"candidates"`
+			Cached     int64 `json:"cached"`
+			Thoughts   int64 `json:"thoughts"`
+		} `json:"tokens"`
+	} `json:"models"`
+}
+
+type geminiTokens struct {
+	InputTokens  *int64 `json:"input_tokens"` // the cached ones included
+	OutputTokens int64  `json:"output_tokens"`
+	Cached       int64  `json:"cached"`
+}
+
+// usage adds t to u: input_tokens less the cached ones as input.
+func (t geminiTokens) usage(u *loop.Usage) {
+	in := tok(*t.InputTokens)
+	cached := min(tok(t.Cached), in)
+	*u = u.Add(loop.Usage{InputTokens: in - cached, CacheReadTokens: cached, OutputTokens: tok(t.OutputTokens)})
+}
+
+// usage is what the stats say was consumed: the totals when given, else
+// the sum over the models.
+func (st *geminiStats) usage() loop.Usage {
+	var u loop.Usage
+	if st.InputTokens != nil {
+		st.geminiTokens.usage(&u)
+		return u
+	}
+	for _, m := range st.Models {
+		switch {
+		case m.InputTokens != nil:
+			m.geminiTokens.usage(&u)
+		case m.Tokens != nil:
+			t := m.Tokens
+			cached := min(tok(t.Cached), tok(t.Prompt))
+			u = u.Add(loop.Usage{InputTokens: tok(t.Prompt) - cached, CacheReadTokens: cached,
+				OutputTokens: tok(t.Candidates) + tok(t.Thoughts)})
+		}
+	}
+	return u
 }
 
 func parseGemini(out []byte, r *Report) structured {
 	var s structured
-	jsonLines(out, []string{`"result"`, `"error"`, `"stats"`, `"response"`}, func(line []byte) {
+	event := func(line []byte) {
 		var e geminiEvent
 		if json.Unmarshal(line, &e) != nil {
 			return
@@ -266,24 +306,20 @@ func parseGemini(out []byte, r *Report) structured {
 				byStatus(r, e.Error.Code, e.Error.Message)
 			}
 		}
-		if st := e.Stats; st != nil {
-			var u = r.Usage
-			u.InputTokens, u.OutputTokens, u.CacheReadTokens = 0, 0, 0
-			if len(st.Models) > 0 {
-				for _, m := range st.Models {
-					cached := min(tok(m.Tokens.Cached), tok(m.Tokens.Prompt))
-					u = u.Add(loop.Usage{InputTokens: tok(m.Tokens.Prompt) - cached, CacheReadTokens: cached,
-						OutputTokens: tok(m.Tokens.Candidates) + tok(m.Tokens.Thoughts)})
-				}
-			} else {
-				cached := min(tok(st.Cached), tok(st.InputTokens))
-				u.InputTokens = tok(st.InputTokens) - cached
-				u.CacheReadTokens = cached
-				u.OutputTokens = tok(st.OutputTokens)
-			}
-			r.Usage = u
+		if e.Stats != nil {
+			u := e.Stats.usage()
+			r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CacheReadTokens = u.InputTokens, u.OutputTokens, u.CacheReadTokens
 		}
-	})
+	}
+	jsonLines(out, []string{`"result"`, `"error"`, `"stats"`, `"response"`}, event)
+	if !s.done {
+		// --output-format json prints its object indented, over lines.
+		if i, j := bytes.Index(out, []byte("\n{\n")), bytes.LastIndex(out, []byte("\n}")); i >= 0 && j > i {
+			event(out[i+1 : j+2])
+		} else if bytes.HasPrefix(out, []byte("{\n")) && j > 0 {
+			event(out[:j+2])
+		}
+	}
 	return s
 }
 

@@ -11,11 +11,19 @@
 // for a usage-limit line at the very end of a run that exited 0, so a run
 // that passes while talking about rate limiters is never a limit.
 //
+// While the agent runs, Line tells the runner which lines say that the CLI
+// failed a provider call and waits to retry it (gemini's "Attempt 1
+// failed", opencode's "stream error" log line, claude's api_retry event):
+// the runner stops an agent that prints nothing else for
+// agent.retry_timeout_secs, and Retried classifies what it was retrying.
+//
 // The package is pure: no I/O, no clock (Parse takes now).
 package preset
 
 import (
+	"path/filepath"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/loopr-dev/loopr/loop"
@@ -39,6 +47,10 @@ type Preset struct {
 	Name    string
 	Command []string // default argv; the prompt arrives on stdin
 	Env     []string // extra KEY=value the preset sets
+	// IncludeFlag is the flag that lets the CLI's file tools write in a
+	// directory outside its workdir: WithArtifactDir adds it, with the
+	// directory of $LOOPR_ARTIFACT, to a command that runs the CLI.
+	IncludeFlag string
 }
 
 // Get returns the named preset.
@@ -71,8 +83,25 @@ var presets = []Preset{
 		// command).
 		Command: []string{"codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "-"},
 	},
-	{Name: Gemini, Command: []string{"gemini", "--output-format", "stream-json", "--yolo"}},
-	{Name: OpenCode, Command: []string{"opencode", "run", "--format", "json"}},
+	{
+		Name:    Gemini,
+		Command: []string{"gemini", "--output-format", "stream-json", "--yolo"},
+		// A worktree is never a trusted folder: headless, the CLI would
+		// exit 55 at once. Its file tools refuse paths outside the
+		// workspace: the artifact's directory is included
+		// (WithArtifactDir).
+		Env:         []string{"GEMINI_CLI_TRUST_WORKSPACE=true"},
+		IncludeFlag: "--include-directories",
+	},
+	{
+		Name: OpenCode,
+		// --auto: without it `opencode run` rejects every permission it
+		// would ask for, external_directory among them, so the artifact
+		// (outside the worktree) could not be written. --print-logs at
+		// ERROR: the only sign, on stderr, that it retries a failed
+		// provider call (it prints no event while it waits).
+		Command: []string{"opencode", "run", "--format", "json", "--auto", "--print-logs", "--log-level", "ERROR"},
+	},
 	{Name: Command},
 }
 
@@ -85,6 +114,10 @@ type Report struct {
 	IsError    bool          // the agent's own result says the run failed
 	Usage      loop.Usage    // tokens and cost from the structured output (cost from total_cost_usd when given)
 	Detail     string        // one line: the limit or error message (escaped, clipped)
+	// SpendCap: the provider refused because a spend limit is reached
+	// ("You've hit your monthly spend limit") and named no reset: it does
+	// not lift by waiting, a person must raise it. Never with Limited.
+	SpendCap bool
 }
 
 // Parse reads an agent's whole output (agent.log) of a run that exited with
@@ -108,6 +141,9 @@ func Parse(name string, out []byte, exitCode int, now time.Time, pattern *regexp
 	r.Usage = r.Usage.Bounded() // a run's sums too (loop.MaxRunTokens, loop.MaxRunUSD)
 	failed := exitCode != 0 || r.IsError
 	switch {
+	case r.Limited && spendCapRe.MatchString(s.message):
+		// A spend limit: no wait unless the message names a reset.
+		spendCap(&r, s.message, now)
 	case r.Limited:
 		// The structured limit may carry the reset in its message text.
 		if r.ResetAt.IsZero() {
@@ -179,4 +215,19 @@ func Final(name string, out []byte) bool {
 		return parseGemini(out, &r).done
 	}
 	return false
+}
+
+// WithArtifactDir returns argv with what the named preset's CLI needs to
+// write in dir, the iteration directory (where $LOOPR_ARTIFACT and
+// $LOOPR_QUESTION_FILE lie, outside the workdir): gemini's file tools
+// refuse any path outside the workspace, so `--include-directories dir` is
+// appended (the CLI takes the flag several times). argv is returned as it
+// is for a preset without IncludeFlag, and when its first word is not the
+// preset's CLI (a wrapper script is the user's to configure).
+func WithArtifactDir(name string, argv []string, dir string) []string {
+	p, ok := Get(name)
+	if !ok || p.IncludeFlag == "" || len(argv) == 0 || dir == "" || filepath.Base(argv[0]) != p.Command[0] {
+		return argv
+	}
+	return append(slices.Clip(argv), p.IncludeFlag, dir)
 }

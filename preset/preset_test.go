@@ -34,14 +34,22 @@ const (
 	none verdict = iota
 	limit
 	transient
+	spend
 )
 
-func (v verdict) String() string { return [...]string{"none", "limit", "transient"}[v] }
+func (v verdict) String() string {
+	if v < 0 {
+		return "contradictory"
+	}
+	return [...]string{"none", "limit", "transient", "spend"}[v]
+}
 
 func verdictOf(r Report) verdict {
 	switch {
-	case r.Limited && r.Transient:
+	case r.Limited && r.Transient, r.SpendCap && (r.Limited || r.Transient):
 		return -1
+	case r.SpendCap:
+		return spend
 	case r.Limited:
 		return limit
 	case r.Transient:
@@ -207,6 +215,27 @@ const (
 	claudeFailed  = `{"type":"result","subtype":"error_max_turns","is_error":true,"api_error_status":null,"num_turns":30,"result":"","session_id":"s","total_cost_usd":0.5,"usage":{"input_tokens":100,"output_tokens":50}}`
 )
 
+// checkReport asserts what Parse returned: its verdict, IsError, reset
+// and usage.
+func checkReport(t *testing.T, r Report, want verdict, isError bool, reset time.Time, usage loop.Usage) {
+	t.Helper()
+	if got := verdictOf(r); got != want {
+		t.Fatalf("Parse() = %v (%+v), want %v", got, r, want)
+	}
+	if r.IsError != isError {
+		t.Errorf("IsError = %v, want %v", r.IsError, isError)
+	}
+	if !r.ResetAt.Equal(reset) {
+		t.Errorf("ResetAt = %v, want %v", r.ResetAt, reset)
+	}
+	if diff := cmp.Diff(usage, r.Usage); diff != "" {
+		t.Errorf("Usage mismatch (-want +got):\n%s", diff)
+	}
+	if want != none && (r.Detail == "" || strings.Contains(r.Detail, "\n")) {
+		t.Errorf("Detail = %q, want one non-empty line", r.Detail)
+	}
+}
+
 func lines(l ...string) []byte { return []byte(strings.Join(l, "\n") + "\n") }
 
 func TestParseClaude(t *testing.T) {
@@ -242,19 +271,7 @@ func TestParseClaude(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := Parse(Claude, tt.out, tt.exit, now, defaultPattern)
-			if got := verdictOf(r); got != tt.want {
-				t.Fatalf("Parse() = %v (%+v), want %v", got, r, tt.want)
-			}
-			if r.IsError != tt.isError {
-				t.Errorf("IsError = %v, want %v", r.IsError, tt.isError)
-			}
-			if !r.ResetAt.Equal(tt.reset) {
-				t.Errorf("ResetAt = %v, want %v", r.ResetAt, tt.reset)
-			}
-			if diff := cmp.Diff(tt.usage, r.Usage); diff != "" {
-				t.Errorf("Usage mismatch (-want +got):\n%s", diff)
-			}
+			checkReport(t, Parse(Claude, tt.out, tt.exit, now, defaultPattern), tt.want, tt.isError, tt.reset, tt.usage)
 		})
 	}
 }
@@ -405,15 +422,20 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{claudeOK, claudeSession, claudeReject, claude529,
 		`{"type":"turn.completed","usage":{"input_tokens":-5,"cached_input_tokens":99999999999}}`,
 		`{"type":"step_finish","part":{"tokens":{"input":1}}}`, `{"error":{"code":"429"}}`,
-		"You've hit your weekly limit · resets Nov 26, 10:26pm (UTC)", "try again in 99999999999999 days"} {
+		"You've hit your weekly limit · resets Nov 26, 10:26pm (UTC)", "try again in 99999999999999 days",
+		"You've hit your channel's monthly spend limit.", "Attempt 3 failed with status 429. Retrying with backoff...",
+		`timestamp=x level=ERROR message="stream error" small=false error.error="AI_APICallError: Too Many Requests"`} {
 		f.Add([]byte(s), 1)
 		f.Add([]byte(s), 0)
 	}
 	f.Fuzz(func(t *testing.T, out []byte, exit int) {
 		for _, n := range Names {
 			r := Parse(n, out, exit, now, defaultPattern)
-			if r.Limited && r.Transient {
-				t.Fatalf("Parse(%s) both limited and transient: %+v", n, r)
+			if r.Limited && r.Transient || r.SpendCap && (r.Limited || r.Transient) {
+				t.Fatalf("Parse(%s) contradictory: %+v", n, r)
+			}
+			if rr := Retried(n, out, now); rr.Limited == rr.Transient || rr.SpendCap || strings.Contains(rr.Detail, "\n") {
+				t.Fatalf("Retried(%s) = %+v, want limited or transient, one detail line", n, rr)
 			}
 			if strings.Contains(r.Detail, "\n") || len(r.Detail) > detailMax+64 {
 				t.Fatalf("Parse(%s) detail not one short line: %q", n, r.Detail)

@@ -28,7 +28,13 @@ var (
 	// exitZeroLimitRe is what a usage-limit line of a run that exited 0
 	// must look like besides matching the pattern: the CLI's own line,
 	// not a sentence of the agent's answer.
-	exitZeroLimitRe = regexp.MustCompile(`(?i)usage limit reached\s*\|\s*\d{9,13}\b|^\W{0,3}(?:API Error:[^·]*·\s*)?(?:you(?:'|’)ve|you have) hit your (?:\w+ )?limit\b`)
+	exitZeroLimitRe = regexp.MustCompile(`(?i)usage limit reached\s*\|\s*\d{9,13}\b|^\W{0,3}(?:API Error:[^·]*·\s*)?(?:you(?:'|’)ve|you have) hit your (?:\S+ ){0,3}limit\b`)
+	// spendCapRe is a refusal for a spend limit (Claude Code's
+	// "You've hit your monthly spend limit", "…your team's pooled group
+	// budget", "You're out of usage credits", "Usage is paused for your
+	// organization"): waiting does not lift it unless the same message
+	// names a reset. Checked before the pattern, on failed runs only.
+	spendCapRe = regexp.MustCompile(`(?i)hit your [^.·\n]{0,40}?\b(?:spend limit|group budget)\b|(?:you(?:'|’)re|you are|your org is) out of usage\b|usage is paused for your organi[sz]ation`)
 	// transientRe is a provider error that passes on its own: retried
 	// without spending an iteration. Only failed runs are checked.
 	transientRe = regexp.MustCompile(`(?i)API Error: 5\d\d\b|\b529\b|overloaded|high demand|no capacity available|` +
@@ -62,12 +68,14 @@ func classifyText(r *Report, out string, failed bool, now time.Time, pattern *re
 		}
 		return
 	}
-	if pattern != nil {
-		for i := len(lines) - 1; i >= 0; i-- {
-			if pattern.MatchString(lines[i]) {
-				limited(r, lines, i, now)
-				return
-			}
+	for i := len(lines) - 1; i >= 0; i-- {
+		switch {
+		case pattern != nil && spendCapRe.MatchString(lines[i]):
+			spendCap(r, lines[i], now)
+			return
+		case pattern != nil && pattern.MatchString(lines[i]):
+			limited(r, lines, i, now)
+			return
 		}
 	}
 	for i := len(lines) - 1; i >= 0; i-- {
@@ -86,6 +94,22 @@ func limited(r *Report, lines []string, i int, now time.Time) {
 	r.Limited = true
 	r.Detail = oneLine(lines[i])
 	r.ResetAt = hint(strings.Join(lines[max(i-2, 0):min(i+3, len(lines))], "\n"), now)
+}
+
+// spendCap marks r refused by the spend limit msg names: a limit until the
+// reset msg names (Claude Code adds "· your 5-hour limit resets 4:05pm"
+// when the plan's own limit is spent too), else a SpendCap.
+func spendCap(r *Report, msg string, now time.Time) {
+	r.Detail = oneLine(msg)
+	r.Transient = false
+	if t := hint(msg, now); !t.IsZero() {
+		r.Limited, r.SpendCap = true, false
+		if r.ResetAt.IsZero() { // else the structured reset, to the second
+			r.ResetAt = t
+		}
+		return
+	}
+	r.Limited, r.SpendCap, r.ResetAt = false, true, time.Time{}
 }
 
 // hint is ratelimit.ParseHint, zero when there is none.

@@ -55,6 +55,12 @@ var (
 		`(?:` + monthRe + `\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(?:at\s+)?)?` +
 		`(\d{1,2})(?::(\d{2}))?\s*(?:([ap])(?:m\b|\.m\.))?` +
 		`(?:\s*\(([a-z][a-z0-9_+\-]*(?:/[a-z0-9_+\-]+)*)\)|\s+(utc|gmt)\b)?`)
+	// It resets Mon 9:00am · resets Tuesday at 5pm (UTC): the next such
+	// weekday (Claude Code 2.1.332)
+	resetWeekdayRe = regexp.MustCompile(`(?i)\breset(?:s|ting)?\s+(?:on\s+)?` +
+		`(mon|tue|wed|thu|fri|sat|sun)(?:day|sday|nesday|rsday|urday)?\.?,?\s+(?:at\s+)?` +
+		`(\d{1,2})(?::(\d{2}))?\s*(?:([ap])(?:m\b|\.m\.))?` +
+		`(?:\s*\(([a-z][a-z0-9_+\-]*(?:/[a-z0-9_+\-]+)*)\)|\s+(utc|gmt)\b)?`)
 )
 
 var unitOf = map[string]time.Duration{
@@ -80,6 +86,7 @@ var unitOf = map[string]time.Duration{
 //	resets Apr 23 at 4pm (America/Recife)    this year's Apr 23, or next year's when already past
 //	will reset at 7pm (Asia/Tokyo)           also "4:30pm", "17:00"
 //	resets Nov 26, 10:26pm (UTC)             also "Sep 15 at 7pm", "Jul 31, 2am (UTC)"
+//	It resets Mon 9:00am                     the next Monday 9:00; also "resets Tuesday at 5pm (UTC)"
 //	try again at 3:42 PM                     codex: today (or tomorrow when past)
 //	Try again at Jul 5th, 2026 8:19 PM       codex: a full date
 //	try again in 5 days 22 hours 11 minutes  also "retrying in ~6 days", "resets in 2 days, 3 hours and 4 minutes"
@@ -163,8 +170,31 @@ func ParseHint(output string, now time.Time) (until time.Time, ok bool) {
 				consider(t)
 			}
 		}
+		for _, m := range resetWeekdayRe.FindAllStringSubmatch(output, -1) {
+			if t, ok := weekdayTime(m, now); ok {
+				consider(t)
+			}
+		}
 	}
 	return until, ok
+}
+
+// weekdayTime turns a resetWeekdayRe match into an instant: the first
+// occurrence of the clock time, at or after now (less pastGrace), that
+// falls on the weekday.
+func weekdayTime(m []string, now time.Time) (time.Time, bool) {
+	t, ok := resetTime([]string{m[0], "", "", m[2], m[3], m[4], m[5], m[6]}, now)
+	if !ok {
+		return time.Time{}, false
+	}
+	prefix := strings.ToLower(m[1])
+	for range 7 {
+		if strings.ToLower(t.Weekday().String()[:3]) == prefix {
+			return t, true
+		}
+		t = time.Date(t.Year(), t.Month(), t.Day()+1, t.Hour(), t.Minute(), 0, 0, t.Location())
+	}
+	return time.Time{}, false // unreachable: seven days hold every weekday
 }
 
 // epoch reads unix epoch seconds, or milliseconds (Epoch).

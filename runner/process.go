@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/internal/contain"
+	"github.com/loopr-dev/loopr/preset"
 	"github.com/loopr-dev/loopr/procenv"
 )
 
@@ -39,6 +40,11 @@ type procSpec struct {
 	// changed no file under dir (but under none of stallSkip) for that long.
 	stall     time.Duration
 	stallSkip []string
+	// retry, when set with retryAfter > 0, classifies each output line;
+	// the group is stopped once it printed only retry notices for
+	// retryAfter (see retryWatch).
+	retry      func(line []byte) preset.LineKind
+	retryAfter time.Duration
 
 	// What contains it beyond its process group (nil: the group alone),
 	// and what names its processes: the loop, its home, and the worktree
@@ -57,6 +63,7 @@ type procResult struct {
 	signal    syscall.Signal
 	timedOut  bool
 	stalled   bool
+	retrying  bool // stopped: it printed only retry notices for retryAfter
 	cancelled bool
 }
 
@@ -114,6 +121,14 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 		stalled = watchStall(watchCtx, s.dir, s.stallSkip, s.stall, a)
 	}
 
+	var retrying <-chan struct{}
+	if s.retry != nil && s.retryAfter > 0 {
+		w := newRetryWatch(s.retry, s.retryAfter)
+		defer w.stop()
+		s.out = io.MultiWriter(s.out, w)
+		retrying = w.fired
+	}
+
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
@@ -145,6 +160,8 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 		res.timedOut = true
 	case <-stalled:
 		res.stalled = true
+	case <-retrying:
+		res.retrying = true
 	}
 
 	if res.cancelled && errors.Is(context.Cause(ctx), ErrKill) {

@@ -34,7 +34,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/go-json-experiment/json/v1"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -93,6 +92,12 @@ type Settings struct {
 	// StallTimeout kills an agent that writes no output and changes no
 	// file in the workdir for that long; 0: never.
 	StallTimeout time.Duration
+	// RetryTimeout stops an agent whose CLI has printed only notices of
+	// retrying a failed provider call (preset.Line) for that long: the
+	// iteration is rate limited, or a transient failure, as what it
+	// retried says (preset.Retried); 0: the CLI retries as long as it
+	// likes.
+	RetryTimeout time.Duration
 }
 
 func (s Settings) withDefaults() Settings {
@@ -306,6 +311,8 @@ func (it *iteration) run(ctx context.Context) Result {
 	case p.timedOut && it.report.Limited:
 		// Killed while the CLI was waiting out a limit itself.
 		return it.limited("rate limited: "+it.report.Detail+" (agent timed out)", it.report)
+	case p.retrying:
+		return it.retried()
 	}
 	if q, err := it.readQuestion(); err != nil || q != "" {
 		return it.asked(q, err)
@@ -318,6 +325,9 @@ func (it *iteration) run(ctx context.Context) Result {
 		return it.fail("stalled: no output or file change for "+shortDuration(it.s.StallTimeout), "agent.log", it.agentLog)
 	case !dirExists(j.Workdir):
 		return it.fail("workdir vanished", "agent.log", it.agentLog)
+	}
+	if it.report.SpendCap {
+		return it.spendCapped(it.report)
 	}
 	if reason, limited := it.rateLimited(p); limited {
 		return it.limited(reason, it.report)
@@ -500,15 +510,17 @@ func (it *iteration) runAgent(ctx context.Context, stdin *os.File) (procResult, 
 
 	it.res.AgentStart = it.r.now()
 	p := runProcess(ctx, procSpec{
-		argv:      it.s.Agent,
-		dir:       it.j.Workdir,
-		env:       it.env,
-		stdin:     stdin,
-		out:       out,
-		timeout:   it.s.Timeout,
-		grace:     it.s.Grace,
-		stall:     it.s.StallTimeout,
-		stallSkip: it.stallSkip(),
+		argv:       preset.WithArtifactDir(it.s.Preset, it.s.Agent, filepath.Dir(it.artifact)),
+		dir:        it.j.Workdir,
+		env:        it.env,
+		stdin:      stdin,
+		out:        out,
+		timeout:    it.s.Timeout,
+		grace:      it.s.Grace,
+		stall:      it.s.StallTimeout,
+		stallSkip:  it.stallSkip(),
+		retry:      func(line []byte) preset.LineKind { return preset.Line(it.s.Preset, line) },
+		retryAfter: it.s.RetryTimeout,
 		started: func(pid int) {
 			it.log.Info("agent started", "pid", pid, "agent", it.s.Agent[0])
 			it.groupStarted(pid)
@@ -551,48 +563,6 @@ func (it *iteration) groupStarted(pid int) {
 	}
 }
 
-// parseOutput reads what the agent's output says about its run (preset
-// package: structured events of Settings.Preset, else the text rules),
-// records the usage it reported with the agent's wall time in Result.Usage
-// and in usage.json.
-func (it *iteration) parseOutput(p procResult) preset.Report {
-	it.output = readTail(it.agentLog, int(min(it.s.MaxLogBytes, maxParseBytes))+logSlack)
-	rep := preset.Parse(it.s.Preset, []byte(it.output), p.exitCode, it.r.now(), it.s.RateLimitPattern)
-	u := rep.Usage
-	u.AgentSeconds = max(it.res.AgentEnd.Sub(it.res.AgentStart).Seconds(), 0)
-	it.res.Usage = u
-	if b, err := json.Marshal(u); err == nil {
-		if err := safefile.WriteAtomic(filepath.Join(it.res.Dir, "usage.json"), append(b, '\n'), 0o644); err != nil {
-			it.log.Warn("usage.json", "err", err)
-		}
-	}
-	return rep
-}
-
-// rateLimited reports whether the agent hit a rate limit, exactly: its
-// structured output says so (preset.Parse), or it exited with the
-// configured status, or its text matched the pattern under the rules of
-// preset.Parse (a failed run; on exit 0, a usage-limit line at the end).
-func (it *iteration) rateLimited(p procResult) (string, bool) {
-	if it.report.Limited {
-		return "rate limited: " + it.report.Detail, true
-	}
-	if c := it.s.RateLimitExitCode; c != 0 && p.exitCode == c {
-		return fmt.Sprintf("rate limited: agent exited %d", c), true
-	}
-	return "", false
-}
-
-// limited ends the iteration as rate limited, with the reset rep announced
-// (none when it was already past: the caller's short backoff re-probes).
-func (it *iteration) limited(reason string, rep preset.Report) Result {
-	it.res.Outcome = RateLimited
-	it.res.Reason = clip(reason, 240)
-	it.res.RateLimitUntil = rep.ResetAt
-	it.res.RateLimitAfter = rep.RetryAfter
-	return it.res
-}
-
 // validate checks the artifact of plan, spec and phase loops, then runs each
 // validate command until one fails.
 func (it *iteration) validate(ctx context.Context, vlog io.Writer) Result {
@@ -615,8 +585,11 @@ func (it *iteration) validate(ctx context.Context, vlog io.Writer) Result {
 			// its text counts (unless the agent's own final event said
 			// it succeeded: structured output wins).
 			if !preset.Final(it.s.Preset, []byte(it.output)) {
-				if rep := preset.ParseText([]byte(it.output), true, it.r.now(), it.s.RateLimitPattern); rep.Limited {
+				switch rep := preset.ParseText([]byte(it.output), true, it.r.now(), it.s.RateLimitPattern); {
+				case rep.Limited:
 					return it.limited("rate limited: "+rep.Detail, rep)
+				case rep.SpendCap:
+					return it.spendCapped(rep)
 				}
 			}
 			fmt.Fprintf(vlog, "%s: %v\n", it.artifact, err)

@@ -16,12 +16,13 @@ package fakeanthropic
 import (
 	"fmt"
 	"github.com/go-json-experiment/json/v1"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/loopr-dev/loopr/internal/fakeapi"
 )
 
 // Request is what the CLI sent to POST /v1/messages.
@@ -190,22 +191,15 @@ func errorBody(typ, msg string) string {
 // goroutines, one request at a time.
 type Script func(r *Request) Reply
 
-// Server is the fake API. Use it as an http.Handler.
+// Server is the fake API. Use it as an http.Handler. Requests returns
+// every POST /v1/messages received so far, in order.
 type Server struct {
 	Script Script
 	Now    func() time.Time // default time.Now
+	fakeapi.Log[Request]
 
-	mu       sync.Mutex
-	requests []*Request
-	other    []string
-	nextID   int
-}
-
-// Requests returns every POST /v1/messages received so far, in order.
-func (s *Server) Requests() []*Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*Request(nil), s.requests...)
+	mu    sync.Mutex
+	other []string
 }
 
 // Other returns "METHOD path" of every other request received.
@@ -234,29 +228,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		}
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(hr.Body, 64<<20))
 	req := &Request{}
-	if err == nil {
-		err = json.Unmarshal(body, req)
-	}
-	if err != nil {
-		http.Error(w, errorBody("invalid_request_error", "bad request: "+err.Error()), http.StatusBadRequest)
+	if err := fakeapi.ReadJSON(hr, req); err != nil {
+		fakeapi.WriteError(w, http.StatusBadRequest, nil, errorBody("invalid_request_error", "bad request: "+err.Error()))
 		return
 	}
 	req.Header = hr.Header.Clone()
 	req.Received = s.now()
 
-	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	s.nextID++
-	id := s.nextID
-	var rep Reply
-	if s.Script != nil {
-		rep = s.Script(req)
-	} else {
-		rep = Text("ok", Usage{InputTokens: 10, OutputTokens: 1})
-	}
-	s.mu.Unlock()
+	var id int
+	rep := Text("ok", Usage{InputTokens: 10, OutputTokens: 1})
+	s.Record(req, func(n int) {
+		id = n
+		if s.Script != nil {
+			rep = s.Script(req)
+		}
+	})
 
 	if rep.Delay > 0 {
 		select {
@@ -267,12 +254,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	}
 	w.Header().Set("request-id", fmt.Sprintf("req_fake%06d", id))
 	if rep.Status != 0 && rep.Status != http.StatusOK {
-		for k, v := range rep.Header {
-			w.Header()[k] = v
-		}
-		w.Header().Set("content-type", "application/json")
-		w.WriteHeader(rep.Status)
-		io.WriteString(w, rep.Body)
+		fakeapi.WriteError(w, rep.Status, rep.Header, rep.Body)
 		return
 	}
 	msgID := fmt.Sprintf("msg_fake%06d", id)

@@ -12,11 +12,11 @@ package fakeresponses
 import (
 	"fmt"
 	"github.com/go-json-experiment/json/v1"
-	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/loopr-dev/loopr/internal/fakeapi"
 )
 
 // Request is what the CLI sent to POST /v1/responses.
@@ -96,20 +96,11 @@ func RateLimited() Reply {
 // Script decides the reply to a request, one request at a time.
 type Script func(r *Request) Reply
 
-// Server is the fake API; use it as an http.Handler.
+// Server is the fake API; use it as an http.Handler. Requests returns
+// every POST /v1/responses received so far.
 type Server struct {
 	Script Script
-
-	mu       sync.Mutex
-	requests []*Request
-	n        int
-}
-
-// Requests returns every POST /v1/responses received so far.
-func (s *Server) Requests() []*Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*Request(nil), s.requests...)
+	fakeapi.Log[Request]
 }
 
 // ServeHTTP answers POST /v1/responses from the script.
@@ -119,29 +110,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		return
 	}
 	req := &Request{}
-	body, err := io.ReadAll(io.LimitReader(hr.Body, 64<<20))
-	if err == nil {
-		err = json.Unmarshal(body, req)
-	}
-	if err != nil {
-		http.Error(w, `{"error":{"type":"invalid_request_error","message":"bad request"}}`, http.StatusBadRequest)
+	if err := fakeapi.ReadJSON(hr, req); err != nil {
+		fakeapi.WriteError(w, http.StatusBadRequest, nil, `{"error":{"type":"invalid_request_error","message":"bad request"}}`)
 		return
 	}
 	req.Received = time.Now()
-	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	s.n++
-	id := s.n
+	var id int
 	rep := Reply{Text: "ok"}
-	if s.Script != nil {
-		rep = s.Script(req)
-	}
-	s.mu.Unlock()
-
+	s.Record(req, func(n int) {
+		id = n
+		if s.Script != nil {
+			rep = s.Script(req)
+		}
+	})
 	if rep.Status != 0 && rep.Status != http.StatusOK {
-		w.Header().Set("content-type", "application/json")
-		w.WriteHeader(rep.Status)
-		io.WriteString(w, rep.Body)
+		fakeapi.WriteError(w, rep.Status, nil, rep.Body)
 		return
 	}
 	w.Header().Set("content-type", "text/event-stream")
