@@ -49,6 +49,7 @@ import (
 	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/loopmgr"
+	"github.com/loopr-dev/loopr/radar"
 	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/store"
 	"github.com/loopr-dev/loopr/workspace"
@@ -229,6 +230,9 @@ func Run(ctx context.Context, o Options) error {
 		AgentSlots:   make(chan struct{}, max(1, cfg.APICallCap())),
 	}
 	d.git = git
+	if git != nil {
+		d.radar = radar.New(git)
+	}
 	// On etcd every daemon is a worker of the store's one queue
 	// (package cluster); the one elected scheduler also schedules.
 	var worker *cluster.Worker
@@ -392,6 +396,7 @@ type daemon struct {
 	mgr     *loopmgr.Manager
 	hub     *hub
 	git     *gitflow.Repo   // nil: no git flow
+	radar   *radar.Radar    // the conflict radar over git; nil with it
 	worker  *cluster.Worker // this daemon as a worker of an etcd store; nil on bbolt
 	jail    *contain.Jail   // how agents' processes are contained
 
