@@ -20,12 +20,12 @@ var ErrNoRadar = errors.New("the conflict radar needs loopr's git flow: a git re
 // finished) are dry-run against the plan branch's tip and against each
 // other. rad nil gives ErrNoRadar.
 func (s *Service) Conflicts(ctx context.Context, rad *radar.Radar, id string) (api.Conflicts, error) {
-	if rad == nil {
-		return api.Conflicts{Conflicts: []api.Conflict{}}, ErrNoRadar
-	}
 	root, live, err := s.liveBranches(id)
 	if err != nil {
 		return api.Conflicts{Conflicts: []api.Conflict{}}, err
+	}
+	if rad == nil {
+		return api.Conflicts{Conflicts: []api.Conflict{}}, ErrNoRadar
 	}
 	out := api.Conflicts{Plan: root.ID, Branch: root.Branch, Live: len(live), Conflicts: []api.Conflict{}}
 	if root.Branch == "" {
