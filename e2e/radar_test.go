@@ -107,3 +107,24 @@ func TestConflictRadar(t *testing.T) {
 		}
 	}
 }
+
+// TestConflictsWithoutDaemon: with no daemon, `loopr conflicts` opens the
+// store and the repository itself; a plan not started yet has no branch to
+// compare, and an unknown id is the user's error.
+func TestConflictsWithoutDaemon(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, freshConfig(t, "/bin/true", `{validate: ["true"]}`))
+	ok(t, r.dir, "add", "--type", "plan", "--title", "queued", "--task", "later")
+	plan := planOf(t, r)
+	var c api.Conflicts
+	mustJSON(t, ok(t, r.dir, "conflicts", plan.ID, "--json"), &c)
+	if c.Plan != plan.ID || c.Branch != "" || c.Conflicts == nil || len(c.Conflicts) != 0 {
+		t.Errorf("conflicts of an unstarted plan = %+v; want its id, no branch, an empty list", c)
+	}
+	if out := ok(t, r.dir, "conflicts", loop.ShortID(plan.ID)); !strings.Contains(out, "has no branch yet") {
+		t.Errorf("loopr conflicts (text) = %q; want it to say the plan has no branch yet", out)
+	}
+	if res := run(t, r.dir, "", "conflicts", "zzzzzzzz"); res.code != 2 {
+		t.Errorf("loopr conflicts zzzzzzzz: exit %d, want 2\n%s", res.code, res.stderr)
+	}
+}
