@@ -26,12 +26,12 @@ func TestMain(m *testing.M) {
 // repo is a real repository with a plan branch "plan" holding f.txt
 // (lines a..e) and g.txt.
 type repo struct {
-	t   *testing.T
+	t   testing.TB
 	dir string
 	g   *gitflow.Repo
 }
 
-func newRepo(t *testing.T) *repo {
+func newRepo(t testing.TB) *repo {
 	t.Helper()
 	r := &repo{t: t, dir: t.TempDir()}
 	r.git("init", "-q", "-b", "plan")
@@ -223,4 +223,32 @@ func TestScanNoPlanBranch(t *testing.T) {
 	if err != nil || rep.Commit != "" || len(rep.Conflicts) != 0 {
 		t.Errorf("Scan(missing plan) = %+v, %v; want an empty report", rep, err)
 	}
+}
+
+// BenchmarkScan: eight live branches (36 dry runs cold), scanned cold (a
+// new radar each time) and warm (nothing moved: only the rev-parses).
+func BenchmarkScan(b *testing.B) {
+	r := newRepo(b)
+	var live []radar.Branch
+	for i := range 8 {
+		name := "t" + string(rune('a'+i))
+		r.commit(name, map[string]string{name + ".txt": name + "\n", "f.txt": "a\n" + name + "\nc\nd\ne\n"})
+		live = append(live, radar.Branch{Loop: name, Name: name})
+	}
+	ctx := context.Background()
+	b.Run("cold", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := radar.New(r.g).Scan(ctx, "plan", live); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("warm", func(b *testing.B) {
+		rad := radar.New(r.g)
+		for b.Loop() {
+			if _, err := rad.Scan(ctx, "plan", live); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
