@@ -57,10 +57,19 @@ func (s *Service) Conflicts(ctx context.Context, rad *radar.Radar, id string) (a
 
 // ConflictsOf is the part of Conflicts that names loop id, for `why`; the
 // error's text, when the radar could not run, is for ConflictCheck. Without
-// git flow (rad nil) there is nothing to say: no conflicts, no error.
+// git flow (rad nil), or for a loop that is not a live branch of a tree (a
+// plan, spec or phase loop, a finished task), there is nothing to say and
+// nothing runs.
 func (s *Service) ConflictsOf(ctx context.Context, rad *radar.Radar, id string) ([]api.Conflict, error) {
 	if rad == nil {
 		return nil, nil
+	}
+	l, err := s.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	if l.Root() || l.Branch == "" || l.Status.Terminal() {
+		return nil, nil // not a live branch of a tree: no walk, no git
 	}
 	all, err := s.Conflicts(ctx, rad, id)
 	if err != nil {
