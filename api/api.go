@@ -220,7 +220,48 @@ type Why struct {
 	AgeMinutes int       `json:"age_minutes"`
 	Formula    string    `json:"formula"`
 	Gates      []Gate    `json:"gates"`
+	// Conflicts are the loop's predicted merge conflicts (the conflict
+	// radar, computed when asked): against its plan branch's tip or
+	// another live loop's branch. ConflictCheck says why they could not be
+	// computed, when they could not (no git flow, git older than 2.38).
+	Conflicts     []Conflict `json:"conflicts,omitempty"`
+	ConflictCheck string     `json:"conflict_check,omitzero"`
 }
+
+// Conflicts is `loopr conflicts PLAN` (GET /v1/loops/{id}/conflicts): the
+// conflict radar's dry-run merges of a plan's live loop branches against
+// the plan branch's tip and against each other.
+type Conflicts struct {
+	Plan    string `json:"plan"`             // the plan (root loop) id
+	Branch  string `json:"branch"`           // its integration branch; "" before it has one
+	Commit  string `json:"commit,omitzero"`  // the branch's tip
+	Live    int    `json:"live"`             // live loops with a branch
+	Checked int    `json:"checked"`          // of those, branches with commits past the tip
+	Ran     int    `json:"ran"`              // dry runs git performed (the rest were cached)
+	Skipped int    `json:"skipped,omitzero"` // loop pairs not dry-run, over the per-scan bound
+	// Conflicts lists each predicted conflict once; never null.
+	Conflicts []Conflict `json:"conflicts"`
+}
+
+// Conflict is one predicted conflict: loop's branch against the plan tip
+// (With "plan", Other the plan's id) or against another loop's branch
+// (With "loop").
+type Conflict struct {
+	Loop        string   `json:"loop"`
+	Title       string   `json:"title"`
+	Branch      string   `json:"branch"`
+	With        string   `json:"with"` // "plan" or "loop"
+	Other       string   `json:"other"`
+	OtherTitle  string   `json:"other_title"`
+	OtherBranch string   `json:"other_branch"`
+	Files       []string `json:"files"`
+}
+
+// Conflict.With values.
+const (
+	ConflictWithPlan = "plan"
+	ConflictWithLoop = "loop"
+)
 
 // TypeUsage is running/cap for one loop type.
 type TypeUsage struct {

@@ -11,6 +11,7 @@ import (
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/radar"
 	"github.com/loopr-dev/loopr/store"
 )
 
@@ -27,8 +28,45 @@ func (b *local) Get(_ context.Context, id string) (loop.Loop, error) { return b.
 func (b *local) Act(_ context.Context, id, action string, req api.ActionRequest) (api.ActionResult, error) {
 	return b.svc.Act(id, action, req)
 }
-func (b *local) Why(_ context.Context, id string, now time.Time) (api.Why, error) {
-	return b.svc.Why(id, now)
+func (b *local) Why(ctx context.Context, id string, now time.Time) (api.Why, error) {
+	w, err := b.svc.Why(id, now)
+	if err != nil {
+		return w, err
+	}
+	rad, err := b.radar()
+	if err == nil {
+		w.Conflicts, err = b.svc.ConflictsOf(ctx, rad, id)
+	}
+	if err != nil {
+		w.ConflictCheck = err.Error()
+	}
+	return w, nil
+}
+
+// Conflicts runs the conflict radar without a daemon: nothing is cached
+// between runs.
+func (b *local) Conflicts(ctx context.Context, id string) (api.Conflicts, error) {
+	rad, err := b.radar()
+	if err != nil {
+		return api.Conflicts{}, err
+	}
+	return b.svc.Conflicts(ctx, rad, id)
+}
+
+// radar is a conflict radar over the workspace's repository; nil (and
+// then control.ErrNoRadar) without git flow.
+func (b *local) radar() (*radar.Radar, error) {
+	if !b.svc.Config().Git.Worktrees {
+		return nil, nil
+	}
+	g, err := gitflow.Open(b.svc.Paths.Workspace, b.svc.Paths.Home, nil)
+	switch {
+	case errors.Is(err, gitflow.ErrNotRepo), errors.Is(err, gitflow.ErrNoGit):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return radar.New(g), nil
 }
 func (b *local) Scheduler(_ context.Context, now time.Time) (api.SchedulerView, error) {
 	return b.svc.Scheduler(now)

@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/internal/termsafe"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -54,6 +56,7 @@ func (e *env) whyCmd() *cobra.Command {
 					}
 					fmt.Fprintf(e.stdout, "  %s %s\n", mark, g.Text)
 				}
+				printWhyConflicts(e.stdout, w)
 				if w.Loop.Status == loop.AwaitingApproval {
 					printApprovalHint(e.stdout, w.Loop.ID)
 				}
@@ -82,4 +85,19 @@ func printApprovalHint(w io.Writer, id string) {
 	fmt.Fprintf(t, "  loopr iterate %s --feedback \"…\"\tsend it back with what to change\n", id)
 	fmt.Fprintf(t, "  loopr reject %s [--reason \"…\"]\tfail it\n", id)
 	t.Flush()
+}
+
+// printWhyConflicts lists the loop's predicted merge conflicts (the
+// conflict radar), from its side.
+func printWhyConflicts(w io.Writer, why api.Why) {
+	for _, c := range why.Conflicts {
+		other := conflictSide(c.Other, c.OtherTitle, c.With)
+		if c.With == api.ConflictWithLoop && c.Other == why.Loop.ID {
+			other = conflictSide(c.Loop, c.Title, "")
+		}
+		fmt.Fprintf(w, "  ⚠ predicted merge conflict with %s in %s\n", other, conflictFiles(c.Files))
+	}
+	if why.ConflictCheck != "" {
+		fmt.Fprintf(w, "  ? conflict radar: %s\n", termsafe.Line(why.ConflictCheck))
+	}
 }

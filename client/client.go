@@ -317,6 +317,14 @@ func (c *Client) TreeUsage(ctx context.Context, id string) (api.TreeUsage, error
 	return u, err
 }
 
+// Conflicts runs the conflict radar over the tree that holds loop id
+// (`loopr conflicts`).
+func (c *Client) Conflicts(ctx context.Context, id string) (api.Conflicts, error) {
+	var out api.Conflicts
+	err := c.call(ctx, http.MethodGet, loopPath(id, "conflicts"), nil, &out)
+	return out, err
+}
+
 // SetBudget changes a loop's budget (`loopr budget`).
 func (c *Client) SetBudget(ctx context.Context, id string, req api.BudgetRequest) (api.BudgetResult, error) {
 	var res api.BudgetResult

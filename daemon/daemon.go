@@ -48,6 +48,7 @@ import (
 	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/loopmgr"
+	"github.com/loopr-dev/loopr/radar"
 	"github.com/loopr-dev/loopr/store"
 	"github.com/loopr-dev/loopr/workspace"
 )
@@ -131,6 +132,7 @@ type daemon struct {
 	mgr     *loopmgr.Manager
 	hub     *hub
 	git     *gitflow.Repo   // nil: no git flow
+	radar   *radar.Radar    // the conflict radar over git; nil with it
 	worker  *cluster.Worker // this daemon as a worker of an etcd store; nil on bbolt
 	jail    *contain.Jail   // how agents' processes are contained
 

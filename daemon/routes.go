@@ -23,6 +23,7 @@ import (
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/cluster"
 	"github.com/loopr-dev/loopr/control"
+	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/store"
 )
@@ -51,6 +52,7 @@ func (d *daemon) routes() http.Handler {
 	handle("POST /v1/loops/{id}/{action}", d.act)
 	handle("GET /v1/loops/{id}/why", d.why)
 	handle("GET /v1/loops/{id}/usage", d.treeUsage)
+	handle("GET /v1/loops/{id}/conflicts", d.conflicts)
 	handle("POST /v1/loops/{id}/budget", d.setBudget)
 	handle("GET /v1/loops/{id}/output", d.output)
 	handle("GET /v1/loops/{id}/log", d.agentLogRoute) // logs.go
@@ -226,7 +228,8 @@ func errorStatus(err error) (int, string) {
 		return http.StatusServiceUnavailable, api.CodeUnavailable
 	case errors.Is(err, store.ErrNotFound):
 		return http.StatusNotFound, api.CodeNotFound
-	case errors.As(err, &te), errors.Is(err, store.ErrExists):
+	case errors.As(err, &te), errors.Is(err, store.ErrExists),
+		errors.Is(err, control.ErrNoRadar), errors.Is(err, gitflow.ErrOldGit):
 		return http.StatusConflict, api.CodeConflict
 	case control.IsUsage(err):
 		return http.StatusBadRequest, api.CodeInvalid
@@ -618,6 +621,20 @@ func (d *daemon) treeUsage(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, u)
 }
 
+// conflicts serves GET /v1/loops/{id}/conflicts: the conflict radar over
+// the tree that holds the loop.
+func (d *daemon) conflicts(w http.ResponseWriter, r *http.Request) error {
+	id, err := plainLoopID(r)
+	if err != nil {
+		return err
+	}
+	c, err := d.svc.Conflicts(r.Context(), d.radar, id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, c)
+}
+
 // setBudget changes a loop's budget and resumes the loops it freed.
 func (d *daemon) setBudget(w http.ResponseWriter, r *http.Request) error {
 	id, err := plainLoopID(r)
@@ -669,6 +686,9 @@ func (d *daemon) why(w http.ResponseWriter, r *http.Request) error {
 	why, err := d.svc.Why(id, now)
 	if err != nil {
 		return err
+	}
+	if why.Conflicts, err = d.svc.ConflictsOf(r.Context(), d.radar, id); err != nil {
+		why.ConflictCheck = err.Error()
 	}
 	if ix := d.svc.Index(); ix != nil { // why plans every waiting loop
 		_, waiting := ix.Len()

@@ -15,6 +15,7 @@ import (
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/internal/contain"
 	"github.com/loopr-dev/loopr/loopmgr"
+	"github.com/loopr-dev/loopr/radar"
 	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/store"
 	"github.com/loopr-dev/loopr/workspace"
@@ -154,6 +155,9 @@ func (d *daemon) openGit(ctx context.Context) error {
 		d.svc.SetGit("")
 	}
 	d.git = git
+	if git != nil {
+		d.radar = radar.New(git)
+	}
 	return nil
 }
 

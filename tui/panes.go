@@ -9,6 +9,8 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/internal/termsafe"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -237,6 +239,29 @@ func (m *Model) whyLines(w, h int) []string {
 		if wy.why.Row.Runnable {
 			lines = append(lines, m.st.GateOK.Render(" runnable: it starts when a slot frees, in priority order"))
 		}
+	}
+	return append(lines, m.conflictLines(wy.why, w)...)
+}
+
+// conflictLines are the loop's predicted merge conflicts (the conflict
+// radar, in api.Why): one line each, "⚠ conflicts with …", the other side
+// from this loop's point of view.
+func (m *Model) conflictLines(why api.Why, w int) []string {
+	var lines []string
+	for _, c := range why.Conflicts {
+		other := "the plan tip"
+		switch {
+		case c.With == api.ConflictWithPlan:
+		case c.Other == why.Loop.ID:
+			other = loop.ShortID(c.Loop) + " " + strconv.Quote(c.Title)
+		default:
+			other = loop.ShortID(c.Other) + " " + strconv.Quote(c.OtherTitle)
+		}
+		text := termsafe.Line("conflicts with " + other + " in " + strings.Join(c.Files, ", "))
+		lines = append(lines, " "+m.st.GateBad.Render("⚠")+" "+clip(text, w-3))
+	}
+	if why.ConflictCheck != "" {
+		lines = append(lines, m.st.Dim.Render(clip(" ? conflict radar: "+termsafe.Line(why.ConflictCheck), w)))
 	}
 	return lines
 }
