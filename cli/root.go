@@ -212,8 +212,13 @@ func (e *env) resolve() error {
 }
 
 // dialTimeout bounds how long a command waits for the daemon to answer
-// before deciding how to reach the store.
-const dialTimeout = time.Second
+// its first request before giving up on it. A daemon that is gone is known
+// at once (no socket, or the connection refused); this limit is for one
+// that is alive but slow. Status never waits for the manager or git (issue
+// 20.8), so only a saturated machine makes it slow: at a load of 20 on 2
+// cores a process start alone can take a second, and a 1 s limit made every
+// command fail there while the daemon was fine.
+const dialTimeout = 10 * time.Second
 
 // backend connects to the daemon when one runs, else opens the store. A
 // missing socket or a refused connection means no daemon; a daemon that

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/gitflow"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/runner"
 )
@@ -22,9 +23,12 @@ func TestBadAgents(t *testing.T) {
 	t.Parallel()
 	began := time.Now()
 	argv, _ := json.Marshal([]string{"sh", abs(t, "testdata/agent.sh"), "bad"})
+	// The hanging agent is stopped at the timeout; the others (a 20 MiB
+	// flood among them) must finish within it, however busy the machine.
+	timeout := int(testslack.Scale(time.Second).Seconds() + 0.5)
 	r := newRepo(t, fmt.Sprintf(`agent:
   command: %s
-  timeout_secs: 2
+  timeout_secs: %d
 loops:
   plan: {require_approval: false, max_iterations: 1}
   ralph: {max_iterations: 1, validate: [%q]}
@@ -32,7 +36,7 @@ git:
   worktrees: true
 storage:
   disk_quota_min_gb: 0
-`, argv, validateCmd(t)))
+`, argv, timeout, validateCmd(t)))
 	d := startDaemon(t, r)
 
 	cases := []struct {
@@ -40,7 +44,7 @@ storage:
 		reason    []string // substrings of the loop's reason
 		check     func(t *testing.T, l loop.Loop)
 	}{
-		{name: "hang", typ: loop.Ralph, reason: []string{"max_iterations 1 reached", "agent timed out after 2s"}},
+		{name: "hang", typ: loop.Ralph, reason: []string{"max_iterations 1 reached", fmt.Sprintf("agent timed out after %ds", timeout)}},
 		{name: "flood", typ: loop.Ralph, reason: []string{"agent exited 4"}, check: func(t *testing.T, l loop.Loop) {
 			log := iterFile(r, l.ID, 1, "agent.log")
 			if n := len(log); n > runner.DefaultMaxLogBytes+4096 || n < runner.DefaultMaxLogBytes/2 {

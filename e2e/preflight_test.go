@@ -78,7 +78,12 @@ func writeFile(t *testing.T, path, body string) {
 // init` in a Python project writes pytest as the validate command.
 func TestPreflightPythonRepo(t *testing.T) {
 	t.Parallel()
-	r := newRepo(t, treeConfig(t, 3, "go test ./..."))
+	// Phases run side by side: with the default sequential phases, the
+	// second phase would wait for the held tasks of the first.
+	parallel := func(cfg string) string {
+		return strings.Replace(cfg, "  spec: {max_iterations: 3}", "  spec: {max_iterations: 3, children: parallel}", 1)
+	}
+	r := newRepo(t, parallel(treeConfig(t, 3, "go test ./...")))
 	writeFile(t, filepath.Join(r.dir, "pyproject.toml"), "[project]\nname = \"demo\"\n")
 
 	res := run(t, r.dir, "", "config", "check")
@@ -128,7 +133,7 @@ func TestPreflightPythonRepo(t *testing.T) {
 	}
 
 	// Fixed in loopr.yml: the reload checks again and the ralph loops run.
-	writeFile(t, filepath.Join(r.dir, "loopr.yml"), treeConfig(t, 3, validateCmd(t)))
+	writeFile(t, filepath.Join(r.dir, "loopr.yml"), parallel(treeConfig(t, 3, validateCmd(t))))
 	waitEvery(t, 60*time.Second, slowPoll, "the tree to complete after the fix", func() bool {
 		st := status(t, r)
 		if st.Counts[loop.Failed] > 0 {

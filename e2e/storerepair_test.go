@@ -248,8 +248,8 @@ func TestStoreRepairRefusesWhileDaemonRuns(t *testing.T) {
 	for _, verb := range []string{"check", "repair"} {
 		res := run(t, r.dir, "", "store", verb)
 		want := fmt.Sprintf("the daemon (pid %d) is running", d.cmd.Process.Pid)
-		if res.code != 1 || !strings.Contains(res.stderr, want) {
-			t.Errorf("store %s with a daemon: exit %d stderr %q, want 1 and %q", verb, res.code, res.stderr, want)
+		if res.code != 4 || !strings.Contains(res.stderr, want) { // 4: in use (1 is damaged)
+			t.Errorf("store %s with a daemon: exit %d stderr %q, want 4 and %q", verb, res.code, res.stderr, want)
 		}
 	}
 	// (The daemon writes the file itself, so its bytes may change; what
