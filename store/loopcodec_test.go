@@ -56,6 +56,12 @@ func fill(r *rand.Rand, v reflect.Value) {
 	case reflect.Pointer:
 		v.Set(reflect.New(v.Type().Elem()))
 		fill(r, v.Elem())
+	case reflect.Slice:
+		s := reflect.MakeSlice(v.Type(), 1+r.IntN(3), 3)
+		for i := range s.Len() {
+			fill(r, s.Index(i))
+		}
+		v.Set(s)
 	case reflect.Struct:
 		for i := range v.NumField() {
 			if v.Type().Field(i).IsExported() {
@@ -118,7 +124,7 @@ func TestLoopCodecKnowsEveryField(t *testing.T) {
 		"Workdir", "Feedback", "Lease", "FairnessKey", "ConflictKey", "CostHint", "Owner", "Reason",
 		// the extension block (extcodec.go)
 		"Agent", "Usage", "Budget", "Needs", "Answer", "RateLimitStreak", "TransientRetries", "Stalls",
-		"FailureFingerprint", "FailureRepeats", "Branch", "Base"}
+		"FailureFingerprint", "FailureRepeats", "Branch", "Base", "Commit", "Evidence"}
 	var got []string
 	rt := reflect.TypeFor[loop.Loop]()
 	for i := range rt.NumField() {
