@@ -76,6 +76,7 @@ type Config struct {
 	Budget    Budget                  `yaml:"budget"` // default budget of a plan tree (its root loop)
 	Loops     map[string]LoopSettings `yaml:"loops"`  // keyed by built-in type
 	Git       Git                     `yaml:"git"`
+	Merge     Merge                   `yaml:"merge"`
 	Storage   Storage                 `yaml:"storage"`
 	Store     Store                   `yaml:"store"`
 	Worker    Worker                  `yaml:"worker"`
@@ -300,6 +301,11 @@ type LoopSettings struct {
 	// Validate lists shell commands (sh -c, in the workdir) that must all
 	// exit 0 for an iteration to pass.
 	Validate []string `yaml:"validate"`
+	// ValidateIn says where they run: ValidateInWorktree (the loop's
+	// worktree as the agent left it), or ValidateInClean, which runs them
+	// again in a fresh checkout of the committed tree, so files the agent
+	// left uncommitted cannot make it pass.
+	ValidateIn string `yaml:"validate_in"`
 	// Agent names the agent profile loops of this type run on (agent:
 	// is DefaultProfile, the others are under agents:); "" = the default.
 	Agent string `yaml:"agent,omitempty"`
@@ -358,7 +364,7 @@ type TypeSettings struct {
 // per-type cap, 10 iterations, no approval, no validation commands, and the
 // agent section's command and timeout.
 func DefaultTypeSettings() TypeSettings {
-	return TypeSettings{Base: 50, LoopSettings: LoopSettings{MaxIterations: 10}}
+	return TypeSettings{Base: 50, LoopSettings: LoopSettings{MaxIterations: 10, ValidateIn: ValidateInWorktree}}
 }
 
 func (t TypeSettings) loopSettings() LoopSettings { return t.LoopSettings }
@@ -376,6 +382,29 @@ type Git struct {
 	// repository only (every worker must then work in the same one).
 	Remote string `yaml:"remote"`
 }
+
+// Merge is the `merge:` section: how passed loops' branches land on their
+// plan branch (the merge queue, package mergequeue).
+type Merge struct {
+	// Validate lists shell commands (sh -c) run in the integration
+	// worktree on the result of the merge, before the plan branch moves;
+	// one failing leaves the plan branch where it was and sends the loop
+	// back with the output.
+	Validate []string `yaml:"validate"`
+	// Batch is how many passed branches are merged and validated together
+	// at most; a failing batch is split in halves until the branch that
+	// breaks it is found.
+	Batch int `yaml:"batch"`
+}
+
+// MaxMergeBatch bounds merge.batch.
+const MaxMergeBatch = 256
+
+// Where validation runs (loops.<type>.validate_in).
+const (
+	ValidateInWorktree = "worktree"
+	ValidateInClean    = "clean"
+)
 
 // Worker is the `worker:` section: this daemon as one of the workers that
 // share an etcd store (docs/several-machines.md). Read at the daemon's
@@ -522,12 +551,13 @@ func Default() *Config {
 		Retry: Retry{BackoffBaseSecs: 2, BackoffFactor: 2, BackoffMaxSecs: 60, NoProgressLimit: 3, TransientMax: 3},
 		Agent: DefaultAgent(),
 		Loops: map[string]LoopSettings{
-			loop.Plan:  {MaxIterations: 10, RequireApproval: true},
-			loop.Spec:  {MaxIterations: 25},
-			loop.Phase: {MaxIterations: 50},
-			loop.Ralph: {MaxIterations: 100, Validate: []string{"go test ./..."}, ConflictGroup: "code", RequireChanges: true},
+			loop.Plan:  {MaxIterations: 10, RequireApproval: true, ValidateIn: ValidateInWorktree},
+			loop.Spec:  {MaxIterations: 25, ValidateIn: ValidateInWorktree},
+			loop.Phase: {MaxIterations: 50, ValidateIn: ValidateInWorktree},
+			loop.Ralph: {MaxIterations: 100, Validate: []string{"go test ./..."}, ValidateIn: ValidateInWorktree, ConflictGroup: "code", RequireChanges: true},
 		},
 		Git:       Git{Worktrees: true},
+		Merge:     Merge{Batch: 1},
 		Storage:   Storage{DiskQuotaMinGB: 5},
 		Store:     Store{Backend: "bbolt", Etcd: StoreEtcd{DialTimeoutSecs: 5}},
 		Worker:    Worker{LeaseTTLSecs: 15},
@@ -621,6 +651,9 @@ func (c *Config) Loop(t string) LoopSettings {
 		s = u.loopSettings()
 	}
 	s.Validate = slices.Clone(s.Validate)
+	if s.ValidateIn == "" {
+		s.ValidateIn = ValidateInWorktree
+	}
 	if s.Agent == "" {
 		s.Agent = DefaultProfile
 	}

@@ -118,7 +118,7 @@ types:
 		"agent.command: [] → [codex, exec]",
 		"loops.ralph.validate: [go test ./...] → []",
 		"webhooks[0]: (none) → {url: 'https://h/x', events: [complete]}",
-		"types.review: (none) → {base: 70, max_running: 0, max_iterations: 10, require_approval: false, validate: []}",
+		"types.review: (none) → {base: 70, max_running: 0, max_iterations: 10, require_approval: false, validate: [], validate_in: worktree}",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Diff() mismatch (-want +got):\n%s", diff)

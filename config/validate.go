@@ -173,6 +173,7 @@ func (c *Config) check(v *checker) error {
 
 	v.store(c.Store)
 	v.worker(c.Worker, c.Git)
+	v.merge(c.Merge)
 	v.nonNegative("retention.days", c.Retention.Days)
 	v.api(c.API)
 	for i, w := range c.Webhooks {
@@ -279,6 +280,11 @@ func (v *checker) loop(key string, s LoopSettings) {
 			v.fail(fmt.Sprintf("%s.validate[%d]", key, i), "must not be empty")
 		}
 	}
+	switch s.ValidateIn {
+	case "", ValidateInWorktree, ValidateInClean:
+	default:
+		v.fail(key+".validate_in", "unknown value %q (want worktree or clean)", s.ValidateIn)
+	}
 	v.nonNegative(key+".timeout_secs", s.TimeoutSecs)
 	v.budget(key+".budget", s.Budget)
 	v.nonNegative(key+".tier", s.Tier)
@@ -286,6 +292,19 @@ func (v *checker) loop(key string, s LoopSettings) {
 		v.fail(key+".conflict_group", "invalid group name %q: use up to 64 letters, digits, '-', '_' and '.'", g)
 	}
 	v.nonNegative(key+".default_cost", s.DefaultCost)
+}
+
+// merge checks the merge queue's settings.
+func (v *checker) merge(m Merge) {
+	for i, cmd := range m.Validate {
+		if strings.TrimSpace(cmd) == "" {
+			v.fail(fmt.Sprintf("merge.validate[%d]", i), "must not be empty")
+		}
+	}
+	v.positive("merge.batch", m.Batch)
+	if m.Batch > MaxMergeBatch {
+		v.fail("merge.batch", "must be <= %d", MaxMergeBatch)
+	}
 }
 
 // validGroup reports whether g can name a conflict group.
