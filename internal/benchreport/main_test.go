@@ -15,6 +15,7 @@ BenchmarkDurableTransition-2        	    1578	   1430388 ns/op	      2207 fsync/
 BenchmarkEtcdDurableTransition-2   	     913	   1668661 ns/op	      1894 etcd-put/s	       879.8 tx/s	         0.4646 x-etcd-put	  119545 B/op	    1400 allocs/op
 BenchmarkDispatchLatencyEtcd-2   	     200	  28905692 ns/op	         5.169 p50-ms	        12.89 p99-ms	      1000 poll-ms	         0.2770 spawn-p50-ms	        18.62 x-spawn
 BenchmarkDispatchLatencyEtcdWorker-2   	     200	  31905692 ns/op	         8.169 p50-ms	        17.89 p99-ms	      1000 poll-ms	         0.2770 spawn-p50-ms	        29.49 x-spawn
+BenchmarkMergeQueue-2   	       1	22054247427 ns/op	        20.00 batch1-runs	        15.28 breaker-s	         6.772 clean-s	         5.000 isolated-at	         7.000 runs-breaker	         3.000 runs-clean
 BenchmarkDispatchLatency-2   	     100	  19539331 ns/op	         2.258 p50-ms	         25.047 p99-ms	      1000 poll-ms	         0.7780 spawn-p50-ms	         2.903 x-spawn
 `
 
@@ -39,6 +40,7 @@ func TestReport(t *testing.T) {
 		"2.26 ms / 25.0 ms", "MISSED by 25%",
 		"5.17 ms / 12.9 ms", "the store on etcd",
 		"8.17 ms / 17.9 ms", "through a worker",
+		"3 runs (6.8 s); breaker found at run 5 (7 runs, 15.3 s)", "20 runs at merge.batch 1 (40 s)", "6.67× fewer runs",
 		"not measured",
 	} {
 		if !strings.Contains(out, want) {
