@@ -382,7 +382,7 @@ func (w *demoWatch) follow(ctx context.Context, c *client.Client, out io.Writer,
 				if err != nil {
 					return err
 				}
-				if st.Counts[loop.Pending]+st.Counts[loop.Paused]+st.Counts[loop.Running]+st.Counts[loop.AwaitingApproval] == 0 {
+				if st.Counts[loop.Pending]+st.Counts[loop.Paused]+st.Counts[loop.Running]+st.Counts[loop.Merging]+st.Counts[loop.AwaitingApproval] == 0 {
 					return nil
 				}
 			}

@@ -520,7 +520,7 @@ const NotifyTimeout = 10 * time.Second
 // rate limited and it waits for the shared backoff).
 var WebhookEvents = []string{
 	"created", string(loop.Pending), string(loop.Paused), string(loop.Running),
-	string(loop.AwaitingApproval), string(loop.Complete), string(loop.Failed),
+	string(loop.Merging), string(loop.AwaitingApproval), string(loop.Complete), string(loop.Failed),
 	string(loop.Cancelled), string(loop.Expired), string(loop.Invalidated), "rate_limited",
 	string(loop.NeedsHuman), "tree_complete",
 }
