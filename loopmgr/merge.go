@@ -119,6 +119,7 @@ func (m *Manager) drainMerges(ctx context.Context) bool {
 			m.log.Warn("merge queue: will try again", "into", into, "err", err)
 			ok = false
 		}
+		sink.tidy() // outside the merge locks: the tree's tidy-up takes them
 	}
 	return ok
 }
@@ -220,9 +221,10 @@ func (m *Manager) stillMerging(items []mergequeue.Item) error {
 
 // mergeSink records the queue's outcomes in the store.
 type mergeSink struct {
-	m    *Manager
-	ctx  context.Context
-	into string
+	m     *Manager
+	ctx   context.Context
+	into  string
+	order []loop.Loop // landed, for tidy
 }
 
 // Landed completes the items, adding the evidence of the merge.validate
@@ -272,7 +274,16 @@ func (s *mergeSink) Landed(items []mergequeue.Item, a mergequeue.Attempt) {
 		m.log.Error("merge queue: record landed loops", "into", s.into, "err", err)
 		return
 	}
-	for _, l := range done {
+	s.order = append(s.order, done...)
+	m.afterMerges()
+}
+
+// tidy removes the worktrees and branches of the loops that landed (and,
+// once their tree is done, its plan and merge worktrees); it runs after
+// the queue let go of the plan branch's merge locks.
+func (s *mergeSink) tidy() {
+	m := s.m
+	for _, l := range s.order {
 		if m.o.Git.Remote != "" {
 			if err := m.o.Git.DeleteRemoteBranchAt(s.ctx, l.Branch, l.Commit); err != nil {
 				m.log.Warn("delete the merged branch on the remote", "loop", l.ID, "branch", l.Branch, "err", err)
@@ -280,7 +291,7 @@ func (s *mergeSink) Landed(items []mergequeue.Item, a mergequeue.Attempt) {
 		}
 		m.cleanup(s.ctx, l, true)
 	}
-	m.afterMerges()
+	s.order = nil
 }
 
 // Rejected sends the item's loop back to pending at its next iteration
