@@ -573,7 +573,12 @@ func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, profil
 		if err := control.Move(tx, cur, to, now, msg, func(n *loop.Loop) {
 			n.Artifact = res.Artifact
 			n.Reason, n.Answer = "", ""
-			n.Stalls, n.FailureFingerprint, n.FailureRepeats = 0, "", 0
+			n.Stalls = 0
+			if to != loop.Merging {
+				// A merge the queue refuses counts as a repeat of the
+				// same failure: kept until the branch lands.
+				n.FailureFingerprint, n.FailureRepeats = "", 0
+			}
 			n.Commit, n.Evidence = sv.commit, nil
 			n.AddEvidence(res.Evidence...)
 		}); err != nil {

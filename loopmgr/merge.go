@@ -257,7 +257,10 @@ func (s *mergeSink) Landed(items []mergequeue.Item, a mergequeue.Attempt) {
 			if cur.Status != loop.Merging || cur.Iteration != it.Iteration {
 				continue
 			}
-			if err := control.Move(tx, cur, loop.Complete, now, msg, func(n *loop.Loop) { n.AddEvidence(a.Evidence...) }); err != nil {
+			if err := control.Move(tx, cur, loop.Complete, now, msg, func(n *loop.Loop) {
+				n.AddEvidence(a.Evidence...)
+				n.FailureFingerprint, n.FailureRepeats = "", 0
+			}); err != nil {
 				return err
 			}
 			cur.Status = loop.Complete
