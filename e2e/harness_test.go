@@ -281,7 +281,7 @@ func show(t *testing.T, r repo, id string) loop.Loop {
 
 // settled reports whether no loop is left to run or to decide on.
 func settled(st api.Status) bool {
-	return st.Counts[loop.Pending]+st.Counts[loop.Running]+st.Counts[loop.Paused]+st.Counts[loop.AwaitingApproval] == 0
+	return st.Counts[loop.Pending]+st.Counts[loop.Running]+st.Counts[loop.Merging]+st.Counts[loop.Paused]+st.Counts[loop.AwaitingApproval] == 0
 }
 
 // describe is a one-line-per-loop dump for failure messages.
