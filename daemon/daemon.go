@@ -49,6 +49,7 @@ import (
 	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/loopmgr"
+	"github.com/loopr-dev/loopr/mergequeue"
 	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/store"
 	"github.com/loopr-dev/loopr/workspace"
@@ -258,8 +259,14 @@ func Run(ctx context.Context, o Options) error {
 	for _, p := range d.svc.Preflight() {
 		log.Warn("preflight: loops of these types will not start", "types", strings.Join(p.Types, ","), "problem", p.What, "fix", p.Fix)
 	}
+	var queue *mergequeue.Queue
+	if git != nil {
+		// Passed tasks' branches land on their plan branch through the
+		// merge queue: merge.validate runs in the runner's jail.
+		queue = &mergequeue.Queue{Git: git, Runner: run, Log: log}
+	}
 	mgr = loopmgr.New(loopmgr.Options{
-		Service: d.svc, Runner: run, Git: git, Log: log,
+		Service: d.svc, Runner: run, Git: git, Queue: queue, Log: log,
 		Owner: "pid " + strconv.Itoa(pid), Notify: d.hub.poke,
 		OnTick: d.metrics.onTick, OnDispatch: d.metrics.onDispatch, OnUsage: d.metrics.onUsage,
 		Cluster: worker,
