@@ -234,3 +234,78 @@ func TestPassIsNeverRerunAfterMerging(t *testing.T) {
 		}
 	}
 }
+
+// cleanAgent leaves an ignored file on iteration 1, which its task's
+// validate accepts, and a tracked one after.
+const cleanAgent = `#!/bin/sh
+cat >/dev/null
+mkdir -p out
+echo "notes of iteration $LOOPR_ITERATION" >>notes.md
+if [ "$LOOPR_ITERATION" = 1 ]; then
+	echo generated >"out/$LOOPR_LOOP_ID.gen"
+else
+	echo committed >"out/$LOOPR_LOOP_ID.txt"
+fi
+`
+
+// TestValidateInClean: with validate_in: clean, a pass that depends on a
+// file the agent left out of the commit (an ignored one) fails in the
+// fresh checkout of the commit and is sent back saying so; the next
+// iteration, which commits what it needs, passes in both places, and the
+// evidence names both.
+func TestValidateInClean(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(t.TempDir(), "agent.sh")
+	if err := os.WriteFile(script, []byte(cleanAgent), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	validate := `test -f out/$LOOPR_LOOP_ID.gen || test -f out/$LOOPR_LOOP_ID.txt`
+	r := newRepo(t, fmt.Sprintf(`scheduler:
+  poll_interval_secs: 1
+retry:
+  backoff_base_secs: 1
+  backoff_factor: 1
+  backoff_max_secs: 1
+agent:
+  preset: command
+  command: ["sh", %q]
+loops:
+  ralph: {max_iterations: 5, validate: [%q], validate_in: clean}
+storage:
+  disk_quota_min_gb: 0
+`, script, validate))
+	if err := os.WriteFile(filepath.Join(r.dir, ".gitignore"), []byte("*.gen\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.git(t, "add", ".gitignore")
+	r.git(t, "-c", "user.name=e2e", "-c", "user.email=e2e@localhost", "commit", "-q", "-m", "ignore generated files")
+	d := startDaemon(t, r)
+	var l loop.Loop
+	mustJSON(t, ok(t, r.dir, "add", "--type", "ralph", "--title", "clean", "--task", "make it pass", "--json"), &l)
+	id := l.ID
+	waitEvery(t, 60*time.Second, slowPoll, "the task to finish", func() bool {
+		if d.exited() {
+			t.Fatalf("daemon exited:\n%s", d.output())
+		}
+		l = show(t, r, id)
+		return l.Status.Terminal()
+	})
+	if l.Status != loop.Complete || l.Iteration != 2 {
+		t.Fatalf("task %s at iteration %d (reason %q); want complete at 2", l.Status, l.Iteration, l.Reason)
+	}
+	if p := iterFile(r, l.ID, 2, "prompt.md"); !strings.Contains(p, "validate_in: clean") || !strings.Contains(p, "not in a fresh checkout") {
+		t.Errorf("the second prompt does not say the clean checkout failed:\n%s", p)
+	}
+	if log := iterFile(r, l.ID, 1, "validation-clean.log"); !strings.Contains(log, "exit 1") {
+		t.Errorf("iteration 1's validation-clean.log = %q, want the failing run", log)
+	}
+	where := map[string]bool{}
+	for _, e := range l.Evidence {
+		if e.ExitCode == 0 && e.Commit == l.Commit && e.Commit != "" {
+			where[e.Where] = true
+		}
+	}
+	if !where[loop.WhereWorktree] || !where[loop.WhereClean] {
+		t.Errorf("evidence %+v (commit %s); want passing runs in the worktree and the clean checkout, on the commit", l.Evidence, l.Commit)
+	}
+}
