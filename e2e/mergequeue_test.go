@@ -22,6 +22,19 @@ func queueConfig(t *testing.T, batch int) string {
 `, "sh "+abs(t, "testdata/mergecheck.sh"), batch)
 }
 
+// waitTreeDone waits until the 6 loops of agent.sh queue's tree are
+// complete and nothing is left to run.
+func waitTreeDone(t *testing.T, r repo, d *daemonProc) {
+	t.Helper()
+	waitEvery(t, 120*time.Second, slowPoll, "the tree to settle", func() bool {
+		if d.exited() {
+			t.Fatalf("daemon exited:\n%s", d.output())
+		}
+		st := status(t, r)
+		return settled(st) && st.Counts[loop.Complete] == 6
+	})
+}
+
 // ralphs returns the ralph loops of loops by title.
 func ralphs(loops []loop.Loop) map[string]loop.Loop {
 	out := map[string]loop.Loop{}
@@ -111,13 +124,7 @@ func TestMergeQueueCatchesSemanticConflict(t *testing.T) {
 	r := newRepo(t, queueConfig(t, 2))
 	d := startDaemon(t, r)
 	ok(t, r.dir, "add", "--type", "plan", "--title", "clash", "--task", "three tasks, two of which clash")
-	waitEvery(t, 120*time.Second, slowPoll, "the tree to settle", func() bool {
-		if d.exited() {
-			t.Fatalf("daemon exited:\n%s", d.output())
-		}
-		st := status(t, r)
-		return settled(st) && st.Counts[loop.Complete] == 6
-	})
+	waitTreeDone(t, r, d)
 	loops := list(t, r)
 	tasks := ralphs(loops)
 	for _, l := range loops {
@@ -189,13 +196,7 @@ func TestPassIsNeverRerunAfterMerging(t *testing.T) {
 		t.Fatal(err)
 	}
 	d2 := startDaemonEnv(t, r, env...)
-	waitEvery(t, 120*time.Second, slowPoll, "the tree to settle after the restart", func() bool {
-		if d2.exited() {
-			t.Fatalf("daemon exited:\n%s", d2.output())
-		}
-		st := status(t, r)
-		return settled(st) && st.Counts[loop.Complete] == 6
-	})
+	waitTreeDone(t, r, d2)
 	loops := list(t, r)
 	b, err := os.ReadFile(starts)
 	if err != nil {

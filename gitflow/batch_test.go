@@ -21,17 +21,24 @@ func candidates(t *testing.T, r *Repo, files map[string]map[string]string, ids .
 	return out
 }
 
+// planRepo is newRepo with the plan branch loopr/P.
+func planRepo(t *testing.T) (*Repo, string) {
+	t.Helper()
+	r := newRepo(t)
+	plan := LegacyBranch("P")
+	if err := r.EnsurePlanBranch(t.Context(), plan); err != nil {
+		t.Fatal(err)
+	}
+	return r, plan
+}
+
 // TestIntegrateBatch: a batch merges onto the tip at a detached HEAD,
 // leaves out the candidate that conflicts, and lands as one commit whose
 // first parent is the old tip; the plan branch moves only on Land.
 func TestIntegrateBatch(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	r := newRepo(t)
-	plan := LegacyBranch("P")
-	if err := r.EnsurePlanBranch(ctx, plan); err != nil {
-		t.Fatal(err)
-	}
+	r, plan := planRepo(t)
 	dirty(t, r.Root)
 	before := snapshot(t, r.Root)
 	files := map[string]map[string]string{
@@ -101,11 +108,7 @@ func TestIntegrateBatch(t *testing.T) {
 func TestIntegrateSingleIsAPlainMerge(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	r := newRepo(t)
-	plan := LegacyBranch("P")
-	if err := r.EnsurePlanBranch(ctx, plan); err != nil {
-		t.Fatal(err)
-	}
+	r, plan := planRepo(t)
 	cands := candidates(t, r, map[string]map[string]string{"A": {"a.txt": "a\n"}}, "A")
 	err := r.Integrate(ctx, plan, func(ig *Integration) error {
 		tr, err := ig.Merge(ctx, cands)
@@ -128,11 +131,7 @@ func TestIntegrateSingleIsAPlainMerge(t *testing.T) {
 func TestLandRefusesAMovedBranch(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	r := newRepo(t)
-	plan := LegacyBranch("P")
-	if err := r.EnsurePlanBranch(ctx, plan); err != nil {
-		t.Fatal(err)
-	}
+	r, plan := planRepo(t)
 	cands := candidates(t, r, map[string]map[string]string{"A": {"a.txt": "a\n"}, "B": {"b.txt": "b\n"}}, "A", "B")
 	err := r.Integrate(ctx, plan, func(ig *Integration) error {
 		tr, err := ig.Merge(ctx, cands[:1])
@@ -162,10 +161,7 @@ func TestLandRefusesAMovedBranch(t *testing.T) {
 func TestCleanCheckout(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	r := newRepo(t)
-	if err := r.EnsurePlanBranch(ctx, LegacyBranch("P")); err != nil {
-		t.Fatal(err)
-	}
+	r, _ := planRepo(t)
 	wt := ralph(t, r, "P", "A", map[string]string{"a.txt": "committed\n"})
 	write(t, wt, "untracked.txt", "left by the agent\n")
 	commit := gitT(t, r.Root, "rev-parse", LegacyBranch("A"))
