@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopr-dev/loopr/internal/etcdtest"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -308,5 +309,75 @@ storage:
 	}
 	if !where[loop.WhereWorktree] || !where[loop.WhereClean] {
 		t.Errorf("evidence %+v (commit %s); want passing runs in the worktree and the clean checkout, on the commit", l.Evidence, l.Commit)
+	}
+}
+
+// TestMergeFinishedByAnotherWorker: two daemons share an etcd store and
+// the repository (two homes). The one whose merge queue validates the
+// first passed task (merge.validate held open) is SIGKILLed; the other,
+// once the dead worker's etcd lock lapses, lands every task: no agent runs
+// twice, and merge.validate ran on both workers.
+func TestMergeFinishedByAnotherWorker(t *testing.T) {
+	t.Parallel()
+	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
+	storeYML := fmt.Sprintf("store:\n  backend: etcd\n  etcd:\n    endpoints: [%q]\n    prefix: /loopr/queue\nworker:\n  lease_ttl_secs: 4\n", srv.Endpoint())
+	r := newRepo(t, queueConfig(t, 1)+storeYML)
+	tmp := t.TempDir()
+	starts, mark, gate := filepath.Join(tmp, "starts"), filepath.Join(tmp, "mark"), filepath.Join(tmp, "gate")
+	env := []string{"E2E_STARTS=" + starts, "E2E_MERGE_MARK=" + mark, "E2E_MERGE_GATE=" + gate, "E2E_NO_CLASH=1"}
+	daemons := []*daemonProc{startDaemonEnv(t, r, env...), startDaemonHome(t, r, filepath.Join(tmp, "b"), env...)}
+	waitFor(t, 15*time.Second, "two workers registered", func() bool {
+		c := status(t, r).Cluster
+		return c != nil && len(c.Workers) == 2
+	})
+	ok(t, r.dir, "add", "--type", "plan", "--title", "shared", "--task", "three tasks")
+	var validating *daemonProc
+	waitEvery(t, 120*time.Second, slowPoll, "three tasks merging, one worker's merge.validate held open", func() bool {
+		for _, d := range daemons {
+			if d.exited() {
+				t.Fatalf("daemon %d exited:\n%s", d.n, tail(d.output(), 40))
+			}
+		}
+		n := 0
+		for _, l := range list(t, r) {
+			if l.Type == loop.Ralph && l.Status == loop.Merging {
+				n++
+			}
+		}
+		b, _ := os.ReadFile(mark)
+		for _, d := range daemons {
+			if strings.HasPrefix(string(b), fmt.Sprintf("%d ", d.n)) {
+				validating = d
+			}
+		}
+		return n == 3 && validating != nil
+	})
+	validating.crash(t)
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := daemons[0]
+	if other == validating {
+		other = daemons[1]
+	}
+	waitTreeDone(t, r, other)
+	count := map[string]int{}
+	b, _ := os.ReadFile(starts)
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		count[strings.Fields(line)[0]]++
+	}
+	loops := list(t, r)
+	for _, l := range loops {
+		if l.Iteration != 1 || count[l.ID] != 1 {
+			t.Errorf("%s %q at iteration %d after %d agent starts; want 1 and 1", l.Type, l.Title, l.Iteration, count[l.ID])
+		}
+	}
+	if marks, _ := os.ReadFile(mark); !strings.Contains(string(marks), fmt.Sprintf("%d ", other.n)) {
+		t.Errorf("merge.validate runs by daemon %q; want runs by the surviving daemon %d too", marks, other.n)
+	}
+	branch := planBranch(t, loops)
+	firstParents := checkFirstParents(t, r, branch)
+	for _, l := range ralphs(loops) {
+		checkEvidence(t, r, l, firstParents)
 	}
 }
