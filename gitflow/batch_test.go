@@ -3,6 +3,7 @@ package gitflow
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -142,6 +143,12 @@ func TestLandRefusesAMovedBranch(t *testing.T) {
 		if err := ig.Land(ctx, tr, func(context.Context) error { return fenced }); !errors.Is(err, fenced) {
 			t.Errorf("Land(fenced) = %v, want the fence's error", err)
 		}
+		userWT := filepath.Join(t.TempDir(), "user")
+		gitT(t, r.Root, "worktree", "add", "-q", userWT, plan) // the user checks it out
+		if err := ig.Land(ctx, tr, nil); err == nil || !strings.Contains(err.Error(), "checked out in") {
+			t.Errorf("Land(checked out by the user) = %v, want a refusal naming the worktree", err)
+		}
+		gitT(t, r.Root, "worktree", "remove", userWT)
 		gitT(t, r.Root, "branch", "-f", plan, cands[1].Commit) // someone moved it
 		if err := ig.Land(ctx, tr, nil); !errors.Is(err, ErrPushRejected) {
 			t.Errorf("Land(moved) = %v, want ErrPushRejected", err)
