@@ -330,6 +330,7 @@ func printLoop(e *env, l loop.Loop, tu api.TreeUsage) {
 	row("workdir", workdir)
 	row("branch", branch)
 	row("base", l.Base.String())
+	row("commit", l.Commit)
 	row("owner", l.Owner)
 	row("fairness_key", l.FairnessKey)
 	row("conflict_key", l.ConflictKey)
@@ -361,9 +362,32 @@ func printLoop(e *env, l loop.Loop, tu api.TreeUsage) {
 	if l.Task != "" {
 		fmt.Fprintf(e.stdout, "\ntask:\n%s\n", indent(termsafe.Text(l.Task)))
 	}
+	if len(l.Evidence) > 0 {
+		fmt.Fprintf(e.stdout, "\nevidence:\n%s", evidenceText(l.Evidence))
+	}
 	if l.Feedback != "" {
 		fmt.Fprintf(e.stdout, "\nfeedback:\n%s\n", indent(termsafe.Text(l.Feedback)))
 	}
+}
+
+// evidenceText is show's evidence: one line a command — where it ran, the
+// commit it validated, how it ended, how long it took, the command.
+func evidenceText(ev []loop.Evidence) string {
+	var b strings.Builder
+	w := table(&b)
+	for _, e := range ev {
+		commit := e.Commit
+		if len(commit) > 12 {
+			commit = commit[:12]
+		}
+		if commit == "" {
+			commit = "-"
+		}
+		took := time.Duration(e.DurationMS) * time.Millisecond
+		fmt.Fprintf(w, "  %s\t%s\texit %d\t%s\t%s\n", e.Where, commit, e.ExitCode, took.Round(time.Millisecond), termsafe.Line(e.Command))
+	}
+	w.Flush()
+	return b.String()
 }
 
 // gitNotes are the workdir and branch rows of show: as recorded, with what

@@ -307,6 +307,11 @@ type LoopSettings struct {
 	// Validate lists shell commands (sh -c, in the workdir) that must all
 	// exit 0 for an iteration to pass.
 	Validate []string `yaml:"validate"`
+	// ValidateIn says where they run: ValidateInWorktree (the loop's
+	// worktree as the agent left it), or ValidateInClean, which runs them
+	// again in a fresh checkout of the committed tree, so files the agent
+	// left uncommitted cannot make it pass.
+	ValidateIn string `yaml:"validate_in"`
 	// Agent names the agent profile loops of this type run on (agent:
 	// is DefaultProfile, the others are under agents:); "" = the default.
 	Agent string `yaml:"agent,omitempty"`
@@ -375,7 +380,7 @@ type TypeSettings struct {
 // per-type cap, 10 iterations, no approval, no validation commands, and the
 // agent section's command and timeout.
 func DefaultTypeSettings() TypeSettings {
-	return TypeSettings{Base: 50, LoopSettings: LoopSettings{MaxIterations: 10}}
+	return TypeSettings{Base: 50, LoopSettings: LoopSettings{MaxIterations: 10, ValidateIn: ValidateInWorktree}}
 }
 
 func (t TypeSettings) loopSettings() LoopSettings { return t.LoopSettings }
@@ -395,19 +400,38 @@ type Git struct {
 }
 
 // Merge is the `merge:` section: how passed loops' branches land on their
-// plan branch, and how a loop's branch keeps up with it.
+// plan branch (the merge queue, package mergequeue), and how a loop's
+// branch keeps up with it.
 type Merge struct {
+	// Validate lists shell commands (sh -c) run in the integration
+	// worktree on the result of the merge, before the plan branch moves;
+	// one failing leaves the plan branch where it was and sends the loop
+	// back with the output.
+	Validate []string `yaml:"validate"`
+	// Batch is how many passed branches are merged and validated together
+	// at most; a failing batch is split in halves until the branch that
+	// breaks it is found.
+	Batch int `yaml:"batch"`
 	// Refresh is how, before each iteration, the plan branch's current
 	// tip is brought into the branch of a loop that has its own:
 	// RefreshMerge, RefreshRebase or RefreshOff.
 	Refresh string `yaml:"refresh"`
 }
 
+// MaxMergeBatch bounds merge.batch.
+const MaxMergeBatch = 256
+
 // How a loop's branch is refreshed from its plan branch (merge.refresh).
 const (
 	RefreshMerge  = "merge"
 	RefreshRebase = "rebase"
 	RefreshOff    = "off"
+)
+
+// Where validation runs (loops.<type>.validate_in).
+const (
+	ValidateInWorktree = "worktree"
+	ValidateInClean    = "clean"
 )
 
 // Worker is the `worker:` section: this daemon as one of the workers that
@@ -524,7 +548,7 @@ const NotifyTimeout = 10 * time.Second
 // rate limited and it waits for the shared backoff).
 var WebhookEvents = []string{
 	"created", string(loop.Pending), string(loop.Paused), string(loop.Running),
-	string(loop.AwaitingApproval), string(loop.Complete), string(loop.Failed),
+	string(loop.Merging), string(loop.AwaitingApproval), string(loop.Complete), string(loop.Failed),
 	string(loop.Cancelled), string(loop.Expired), string(loop.Invalidated), "rate_limited",
 	string(loop.NeedsHuman), "tree_complete",
 }
@@ -555,13 +579,13 @@ func Default() *Config {
 		Retry: Retry{BackoffBaseSecs: 2, BackoffFactor: 2, BackoffMaxSecs: 60, NoProgressLimit: 3, TransientMax: 3},
 		Agent: DefaultAgent(),
 		Loops: map[string]LoopSettings{
-			loop.Plan:  {MaxIterations: 10, RequireApproval: true, Children: Parallel},
-			loop.Spec:  {MaxIterations: 25, Children: Sequential},
-			loop.Phase: {MaxIterations: 50, Children: Parallel},
-			loop.Ralph: {MaxIterations: 100, Validate: []string{"go test ./..."}, ConflictGroup: "code", RequireChanges: true, Children: Parallel},
+			loop.Plan:  {MaxIterations: 10, RequireApproval: true, Children: Parallel, ValidateIn: ValidateInWorktree},
+			loop.Spec:  {MaxIterations: 25, Children: Sequential, ValidateIn: ValidateInWorktree},
+			loop.Phase: {MaxIterations: 50, Children: Parallel, ValidateIn: ValidateInWorktree},
+			loop.Ralph: {MaxIterations: 100, Validate: []string{"go test ./..."}, ValidateIn: ValidateInWorktree, ConflictGroup: "code", RequireChanges: true, Children: Parallel},
 		},
 		Git:       Git{Worktrees: true},
-		Merge:     Merge{Refresh: RefreshMerge},
+		Merge:     Merge{Batch: 1, Refresh: RefreshMerge},
 		Storage:   Storage{DiskQuotaMinGB: 5},
 		Store:     Store{Backend: "bbolt", Etcd: StoreEtcd{DialTimeoutSecs: 5}},
 		Worker:    Worker{LeaseTTLSecs: 15},
@@ -655,6 +679,9 @@ func (c *Config) Loop(t string) LoopSettings {
 		s = u.loopSettings()
 	}
 	s.Validate = slices.Clone(s.Validate)
+	if s.ValidateIn == "" {
+		s.ValidateIn = ValidateInWorktree
+	}
 	if s.Agent == "" {
 		s.Agent = DefaultProfile
 	}

@@ -210,11 +210,11 @@ loops:
   plan: {require_approval: false, validate: ["test -s plan.md"]}
 `, func(c *config.Config) {
 			c.Loops[loop.Ralph] = config.LoopSettings{
-				MaxIterations: 5, Validate: []string{"go test ./..."},
+				MaxIterations: 5, Validate: []string{"go test ./..."}, ValidateIn: config.ValidateInWorktree,
 				Agent: "aider", Prompt: "prompts/task.md", TimeoutSecs: 600,
 				ConflictGroup: "code", RequireChanges: true, Children: config.Parallel,
 			}
-			c.Loops[loop.Plan] = config.LoopSettings{MaxIterations: 10, Validate: []string{"test -s plan.md"}, Children: config.Parallel}
+			c.Loops[loop.Plan] = config.LoopSettings{MaxIterations: 10, Validate: []string{"test -s plan.md"}, Children: config.Parallel, ValidateIn: config.ValidateInWorktree}
 			a := config.DefaultAgent()
 			a.Preset, a.Command = "command", []string{"aider", "--yes", "4"}
 			c.Agents = map[string]config.Agent{"aider": a}
@@ -223,7 +223,13 @@ loops:
 			c.Merge.Refresh = config.RefreshRebase
 		}},
 		{"empty validate list clears the default", "loops:\n  ralph: {validate: []}\n", func(c *config.Config) {
-			c.Loops[loop.Ralph] = config.LoopSettings{MaxIterations: 100, ConflictGroup: "code", RequireChanges: true, Children: config.Parallel}
+			c.Loops[loop.Ralph] = config.LoopSettings{MaxIterations: 100, ValidateIn: config.ValidateInWorktree, ConflictGroup: "code", RequireChanges: true, Children: config.Parallel}
+		}},
+		{"the merge queue and clean validation", "merge: {validate: [make test], batch: 8}\nloops:\n  ralph: {validate_in: clean}\n", func(c *config.Config) {
+			c.Merge = config.Merge{Validate: []string{"make test"}, Batch: 8, Refresh: config.RefreshMerge}
+			r := c.Loops[loop.Ralph]
+			r.ValidateIn = config.ValidateInClean
+			c.Loops[loop.Ralph] = r
 		}},
 		{"user types start from the type defaults", `
 types:
@@ -231,8 +237,8 @@ types:
   docs: {validate: [make docs]}
 `, func(c *config.Config) {
 			c.UserTypes = map[string]config.TypeSettings{
-				"review": {Base: 70, MaxRunning: 3, LoopSettings: config.LoopSettings{MaxIterations: 10}},
-				"docs":   {Base: 50, LoopSettings: config.LoopSettings{MaxIterations: 10, Validate: []string{"make docs"}}},
+				"review": {Base: 70, MaxRunning: 3, LoopSettings: config.LoopSettings{MaxIterations: 10, ValidateIn: config.ValidateInWorktree}},
+				"docs":   {Base: 50, LoopSettings: config.LoopSettings{MaxIterations: 10, Validate: []string{"make docs"}, ValidateIn: config.ValidateInWorktree}},
 			}
 		}},
 		{"alias values", `
@@ -289,8 +295,12 @@ func TestParseErrors(t *testing.T) {
 		{"unknown type key", "types:\n  review:\n    priority: 1\n", "loopr.yml:3: types.review.priority: unknown key"},
 		{"file is not a key", "File: x.yml\n", "loopr.yml:1: File: unknown key"},
 		{"a section's key at the top", "max_loops: 5\n", "loopr.yml:1: max_loops: unknown key; did you mean concurrency.max_loops or worker.max_loops?"},
-		{"a type's key at the top", "validate: [make test]\n", "loopr.yml:1: validate: unknown key; did you mean loops.ralph.validate or types.<name>.validate?"},
+		{"a type's key at the top", "validate: [make test]\n", "loopr.yml:1: validate: unknown key; did you mean loops.ralph.validate or merge.validate or types.<name>.validate?"},
 		{"refresh unknown", "merge:\n  refresh: squash\n", `loopr.yml:2: merge.refresh: unknown value "squash" (want merge, rebase or off)`},
+		{"merge batch of none", "merge:\n  batch: 0\n", "loopr.yml:2: merge.batch: must be > 0"},
+		{"merge batch too big", "merge:\n  batch: 1000\n", "loopr.yml:2: merge.batch: must be <= 256"},
+		{"empty merge command", "merge:\n  validate: [\"make test\", \" \"]\n", "loopr.yml:2: merge.validate[1]: must not be empty"},
+		{"validate_in unknown", "loops:\n  ralph:\n    validate_in: docker\n", `loopr.yml:3: loops.ralph.validate_in: unknown value "docker" (want worktree or clean)`},
 		{"a near spelling", "concurrency:\n  max_loop: 5\n", "loopr.yml:2: concurrency.max_loop: unknown key; did you mean max_loops?"},
 		{"a swap is one edit", "git:\n  wroktrees: true\n", "loopr.yml:2: git.wroktrees: unknown key; did you mean worktrees?"},
 		{"nothing near", "concurrency:\n  speed: 5\n", "loopr.yml:2: concurrency.speed: unknown key"},
@@ -564,15 +574,15 @@ types:
 	for _, typ := range append(c.Types(), "nope") {
 		gotLoops[typ] = c.Loop(typ)
 	}
-	agent := config.DefaultProfile
+	agent, wt := config.DefaultProfile, config.ValidateInWorktree
 	wantLoops := map[string]config.LoopSettings{
-		"plan":   {MaxIterations: 10, RequireApproval: true, Agent: agent, TimeoutSecs: 900, Children: config.Parallel},
-		"spec":   {MaxIterations: 25, Agent: "aider", TimeoutSecs: 120, Children: config.Sequential},
-		"phase":  {MaxIterations: 50, Agent: agent, TimeoutSecs: 900, Children: config.Parallel},
-		"ralph":  {MaxIterations: 100, Validate: []string{"go test ./..."}, Agent: "aider", TimeoutSecs: 60, ConflictGroup: "code", RequireChanges: true, Children: config.Parallel},
-		"review": {MaxIterations: 12, Validate: []string{"make lint"}, Agent: agent, TimeoutSecs: 900},
-		"audit":  {MaxIterations: 10, Agent: agent, Prompt: "prompts/audit.md", TimeoutSecs: 900},
-		"nope":   {Agent: agent, TimeoutSecs: 900},
+		"plan":   {MaxIterations: 10, RequireApproval: true, ValidateIn: wt, Agent: agent, TimeoutSecs: 900, Children: config.Parallel},
+		"spec":   {MaxIterations: 25, ValidateIn: wt, Agent: "aider", TimeoutSecs: 120, Children: config.Sequential},
+		"phase":  {MaxIterations: 50, ValidateIn: wt, Agent: agent, TimeoutSecs: 900, Children: config.Parallel},
+		"ralph":  {MaxIterations: 100, Validate: []string{"go test ./..."}, ValidateIn: wt, Agent: "aider", TimeoutSecs: 60, ConflictGroup: "code", RequireChanges: true, Children: config.Parallel},
+		"review": {MaxIterations: 12, Validate: []string{"make lint"}, ValidateIn: wt, Agent: agent, TimeoutSecs: 900},
+		"audit":  {MaxIterations: 10, ValidateIn: wt, Agent: agent, Prompt: "prompts/audit.md", TimeoutSecs: 900},
+		"nope":   {ValidateIn: wt, Agent: agent, TimeoutSecs: 900},
 	}
 	if diff := cmp.Diff(wantLoops, gotLoops); diff != "" {
 		t.Errorf("Loop() mismatch (-want +got):\n%s", diff)

@@ -66,11 +66,11 @@ func TestWebhookErrors(t *testing.T) {
 		{"empty url", "webhooks:\n  - events: [complete]\n",
 			"loopr.yml:2: webhooks[0].url: must not be empty"},
 		{"unknown event", "webhooks:\n  - url: https://h/x\n    events:\n      - complete\n      - finished\n",
-			`loopr.yml:5: webhooks[0].events[1]: unknown event "finished" (known: created, pending, paused, running, awaiting_approval, complete, failed, cancelled, expired, invalidated, rate_limited, needs_human, tree_complete)`},
+			`loopr.yml:5: webhooks[0].events[1]: unknown event "finished" (known: created, pending, paused, running, merging, awaiting_approval, complete, failed, cancelled, expired, invalidated, rate_limited, needs_human, tree_complete)`},
 		{"duplicate event", "webhooks:\n  - url: https://h/x\n    events: [complete, complete]\n",
 			`loopr.yml:3: webhooks[0].events[1]: duplicate event "complete"`},
 		{"no events", "webhooks:\n  - url: https://h/x\n",
-			"loopr.yml:2: webhooks[0].events: must list at least one event (created, pending, paused, running, awaiting_approval, complete, failed, cancelled, expired, invalidated, rate_limited, needs_human, tree_complete)"},
+			"loopr.yml:2: webhooks[0].events: must list at least one event (created, pending, paused, running, merging, awaiting_approval, complete, failed, cancelled, expired, invalidated, rate_limited, needs_human, tree_complete)"},
 		{"unknown key", "webhooks:\n  - url: https://h/x\n    events: [complete]\n    secret: x\n",
 			"loopr.yml:4: webhooks[0].secret: unknown key"},
 		{"not a mapping", "webhooks:\n  - https://h/x\n",
@@ -126,7 +126,7 @@ types:
 		"agent.command: [] → [codex, exec]",
 		"loops.ralph.validate: [go test ./...] → []",
 		"webhooks[0]: (none) → {url: 'https://h/x', events: [complete]}",
-		"types.review: (none) → {base: 70, max_running: 0, max_iterations: 10, require_approval: false, validate: []}",
+		"types.review: (none) → {base: 70, max_running: 0, max_iterations: 10, require_approval: false, validate: [], validate_in: worktree}",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Diff() mismatch (-want +got):\n%s", diff)

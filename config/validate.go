@@ -178,6 +178,7 @@ func (c *Config) check(v *checker) error {
 	default:
 		v.fail("merge.refresh", "unknown value %q (want merge, rebase or off)", c.Merge.Refresh)
 	}
+	v.merge(c.Merge)
 	v.nonNegative("retention.days", c.Retention.Days)
 	v.api(c.API)
 	for i, w := range c.Webhooks {
@@ -284,6 +285,11 @@ func (v *checker) loop(key string, s LoopSettings) {
 			v.fail(fmt.Sprintf("%s.validate[%d]", key, i), "must not be empty")
 		}
 	}
+	switch s.ValidateIn {
+	case "", ValidateInWorktree, ValidateInClean:
+	default:
+		v.fail(key+".validate_in", "unknown value %q (want worktree or clean)", s.ValidateIn)
+	}
 	v.nonNegative(key+".timeout_secs", s.TimeoutSecs)
 	v.budget(key+".budget", s.Budget)
 	v.nonNegative(key+".tier", s.Tier)
@@ -293,6 +299,19 @@ func (v *checker) loop(key string, s LoopSettings) {
 	v.nonNegative(key+".default_cost", s.DefaultCost)
 	if c := s.Children; c != "" && c != Parallel && c != Sequential {
 		v.fail(key+".children", "%q: must be %s or %s", c, Parallel, Sequential)
+	}
+}
+
+// merge checks the merge queue's settings.
+func (v *checker) merge(m Merge) {
+	for i, cmd := range m.Validate {
+		if strings.TrimSpace(cmd) == "" {
+			v.fail(fmt.Sprintf("merge.validate[%d]", i), "must not be empty")
+		}
+	}
+	v.positive("merge.batch", m.Batch)
+	if m.Batch > MaxMergeBatch {
+		v.fail("merge.batch", "must be <= %d", MaxMergeBatch)
 	}
 }
 

@@ -319,8 +319,11 @@ func (s *Service) Why(id string, now time.Time) (api.Why, error) {
 		sc.DepthBoost, sc.Depth, wt.DepthBoostPerLevel, sc.RetryPenalty, sc.Iteration, wt.RetryPenaltyPerIteration, wt.RetryPenaltyMax)
 	if !w.Scheduled {
 		text := fmt.Sprintf("status %s: only pending loops are scheduled", l.Status)
-		if l.Status == loop.NeedsHuman && l.Needs != nil {
+		switch {
+		case l.Status == loop.NeedsHuman && l.Needs != nil:
 			text = fmt.Sprintf("status needs_human (%s): %s", l.Needs.Reason, l.Needs.Detail)
+		case l.Status == loop.Merging:
+			text = "status merging: its iteration passed; the merge queue merges its branch into the plan branch (merge.validate, merge.batch) — no agent runs for it again unless the merge sends it back"
 		}
 		w.Gates = []api.Gate{{Code: "status", OK: false, Text: text}}
 		return w, nil

@@ -55,6 +55,8 @@ func ActionWords(action string, l loop.Loop) string {
 			return fmt.Sprintf("reset brings back failed loops; %s is paused — use loopr resume to release it", id)
 		case loop.Running:
 			return fmt.Sprintf("reset brings back failed loops; %s is running — use loopr cancel to stop it", id)
+		case loop.Merging:
+			return fmt.Sprintf("reset brings back failed loops; %s passed and waits in the merge queue — use loopr cancel to drop it", id)
 		case loop.AwaitingApproval:
 			return fmt.Sprintf("reset brings back failed loops; %s awaits approval — use loopr approve, iterate or reject", id)
 		case loop.NeedsHuman:
@@ -67,6 +69,8 @@ func ActionWords(action string, l loop.Loop) string {
 			return fmt.Sprintf("%s is already paused; loopr resume %s releases it", this, id)
 		case loop.Running:
 			return fmt.Sprintf("pause holds pending loops; %s is running — use loopr cancel to stop it", id)
+		case loop.Merging:
+			return fmt.Sprintf("pause holds pending loops; %s passed and waits in the merge queue, which runs no agent for it — use loopr cancel to drop it", id)
 		case loop.AwaitingApproval:
 			return fmt.Sprintf("pause holds pending loops; %s awaits approval and runs nothing until you approve, iterate or reject it", id)
 		case loop.Failed:
@@ -94,7 +98,7 @@ func ActionWords(action string, l loop.Loop) string {
 		switch st {
 		case loop.Complete:
 			return fmt.Sprintf("%s is already complete; there is nothing to %s", this, verb)
-		case loop.Pending, loop.Paused, loop.Running, loop.NeedsHuman:
+		case loop.Pending, loop.Paused, loop.Running, loop.Merging, loop.NeedsHuman:
 			return fmt.Sprintf("%s %s, not awaiting approval; loopr why %s says what it waits for", this, is(st), id)
 		case loop.Failed:
 			return fmt.Sprintf("%s has failed; there is nothing to %s — loopr reset %s runs it again", this, verb, id)
@@ -126,6 +130,8 @@ func is(st loop.Status) string {
 		return "is complete"
 	case loop.NeedsHuman:
 		return "needs you (needs_human)"
+	case loop.Merging:
+		return "is merging (it passed; its branch waits in the merge queue)"
 	}
 	return "is " + string(st)
 }

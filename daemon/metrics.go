@@ -219,8 +219,8 @@ func (m *metrics) observe(tx *store.Tx, evs []loop.Event) {
 			if ev.From == loop.Running {
 				result := iterStopped
 				switch ev.To {
-				case loop.Complete, loop.AwaitingApproval:
-					result = iterPassed
+				case loop.Complete, loop.Merging, loop.AwaitingApproval:
+					result = iterPassed // a pass to be merged counts when it is recorded
 				case loop.Failed:
 					result = iterFailed
 				case loop.NeedsHuman:

@@ -15,6 +15,7 @@ import (
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/internal/contain"
 	"github.com/loopr-dev/loopr/loopmgr"
+	"github.com/loopr-dev/loopr/mergequeue"
 	"github.com/loopr-dev/loopr/radar"
 	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/store"
@@ -232,8 +233,14 @@ func (d *daemon) newManager() {
 		OnAgentStart: func(id string, pid int) { mgr.RecordPID(id, pid) },
 		AgentSlots:   make(chan struct{}, max(1, d.config().APICallCap())),
 	}
+	var queue *mergequeue.Queue
+	if d.git != nil {
+		// Passed tasks' branches land on their plan branch through the
+		// merge queue: merge.validate runs in the runner's jail.
+		queue = &mergequeue.Queue{Git: d.git, Runner: run, Log: d.log}
+	}
 	mgr = loopmgr.New(loopmgr.Options{
-		Service: d.svc, Runner: run, Git: d.git, Log: d.log,
+		Service: d.svc, Runner: run, Git: d.git, Queue: queue, Log: d.log,
 		Owner: "pid " + strconv.Itoa(d.pid), Notify: d.hub.poke,
 		OnTick: d.metrics.onTick, OnDispatch: d.metrics.onDispatch, OnUsage: d.metrics.onUsage,
 		Cluster: d.worker,

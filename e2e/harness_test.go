@@ -147,6 +147,13 @@ func startDaemon(t *testing.T, r repo) *daemonProc {
 // daemon (and so its agents).
 func startDaemonEnv(t *testing.T, r repo, env ...string) *daemonProc {
 	t.Helper()
+	return startDaemonHome(t, r, "", env...)
+}
+
+// startDaemonHome is startDaemonEnv with the home home ("" = the
+// workspace's, r.home): another daemon on the same repository.
+func startDaemonHome(t *testing.T, r repo, home string, env ...string) *daemonProc {
+	t.Helper()
 	n := 1
 	for ; ; n++ {
 		if _, err := os.Stat(filepath.Join(r.logs, fmt.Sprintf("daemon-%d.log", n))); err != nil {
@@ -159,7 +166,12 @@ func startDaemonEnv(t *testing.T, r repo, env ...string) *daemonProc {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, "daemon")
+	var homeArgs []string
+	sock := filepath.Join(r.home, "loopr.sock")
+	if home != "" {
+		homeArgs, sock = []string{"--home", home}, filepath.Join(home, "loopr.sock")
+	}
+	cmd := exec.Command(bin, append(homeArgs, "daemon")...)
 	cmd.Dir = r.dir
 	// Agents inherit E2E_DAEMON: their logs say which daemon ran them.
 	cmd.Env = append(os.Environ(), "LOOPR_HOME=", "NO_COLOR=1", fmt.Sprintf("E2E_DAEMON=%d", n))
@@ -178,10 +190,10 @@ func startDaemonEnv(t *testing.T, r repo, env ...string) *daemonProc {
 	t.Cleanup(func() { d.stop() })
 	waitFor(t, 15*time.Second, "the daemon to answer", func() bool {
 		if d.exited() {
-			t.Fatalf("daemon exited with %v before it answered:\n%s%s", cmd.ProcessState, d.output(), socketHolders(filepath.Join(r.home, "loopr.sock")))
+			t.Fatalf("daemon exited with %v before it answered:\n%s%s", cmd.ProcessState, d.output(), socketHolders(sock))
 		}
 		// Until the socket answers, the CLI may find the store locked.
-		res := run(t, r.dir, "", "status", "--json")
+		res := run(t, r.dir, "", append(homeArgs, "status", "--json")...)
 		var st api.Status
 		return res.code == 0 && json.Unmarshal([]byte(res.stdout), &st) == nil && st.Daemon && st.PID == cmd.Process.Pid
 	})
@@ -295,7 +307,7 @@ func show(t *testing.T, r repo, id string) loop.Loop {
 
 // settled reports whether no loop is left to run or to decide on.
 func settled(st api.Status) bool {
-	return st.Counts[loop.Pending]+st.Counts[loop.Running]+st.Counts[loop.Paused]+st.Counts[loop.AwaitingApproval] == 0
+	return st.Counts[loop.Pending]+st.Counts[loop.Running]+st.Counts[loop.Merging]+st.Counts[loop.Paused]+st.Counts[loop.AwaitingApproval] == 0
 }
 
 // describe is a one-line-per-loop dump for failure messages.

@@ -94,7 +94,7 @@ func TestStatusAndListEveryState(t *testing.T) {
 			t.Errorf("NEEDS YOU lacks %s (%s): its line, what it waits for and %q:\n%s", id, reason, action, block)
 		}
 	}
-	counts := regexp.MustCompile(`(?m)^loops +pending 1, paused 1, running 1, awaiting_approval 1, needs_human 5\n +complete 1, failed 1, cancelled 1, expired 1, invalidated 1$`)
+	counts := regexp.MustCompile(`(?m)^loops +pending 1, paused 1, running 1, merging 1, awaiting_approval 1, needs_human 5\n +complete 1, failed 1, cancelled 1, expired 1, invalidated 1$`)
 	if !counts.MatchString(status) {
 		t.Errorf("status counts are not on two lines (in play, finished):\n%s", status)
 	}

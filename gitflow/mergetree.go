@@ -24,10 +24,10 @@ func (r *Repo) BranchTip(ctx context.Context, branch string) (commit string, ok 
 // IsAncestor reports whether commit a is an ancestor of (or equal to)
 // commit b: a branch at a has nothing b lacks.
 func (r *Repo) IsAncestor(ctx context.Context, a, b string) (bool, error) {
-	if err := checkCommit(a); err != nil {
+	if err := checkObject(a); err != nil {
 		return false, err
 	}
-	if err := checkCommit(b); err != nil {
+	if err := checkObject(b); err != nil {
 		return false, err
 	}
 	return r.isAncestor(ctx, a, b)
@@ -38,10 +38,10 @@ func (r *Repo) IsAncestor(ctx context.Context, a, b string) (bool, error) {
 // worktree. It returns the paths that would conflict, sorted; none when the
 // merge would be clean. A git older than 2.38 gives ErrOldGit.
 func (r *Repo) MergeTree(ctx context.Context, a, b string) ([]string, error) {
-	if err := checkCommit(a); err != nil {
+	if err := checkObject(a); err != nil {
 		return nil, err
 	}
-	if err := checkCommit(b); err != nil {
+	if err := checkObject(b); err != nil {
 		return nil, err
 	}
 	out, err := r.git(ctx, r.Root, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", a, b)
@@ -78,8 +78,8 @@ func (r *Repo) version(ctx context.Context) string {
 	return strings.TrimSpace(out)
 }
 
-// checkCommit accepts a full or abbreviated hexadecimal commit id only.
-func checkCommit(c string) error {
+// checkObject accepts a full or abbreviated hexadecimal commit id only.
+func checkObject(c string) error {
 	if len(c) < 4 || len(c) > 64 || strings.Trim(c, "0123456789abcdef") != "" {
 		return fmt.Errorf("%w: commit %q", ErrInvalidID, c)
 	}

@@ -23,8 +23,8 @@ func checkID(id string) error {
 		return fmt.Errorf("%w: id %q: must be 1-64 characters", ErrInvalidID, id)
 	case id[0] == '-':
 		return fmt.Errorf("%w: id %q: must not start with '-'", ErrInvalidID, id)
-	case strings.HasPrefix(id, integrationPrefix):
-		return fmt.Errorf("%w: id %q: prefix %q is reserved for loopr", ErrInvalidID, id, integrationPrefix)
+	case strings.HasPrefix(id, integrationPrefix), strings.HasPrefix(id, cleanPrefix):
+		return fmt.Errorf("%w: id %q: prefixes %q and %q are reserved for loopr", ErrInvalidID, id, integrationPrefix, cleanPrefix)
 	}
 	for i := 0; i < len(id); i++ {
 		if !idByte(id[i]) {

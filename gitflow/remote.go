@@ -643,7 +643,24 @@ func (r *Repo) DeleteRemoteBranch(ctx context.Context, branch string) error {
 	if err != nil || !ok {
 		return err
 	}
-	err = r.push(ctx, branch, "", local)
+	return r.DeleteRemoteBranchAt(ctx, branch, local)
+}
+
+// DeleteRemoteBranchAt deletes branch on the remote if it is still at
+// commit (what the merge queue merged, wherever the loop ran); a branch
+// that moved on there, or is not there, is left alone. Without Remote it
+// does nothing.
+func (r *Repo) DeleteRemoteBranchAt(ctx context.Context, branch, commit string) error {
+	if err := checkOurs(branch); err != nil {
+		return err
+	}
+	if r.Remote == "" {
+		return nil
+	}
+	if err := checkCommit(commit); err != nil {
+		return fmt.Errorf("delete %s on remote %s: %w", branch, r.Remote, err)
+	}
+	err := r.push(ctx, branch, "", commit)
 	if errors.Is(err, ErrPushRejected) {
 		return nil // moved on, or gone already
 	}

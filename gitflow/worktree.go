@@ -109,8 +109,9 @@ func (r *Repo) DeleteBranch(ctx context.Context, branch string) error {
 // Sweep removes every worktree under <home>/worktrees whose name keep
 // rejects — the orphans a crash leaves behind — and prunes git's stale
 // worktree records. Branches stay. keep sees loop ids and also the
-// integration worktrees Merge keeps ("_merge-loopr-<plan>"); those are safe
-// to reject, as Merge recreates them on demand. Directories whose names are
+// integration worktrees Merge keeps ("_merge-loopr-<plan>") and the clean
+// checkouts of validate_in: clean ("_clean-<id>"); those are safe to
+// reject, as they are made again on demand. Directories whose names are
 // not ids are left alone. removed is sorted.
 func (r *Repo) Sweep(ctx context.Context, keep func(id string) bool) (removed []string, err error) {
 	if keep == nil {
@@ -127,7 +128,8 @@ func (r *Repo) Sweep(ctx context.Context, keep func(id string) bool) (removed []
 	for _, e := range entries {
 		name := e.Name()
 		integration := strings.HasPrefix(name, integrationPrefix)
-		if !e.IsDir() || (!integration && checkID(name) != nil) {
+		clean := strings.HasPrefix(name, cleanPrefix) && checkID(name[len(cleanPrefix):]) == nil
+		if !e.IsDir() || (!integration && !clean && checkID(name) != nil) {
 			r.logger().Warn("sweep: leaving unknown entry", "path", filepath.Join(root, name))
 			continue
 		}

@@ -6,6 +6,7 @@ package loop
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -122,6 +123,57 @@ type Loop struct {
 	// transaction that finished the last of them (control.Settle), so
 	// the depends_on gate reads one record, never a subtree.
 	SubtreeDoneAt time.Time `json:"subtree_done_at,omitzero"`
+	// Commit is the commit of Branch whose iteration passed: what the
+	// merge queue merges into the plan branch (never a later tip).
+	Commit string `json:"commit,omitzero"`
+	// Evidence is what validated the last iteration that passed: each
+	// validate command, where and on which commit it ran, and then the
+	// merge.validate commands that admitted the branch into the plan
+	// branch.
+	Evidence []Evidence `json:"evidence,omitempty"`
+}
+
+// Evidence is one validation command's run: what ran, how it ended, how
+// long it took, the commit it validated and where.
+type Evidence struct {
+	Command    string `json:"command"`
+	ExitCode   int    `json:"exit_code"`
+	DurationMS int64  `json:"duration_ms"`
+	Commit     string `json:"commit,omitzero"`
+	Where      string `json:"where"`
+}
+
+// Where a validation command ran (Evidence.Where).
+const (
+	// WhereWorktree is the loop's own worktree, as the agent left it.
+	WhereWorktree = "worktree"
+	// WhereClean is a fresh checkout of the committed tree
+	// (loops.<type>.validate_in: clean).
+	WhereClean = "clean"
+	// WhereMerge is the integration worktree, on the result of merging
+	// the branch into the plan branch (merge.validate).
+	WhereMerge = "merge"
+)
+
+// MaxEvidence bounds a record's evidence list, and MaxEvidenceCommand the
+// command text each entry keeps.
+const (
+	MaxEvidence        = 64
+	MaxEvidenceCommand = 1024
+)
+
+// AddEvidence appends ev to l's evidence, the commands clipped to
+// MaxEvidenceCommand bytes and the list to the last MaxEvidence entries.
+func (l *Loop) AddEvidence(ev ...Evidence) {
+	for _, e := range ev {
+		if len(e.Command) > MaxEvidenceCommand {
+			e.Command = strings.ToValidUTF8(e.Command[:MaxEvidenceCommand], "")
+		}
+		l.Evidence = append(l.Evidence, e)
+	}
+	if n := len(l.Evidence); n > MaxEvidence {
+		l.Evidence = slices.Clone(l.Evidence[n-MaxEvidence:])
+	}
 }
 
 // Base is where a loop's branch started: the branch checked out (or
@@ -361,6 +413,8 @@ func (l *Loop) Validate() error {
 		return fmt.Errorf("loop %s: created_at: missing", l.ID)
 	case len(l.DependsOn) > MaxDependsOn:
 		return fmt.Errorf("loop %s: depends_on: %d loops, at most %d", l.ID, len(l.DependsOn), MaxDependsOn)
+	case len(l.Evidence) > MaxEvidence:
+		return fmt.Errorf("loop %s: evidence: %d entries, at most %d", l.ID, len(l.Evidence), MaxEvidence)
 	}
 	for _, d := range l.DependsOn {
 		switch {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -53,6 +54,9 @@ func TestTransitionSpecEdges(t *testing.T) {
 		{Running, Cancelled}, {Running, Invalidated}, {Running, AwaitingApproval},
 		{AwaitingApproval, Complete}, {AwaitingApproval, Failed}, {AwaitingApproval, Pending},
 		{Pending, Paused}, {Paused, Pending}, {Failed, Pending},
+		// The merge queue (issue 21): a pass is recorded before it merges.
+		{Running, Merging}, {Merging, Complete}, {Merging, Pending}, {Merging, Failed},
+		{Merging, Cancelled}, {Merging, Invalidated},
 	}
 	for _, e := range edges {
 		if !CanTransition(e[0], e[1]) {
@@ -186,5 +190,43 @@ func TestShortIDs(t *testing.T) {
 	}
 	if got := ShortID("phase9"); got != "phase9" {
 		t.Errorf("ShortID(phase9) = %q, want the whole id", got)
+	}
+}
+
+// TestMergingIsNeitherWaitingNorTerminal: a merging loop is not the
+// scheduler's (no agent runs for it again) and not finished either.
+func TestMergingIsNeitherWaitingNorTerminal(t *testing.T) {
+	t.Parallel()
+	if Merging.Waiting() || Merging.Terminal() || !Merging.Valid() {
+		t.Errorf("merging: waiting %v terminal %v valid %v; want false, false, true", Merging.Waiting(), Merging.Terminal(), Merging.Valid())
+	}
+	if CanTransition(Merging, Running) || CanTransition(Merging, Paused) {
+		t.Error("a merging loop may not run its agent again or be paused")
+	}
+}
+
+func TestAddEvidenceBounds(t *testing.T) {
+	t.Parallel()
+	var l Loop
+	long := strings.Repeat("é", MaxEvidenceCommand) // 2 bytes a rune: cut inside one
+	for i := range MaxEvidence + 3 {
+		l.AddEvidence(Evidence{Command: long, ExitCode: i, Where: WhereWorktree})
+	}
+	if len(l.Evidence) != MaxEvidence {
+		t.Fatalf("len(evidence) = %d, want %d", len(l.Evidence), MaxEvidence)
+	}
+	if first := l.Evidence[0].ExitCode; first != 3 {
+		t.Errorf("first kept entry = %d, want 3 (the oldest dropped)", first)
+	}
+	if c := l.Evidence[0].Command; len(c) > MaxEvidenceCommand || !utf8.ValidString(c) {
+		t.Errorf("command kept %d bytes, valid UTF-8 %v; want at most %d, valid", len(c), utf8.ValidString(c), MaxEvidenceCommand)
+	}
+	l.ID, l.Type, l.Status, l.Iteration, l.MaxIterations, l.CreatedAt = "a", Ralph, Complete, 1, 1, t0
+	if err := l.Validate(); err != nil {
+		t.Errorf("Validate() = %v", err)
+	}
+	l.Evidence = append(l.Evidence, Evidence{})
+	if err := l.Validate(); err == nil || !strings.Contains(err.Error(), "evidence") {
+		t.Errorf("Validate() of %d entries = %v, want an error naming evidence", len(l.Evidence), err)
 	}
 }

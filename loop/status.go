@@ -10,13 +10,16 @@ import (
 type Status string
 
 // The statuses. Pending and Paused loops wait; Running holds a lease;
-// Complete, Cancelled, Expired and Invalidated are terminal; Failed is
-// terminal until a user resets it; AwaitingApproval and NeedsHuman wait for
-// a person (NeedsHuman is never scheduled and never counts as failed).
+// Merging is a pass recorded before its branch is merged into the plan
+// branch (the merge queue's; no agent runs for it again); Complete,
+// Cancelled, Expired and Invalidated are terminal; Failed is terminal until
+// a user resets it; AwaitingApproval and NeedsHuman wait for a person
+// (NeedsHuman is never scheduled and never counts as failed).
 const (
 	Pending          Status = "pending"
 	Paused           Status = "paused"
 	Running          Status = "running"
+	Merging          Status = "merging"
 	AwaitingApproval Status = "awaiting_approval"
 	NeedsHuman       Status = "needs_human"
 	Complete         Status = "complete"
@@ -27,7 +30,7 @@ const (
 )
 
 // Statuses lists every status in lifecycle order.
-var Statuses = []Status{Pending, Paused, Running, AwaitingApproval, NeedsHuman, Complete, Failed, Cancelled, Expired, Invalidated}
+var Statuses = []Status{Pending, Paused, Running, Merging, AwaitingApproval, NeedsHuman, Complete, Failed, Cancelled, Expired, Invalidated}
 
 // Valid reports whether s is a known status.
 func (s Status) Valid() bool { return slices.Contains(Statuses, s) }
@@ -62,11 +65,14 @@ func ParseStatus(s string) (Status, error) {
 
 // transitions is the legal state machine. Running → Pending is both a failed
 // iteration (iteration+1, backoff) and a requeue that costs nothing (rate
-// limit, clean daemon stop); the caller decides the iteration.
+// limit, clean daemon stop); the caller decides the iteration. Merging →
+// Pending is a merge the queue refused (a conflict, or merge.validate
+// failed): it spends the iteration that passed.
 var transitions = map[Status][]Status{
 	Pending:          {Running, Paused, NeedsHuman, Cancelled, Expired, Invalidated, Failed},
 	Paused:           {Pending, NeedsHuman, Cancelled, Expired, Invalidated, Failed},
-	Running:          {Complete, AwaitingApproval, Pending, NeedsHuman, Failed, Cancelled, Invalidated},
+	Running:          {Complete, Merging, AwaitingApproval, Pending, NeedsHuman, Failed, Cancelled, Invalidated},
+	Merging:          {Complete, Pending, NeedsHuman, Failed, Cancelled, Invalidated},
 	AwaitingApproval: {Complete, Failed, Pending, Cancelled, Invalidated},
 	NeedsHuman:       {Pending, Failed, Cancelled, Invalidated},
 	Failed:           {Pending, Cancelled, Invalidated},

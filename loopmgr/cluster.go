@@ -63,6 +63,9 @@ func (m *Manager) follow() error {
 	}, func(c store.Commit) {
 		for _, ch := range c.Changes {
 			m.noteChange(ch)
+			if !ch.Deleted && ch.Loop.Status == loop.Merging {
+				m.wakeMerges() // passed on any worker: any worker's queue may land it
+			}
 		}
 		m.Wake()
 		m.o.Notify() // event streams: other daemons' commits too

@@ -543,23 +543,11 @@ func boundFeedback(newest, older string) string {
 	return s
 }
 
-// passed completes a loop whose iteration validated: merge (ralph-like
-// loops with a plan), then complete or await approval, spawning children in
-// the same transaction.
+// passed records a loop whose iteration validated, with its evidence:
+// merging when its branch is to be merged into its plan's branch (the
+// merge queue merges it: merge.go), else complete or awaiting approval,
+// spawning children in the same transaction.
 func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, profile string, res runner.Result, sv saved, now time.Time) error {
-	if m.o.Git != nil && ownBranch(l.Type) {
-		if err := sv.mergeErr; err != nil {
-			var ce *gitflow.ConflictError
-			fb := err.Error()
-			if errors.As(err, &ce) {
-				fb = conflictFeedback(ce, m.cfg().Merge.Refresh)
-			}
-			// Through failResult, like any other failure: a conflict the
-			// agent does not resolve repeats and counts toward
-			// retry.no_progress_limit instead of spending max_iterations.
-			return m.failResult(l.ID, iteration, runner.Result{Outcome: runner.Failed, Reason: "merge: " + err.Error(), Feedback: fb}, now)
-		}
-	}
 	approval := l.Type == loop.Plan && m.cfg().Loop(l.Type).RequireApproval
 	// On an etcd store the accepted artifact goes into the store with the
 	// pass: children, approve and show may run on another machine. It is
@@ -583,6 +571,9 @@ func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, profil
 		to := loop.Complete
 		msg := fmt.Sprintf("iteration %d passed", iteration)
 		switch {
+		case sv.merge:
+			to = loop.Merging
+			msg += fmt.Sprintf("; its branch %s waits in the merge queue at %s", cur.Branch, shortCommit(sv.commit))
 		case approval:
 			to = loop.AwaitingApproval
 			msg += "; plan awaits approval: loopr approve " + loop.ShortID(cur.ID)
@@ -598,11 +589,18 @@ func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, profil
 		if err := control.Move(tx, cur, to, now, msg, func(n *loop.Loop) {
 			n.Artifact = res.Artifact
 			n.Reason, n.Answer = "", ""
-			n.Stalls, n.FailureFingerprint, n.FailureRepeats = 0, "", 0
+			n.Stalls = 0
+			if to != loop.Merging {
+				// A merge the queue refuses counts as a repeat of the
+				// same failure: kept until the branch lands.
+				n.FailureFingerprint, n.FailureRepeats = "", 0
+			}
+			n.Commit, n.Evidence = sv.commit, nil
+			n.AddEvidence(res.Evidence...)
 		}); err != nil {
 			return err
 		}
-		if approval {
+		if approval || to == loop.Merging {
 			return nil
 		}
 		cur.Status, cur.Artifact = to, res.Artifact
@@ -618,7 +616,10 @@ func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, profil
 	if err != nil {
 		return err
 	}
-	if !approval {
+	switch {
+	case sv.merge:
+		m.wakeMerges()
+	case !approval:
 		m.cleanup(ctx, l, true)
 	}
 	return nil

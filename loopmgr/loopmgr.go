@@ -34,6 +34,7 @@ import (
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/mergequeue"
 	"github.com/loopr-dev/loopr/ratelimit"
 	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/scheduler"
@@ -50,6 +51,9 @@ type Options struct {
 	Service *control.Service
 	Runner  Runner
 	Git     *gitflow.Repo // nil: loops run in the workspace directly
+	// Queue merges passed loops' branches into their plan branch (with
+	// Git; nil: one on Git and Runner).
+	Queue *mergequeue.Queue
 	// Cluster makes the manager a worker of several sharing an etcd store
 	// (cluster.go): it runs the loops assigned to it, and schedules while
 	// its worker is the elected scheduler. Owner becomes "worker <name>",
@@ -101,6 +105,9 @@ type Manager struct {
 	setupFails map[string]int       // loop → iterations in a row that failed before the agent started (setup.go); owned by Run
 	stopped    bool
 	tick       TickStats
+
+	mergeWake  chan struct{} // wakes the merge queue (merge.go)
+	mergesDone chan struct{} // closed when the merge queue's goroutine ended
 
 	// Several workers (cluster.go); unused without Options.Cluster.
 	fmu       sync.Mutex
@@ -158,9 +165,17 @@ func New(o Options) *Manager {
 	m := &Manager{o: o, svc: o.Service, log: o.Log, wake: make(chan struct{}, 1),
 		results: make(chan result, 64), kill: make(chan []string, 16), active: map[string]*active{},
 		lastRec: map[string]time.Time{}, toLaunch: map[string]loop.Loop{}, seen: map[string]store.Change{},
-		setupFails: map[string]int{}}
+		setupFails: map[string]int{},
+		mergeWake:  make(chan struct{}, 1)}
 	if o.Cluster != nil && o.Fence == nil {
 		m.o.Fence = m.leaseFence
+	}
+	if o.Git != nil && o.Queue == nil {
+		run, _ := o.Runner.(*runner.Runner)
+		if run == nil {
+			run = &runner.Runner{}
+		}
+		m.o.Queue = &mergequeue.Queue{Git: o.Git, Runner: run, Log: o.Log}
 	}
 	return m
 }
@@ -220,6 +235,13 @@ func (m *Manager) Run(ctx context.Context) error {
 			return fmt.Errorf("follow the store: %w", err)
 		}
 	}
+	m.mergesDone = make(chan struct{})
+	go func() {
+		defer close(m.mergesDone)
+		if m.o.Git != nil {
+			m.runMerges(ctx) // what a crash left merging lands first
+		}
+	}()
 	poll := m.cfg().PollInterval()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -610,6 +632,7 @@ func (m *Manager) launch(ctx context.Context, ls leased, profile string, now tim
 		if err == nil {
 			res = m.o.Runner.Run(rctx, job)
 			sv = m.save(rctx, a, job, res)
+			res = m.afterSave(rctx, job, res, sv)
 		}
 		m.results <- result{id: id, job: job, res: res, err: err, git: sv}
 	}()
@@ -641,6 +664,7 @@ func (m *Manager) shutdown() error {
 		r := <-m.results
 		m.finish(context.Background(), r)
 	}
+	<-m.mergesDone // its merge.validate is stopped; merging loops wait for the next daemon
 	m.retryUnrecorded(m.now())
 	if m.clustered() {
 		m.requeueAssigned(m.now())

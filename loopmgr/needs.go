@@ -30,42 +30,49 @@ const maxNeedsDetail = 16 << 10
 // no_progress_limit times, unless it was the last iteration max_iterations
 // allows: then the loop is parked (failed) as usual.
 func (m *Manager) failResult(id string, iteration int, res runner.Result, now time.Time) error {
-	limit := m.cfg().Retry.NoProgressLimit
 	return m.update(id, func(tx *store.Tx) error {
 		cur, err := m.ours(tx, id, iteration)
 		if err != nil {
 			return err
 		}
-		if res.Stalled {
-			cur.Stalls++
-		} else {
-			cur.Stalls = 0
-		}
-		if fp := Fingerprint(res.Reason, res.Feedback); fp == cur.FailureFingerprint {
-			cur.FailureRepeats++
-		} else {
-			cur.FailureFingerprint, cur.FailureRepeats = fp, 1
-		}
-		fb := boundFeedback(fmt.Sprintf("Iteration %d failed: %s\n%s", cur.Iteration, res.Reason, res.Feedback), cur.Feedback)
-		last := cur.Iteration >= cur.MaxIterations // the budget is spent anyway: parked as failed
-		// A spent budget says more than a stall or a repeat: the failure is
-		// recorded and the budget check that follows puts the loop in
-		// needs_human (budget), one question for the person, not two.
-		spent, err := m.svc.BudgetSpentFor(tx, cur)
-		if err != nil {
-			return err
-		}
-		switch {
-		case last, spent:
-		case res.Stalled && cur.Stalls >= stallsToNeeds:
-			return m.toNeeds(tx, cur, loop.NeedsStalled,
-				fmt.Sprintf("%d iterations in a row stalled; last: %s", cur.Stalls, res.Reason), fb, now)
-		case limit > 0 && cur.FailureRepeats >= limit:
-			return m.toNeeds(tx, cur, loop.NeedsNoProgress,
-				fmt.Sprintf("%d iterations in a row failed the same way: %s\n%s", cur.FailureRepeats, res.Reason, res.Feedback), fb, now)
-		}
-		return m.failLoop(tx, cur, res.Reason, res.Feedback, now)
+		return m.failIn(tx, cur, res, now)
 	})
+}
+
+// failIn is failResult inside a transaction, for cur, a loop the caller
+// checked is still the one whose iteration failed (running under this
+// manager, or merging: the merge queue sends it back).
+func (m *Manager) failIn(tx *store.Tx, cur loop.Loop, res runner.Result, now time.Time) error {
+	limit := m.cfg().Retry.NoProgressLimit
+	if res.Stalled {
+		cur.Stalls++
+	} else {
+		cur.Stalls = 0
+	}
+	if fp := Fingerprint(res.Reason, res.Feedback); fp == cur.FailureFingerprint {
+		cur.FailureRepeats++
+	} else {
+		cur.FailureFingerprint, cur.FailureRepeats = fp, 1
+	}
+	fb := boundFeedback(fmt.Sprintf("Iteration %d failed: %s\n%s", cur.Iteration, res.Reason, res.Feedback), cur.Feedback)
+	last := cur.Iteration >= cur.MaxIterations // the budget is spent anyway: parked as failed
+	// A spent budget says more than a stall or a repeat: the failure is
+	// recorded and the budget check that follows puts the loop in
+	// needs_human (budget), one question for the person, not two.
+	spent, err := m.svc.BudgetSpentFor(tx, cur)
+	if err != nil {
+		return err
+	}
+	switch {
+	case last, spent:
+	case res.Stalled && cur.Stalls >= stallsToNeeds:
+		return m.toNeeds(tx, cur, loop.NeedsStalled,
+			fmt.Sprintf("%d iterations in a row stalled; last: %s", cur.Stalls, res.Reason), fb, now)
+	case limit > 0 && cur.FailureRepeats >= limit:
+		return m.toNeeds(tx, cur, loop.NeedsNoProgress,
+			fmt.Sprintf("%d iterations in a row failed the same way: %s\n%s", cur.FailureRepeats, res.Reason, res.Feedback), fb, now)
+	}
+	return m.failLoop(tx, cur, res.Reason, res.Feedback, now)
 }
 
 // asked parks the loop with the agent's question, without spending the

@@ -182,6 +182,10 @@ type Result struct {
 	// Question is what the agent wrote to $LOOPR_QUESTION_FILE, if
 	// anything: the loop waits for a person's answer.
 	Question string
+	// Evidence is the validate commands that ran, in the workdir (the
+	// last one the failing one, when one failed); the caller adds the
+	// commit they validated.
+	Evidence []loop.Evidence
 }
 
 // Runner runs iterations. The zero value is ready to use; several Runs may
@@ -601,41 +605,19 @@ func (it *iteration) validate(ctx context.Context, vlog io.Writer) Result {
 		it.res.Artifact, it.res.Doc = it.artifact, &doc
 		accepted = data
 	}
-	for _, c := range it.s.Validate {
-		fmt.Fprintf(vlog, "$ %s\n", c)
-		start := time.Now()
-		p := runProcess(ctx, procSpec{
-			argv:    []string{"sh", "-c", c},
-			dir:     it.j.Workdir,
-			env:     it.env,
-			out:     vlog,
-			timeout: it.s.ValidateTimeout,
-			grace:   it.s.Grace,
-			started: it.groupStarted,
-			jail:    it.r.Jail, name: fmt.Sprintf("%s.%d.validate", it.j.Loop.ID, it.j.Loop.Iteration),
-			loop: it.j.Loop.ID, home: it.j.Home, worktree: it.worktree(),
-		})
-		took := time.Since(start).Round(time.Millisecond)
-		name := "validate `" + clip(c, 80) + "`"
-		switch {
-		case p.cancelled:
-			fmt.Fprintf(vlog, "[loopr: cancelled after %s]\n", took)
-			return it.cancelled("cancelled during validation")
-		case p.startErr != nil:
-			fmt.Fprintf(vlog, "[loopr: could not start: %v]\n", p.startErr)
-			return it.fail(fmt.Sprintf("%s: could not start: %v", name, p.startErr), "validation.log", it.validLog)
-		case p.timedOut:
-			fmt.Fprintf(vlog, "\n[loopr: timed out after %s]\n", it.s.ValidateTimeout)
-			return it.fail(fmt.Sprintf("%s timed out after %s", name, it.s.ValidateTimeout), "validation.log", it.validLog)
-		case p.exitCode != 0:
-			fmt.Fprintf(vlog, "\n[loopr: exit %d after %s]\n", p.exitCode, took)
-			reason := fmt.Sprintf("%s exited %d", name, p.exitCode)
-			if p.signal != 0 {
-				reason = fmt.Sprintf("%s killed by signal %d (%v)", name, int(p.signal), p.signal)
-			}
-			return it.fail(reason, "validation.log", it.validLog)
-		}
-		fmt.Fprintf(vlog, "[loopr: ok after %s]\n", took)
+	l := it.j.Loop
+	ev, f := it.r.RunChecks(ctx, Check{
+		Commands: it.s.Validate, Dir: it.j.Workdir, Env: it.env,
+		Timeout: it.s.ValidateTimeout, Grace: it.s.Grace, Log: vlog,
+		Where: loop.WhereWorktree, Started: it.groupStarted,
+		Name: fmt.Sprintf("%s.%d.validate", l.ID, l.Iteration), Loop: l.ID, Home: it.j.Home, Worktree: it.worktree(),
+	})
+	it.res.Evidence = ev
+	switch {
+	case f != nil && f.Cancelled:
+		return it.cancelled(f.Reason)
+	case f != nil:
+		return it.fail(f.Reason, "validation.log", it.validLog)
 	}
 	if accepted != nil {
 		// What was validated is what gets approved and spawned: a copy

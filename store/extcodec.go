@@ -26,6 +26,9 @@ import (
 //	 11 base            string branch, string commit
 //	 12 depends_on      uvarint count, then each id a string
 //	 13 subtree_done_at time
+//	 14 commit          string
+//	 15 evidence        uvarint count, then each: string command, varint
+//	                    exit_code, varint duration_ms, string commit, string where
 //
 // Zero fields are not written; a record with none is tagged 0x01 and has
 // no block. A tag this build does not know makes the record undecodable,
@@ -46,12 +49,20 @@ const (
 	extSubtreeDone
 )
 
+// Tags of the merge queue's fields (issue 21); 12 and 13 are the
+// dependency fields'.
+const (
+	extCommit   = 14
+	extEvidence = 15
+)
+
 // hasExt reports whether l has any field of the extension block.
 func hasExt(l *loop.Loop) bool {
 	return l.Agent != "" || l.Usage != (loop.Usage{}) || l.Budget != (loop.Budget{}) ||
 		l.Needs != nil || l.Answer != "" || l.RateLimitStreak != 0 || l.TransientRetries != 0 ||
 		l.Stalls != 0 || l.FailureFingerprint != "" || l.FailureRepeats != 0 || l.Branch != "" || l.Base != (loop.Base{}) ||
-		len(l.DependsOn) > 0 || !l.SubtreeDoneAt.IsZero()
+		len(l.DependsOn) > 0 || !l.SubtreeDoneAt.IsZero() ||
+		l.Commit != "" || len(l.Evidence) > 0
 }
 
 // ext appends the extension block of l.
@@ -116,6 +127,18 @@ func (w *recWriter) ext(l *loop.Loop) {
 		f.b = append(f.b, extSubtreeDone)
 		f.time(l.SubtreeDoneAt)
 	}
+	tagStr(extCommit, l.Commit)
+	if len(l.Evidence) > 0 {
+		f.b = append(f.b, extEvidence)
+		f.b = binary.AppendUvarint(f.b, uint64(len(l.Evidence)))
+		for _, e := range l.Evidence {
+			f.str(e.Command)
+			f.int(e.ExitCode)
+			f.int(int(e.DurationMS))
+			f.str(e.Commit)
+			f.str(e.Where)
+		}
+	}
 	w.b = binary.AppendUvarint(w.b, uint64(len(f.b)))
 	w.b = append(w.b, f.b...)
 }
@@ -173,6 +196,10 @@ func (r *recReader) ext(l *loop.Loop) {
 			}
 		case extSubtreeDone:
 			l.SubtreeDoneAt = f.time()
+		case extCommit:
+			l.Commit = f.str()
+		case extEvidence:
+			l.Evidence = f.evidence()
 		default:
 			f.err = fmt.Errorf("unknown extension field %d (written by a newer loopr?)", tag)
 		}
@@ -180,4 +207,28 @@ func (r *recReader) ext(l *loop.Loop) {
 	if f.err != nil && r.err == nil {
 		r.err = f.err
 	}
+}
+
+// evidence reads the entries of an evidence field; a count the block
+// cannot hold is an error, never a huge allocation.
+func (r *recReader) evidence() []loop.Evidence {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if n == 0 || n > uint64(len(r.b)) || n > loop.MaxEvidence {
+		r.err = fmt.Errorf("evidence: %d entries in %d bytes", n, len(r.b))
+		return nil
+	}
+	out := make([]loop.Evidence, 0, n)
+	for range n {
+		e := loop.Evidence{Command: r.str(), ExitCode: r.int()}
+		e.DurationMS = int64(r.int())
+		e.Commit, e.Where = r.str(), r.str()
+		if r.err != nil {
+			return nil
+		}
+		out = append(out, e)
+	}
+	return out
 }

@@ -50,6 +50,7 @@ func isBinary(b []byte) bool { return len(b) > 0 && (b[0] == tagBinary || b[0] =
 var codecStatuses = []loop.Status{
 	loop.Pending, loop.Paused, loop.Running, loop.AwaitingApproval, loop.Complete,
 	loop.Failed, loop.Cancelled, loop.Expired, loop.Invalidated, loop.NeedsHuman,
+	loop.Merging,
 }
 
 // errTruncated reports a record that ends before its last field.

@@ -126,7 +126,7 @@ func TestLoopCodecKnowsEveryField(t *testing.T) {
 		"Workdir", "Feedback", "Lease", "FairnessKey", "ConflictKey", "CostHint", "Owner", "Reason",
 		// the extension block (extcodec.go)
 		"Agent", "Usage", "Budget", "Needs", "Answer", "RateLimitStreak", "TransientRetries", "Stalls",
-		"FailureFingerprint", "FailureRepeats", "Branch", "Base", "DependsOn", "SubtreeDoneAt"}
+		"FailureFingerprint", "FailureRepeats", "Branch", "Base", "DependsOn", "SubtreeDoneAt", "Commit", "Evidence"}
 	var got []string
 	rt := reflect.TypeFor[loop.Loop]()
 	for i := range rt.NumField() {

@@ -322,14 +322,26 @@ func (m *Model) helpLines(w, h int) []string {
 	}
 	lines = append(lines, "", " "+m.st.HelpTitle.Render("status"))
 	var legend []string
-	for _, s := range []loop.Status{loop.Pending, loop.Running, loop.AwaitingApproval, loop.Failed, loop.Complete, loop.Cancelled, loop.Paused} {
+	for _, s := range []loop.Status{loop.Pending, loop.Running, loop.Merging, loop.AwaitingApproval, loop.Failed, loop.Complete, loop.Cancelled, loop.Paused} {
 		name := statusText(s, false)
 		if s == loop.Cancelled {
 			name = "cancelled/invalidated/expired"
 		}
 		legend = append(legend, m.st.statusStyle(s).Render(icon(s))+" "+name)
 	}
-	lines = append(lines, clip(" "+strings.Join(legend, "   "), w))
+	// As many entries a line as fit, the rest on the next.
+	line := ""
+	for _, e := range legend {
+		if line != "" && lipgloss.Width(line+"   "+e)+1 > w {
+			lines = append(lines, " "+line)
+			line = ""
+		}
+		if line != "" {
+			line += "   "
+		}
+		line += e
+	}
+	lines = append(lines, clip(" "+line, w))
 	lines = append(lines, "",
 		" "+m.st.HelpTitle.Render("filter")+m.st.HelpDesc.Render("  words match title or id · type:ralph · status:pending (prefixes work) · esc clears"),
 		" "+m.st.HelpTitle.Render("prio")+m.st.HelpDesc.Render("    base + age (per minute, capped) + depth − retry penalty; w shows the daemon's breakdown"))

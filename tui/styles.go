@@ -68,6 +68,7 @@ func newStyles(r *lipgloss.Renderer, noColor bool) styles {
 			loop.Pending:          c(ns(), "75"),
 			loop.Paused:           c(ns(), "179"),
 			loop.Running:          c(ns().Bold(true), "78"),
+			loop.Merging:          c(ns(), "80"),
 			loop.AwaitingApproval: c(ns().Bold(true), "213"),
 			loop.NeedsHuman:       c(ns().Bold(true), "214"),
 			loop.Complete:         c(ns(), "65"),
@@ -95,6 +96,8 @@ func icon(s loop.Status) string {
 		return "○"
 	case loop.Running:
 		return "●"
+	case loop.Merging:
+		return "⇢"
 	case loop.AwaitingApproval:
 		return "◆"
 	case loop.Failed:

@@ -259,6 +259,7 @@ var countGroups = []struct {
 	{"○", []loop.Status{loop.Pending}},
 	{"⏸", []loop.Status{loop.Paused}},
 	{"●", []loop.Status{loop.Running}},
+	{"⇢", []loop.Status{loop.Merging}},
 	{"◆", []loop.Status{loop.AwaitingApproval}},
 	{"!", []loop.Status{loop.NeedsHuman}},
 	{"✗", []loop.Status{loop.Failed}},
@@ -599,6 +600,8 @@ func (m *Model) nextWhy(l *loop.Loop) (string, string) {
 			return "agent", ""
 		}
 		return "agent " + elapsed(m.now.Sub(l.StartedAt)), ""
+	case loop.Merging:
+		return "merge queue " + elapsed(m.now.Sub(l.UpdatedAt)), ""
 	case loop.AwaitingApproval:
 		return "your call: a / x / i", ""
 	case loop.NeedsHuman:
@@ -869,5 +872,5 @@ func (m *Model) settled() bool {
 	for _, n := range m.counts {
 		total += n
 	}
-	return total > 0 && m.counts[loop.Pending]+m.counts[loop.Paused]+m.counts[loop.Running]+m.counts[loop.AwaitingApproval]+m.counts[loop.NeedsHuman] == 0
+	return total > 0 && m.counts[loop.Pending]+m.counts[loop.Paused]+m.counts[loop.Running]+m.counts[loop.Merging]+m.counts[loop.AwaitingApproval]+m.counts[loop.NeedsHuman] == 0
 }

@@ -18,6 +18,13 @@
 #   agent.sh bad                what the loop's title says: bad:hang, bad:flood,
 #                               bad:exit3, bad:malformed, bad:rmworktree, or any
 #                               other title for a healthy run.
+#   agent.sh queue              a plan of 1 spec, 1 phase, 3 tasks (Alpha,
+#                               Beta, Gamma) for the merge queue: Alpha and
+#                               Gamma write alpha.flag and gamma.flag, "v1" on
+#                               iteration 1 (mergecheck.sh rejects the two v1
+#                               together), "v2" after (or always, with
+#                               E2E_NO_CLASH=1). Every run appends
+#                               "<id> <iteration> <type>" to $E2E_STARTS, if set.
 #
 # Each ralph loop writes out/<loop id>.txt in its working directory.
 set -u
@@ -70,7 +77,35 @@ work() {
 	esac
 }
 
+# queue mode: its own tree, and flags that clash on the plan branch.
+queue_artifact() {
+	mkdir -p "$(dirname "$LOOPR_ARTIFACT")"
+	case $LOOPR_LOOP_TYPE in
+	plan) printf '# Plan: %s\n\n## Specs\n\n### Spec 1: Storage\n\nKeep things.\n' "$title" >"$LOOPR_ARTIFACT" ;;
+	spec) printf '# Spec: %s\n\n## Phases\n\n### Phase 1: Groundwork\n\nLay it.\n' "$title" >"$LOOPR_ARTIFACT" ;;
+	phase) printf '# Phase: %s\n\n## Tasks\n\n### Task 1: Alpha\n\nA.\n\n### Task 2: Beta\n\nB.\n\n### Task 3: Gamma\n\nC.\n' "$title" >"$LOOPR_ARTIFACT" ;;
+	esac
+}
+
+queue_code() {
+	mkdir -p out
+	printf 'done by %s iteration %s\n' "$id" "$it" >"out/$id.txt"
+	version=v2
+	[ "$it" = 1 ] && [ "${E2E_NO_CLASH:-}" != 1 ] && version=v1
+	case $title in
+	Alpha) echo "$version" >alpha.flag ;;
+	Gamma) echo "$version" >gamma.flag ;;
+	esac
+}
+
 case $mode in
+queue)
+	[ -z "${E2E_STARTS:-}" ] || printf '%s %s %s\n' "$id" "$it" "$LOOPR_LOOP_TYPE" >>"$E2E_STARTS"
+	case $LOOPR_LOOP_TYPE in
+	plan | spec | phase) queue_artifact ;;
+	*) queue_code ;;
+	esac
+	;;
 tree)
 	if [ "$LOOPR_LOOP_TYPE" = spec ] && mkdir "$LOOPR_HOME/e2e-429" 2>/dev/null; then
 		echo "$id" >"$LOOPR_HOME/e2e-429/loop"

@@ -403,6 +403,26 @@ func rows(r results) []row {
 		start.verdict = atMost(v, 1000)
 	}
 	out = append(out, start)
+	// Issue 21: the merge queue.
+	mq := row{figure: "merge queue: 20 passed branches, merge.batch 8, 2 s merge.validate: validation runs when none breaks; with one breaker, the run that finds it (all settled in)",
+		measured: missing, target: "≤ 3 runs; breaker found in ≤ 6", verdict: missing}
+	if clean, ok := r.get("BenchmarkMergeQueue", "runs-clean"); ok {
+		cleanS, _ := r.get("BenchmarkMergeQueue", "clean-s")
+		found, _ := r.get("BenchmarkMergeQueue", "isolated-at")
+		all, _ := r.get("BenchmarkMergeQueue", "runs-breaker")
+		brokenS, _ := r.get("BenchmarkMergeQueue", "breaker-s")
+		one, _ := r.get("BenchmarkMergeQueue", "batch1-runs")
+		mq.measured = fmt.Sprintf("%.0f runs (%.1f s); breaker found at run %.0f (%.0f runs, %.1f s)", clean, cleanS, found, all, brokenS)
+		mq.baseline = fmt.Sprintf("%.0f runs at merge.batch 1 (%.0f s)", one, 2*one)
+		if clean > 0 {
+			mq.ratio = times(one/clean) + " fewer runs"
+		}
+		mq.verdict = "met"
+		if clean > 3 || found > 6 {
+			mq.verdict = "MISSED: " + atMost(clean, 3) + " / " + atMost(found, 6)
+		}
+	}
+	out = append(out, mq)
 	view := row{figure: "TUI View(), 10k loops, 200×50", measured: missing, target: "≤ 10 ms per frame", verdict: missing}
 	if v, ok := r.get("BenchmarkView", "ns/op"); ok {
 		small, _ := r.get("BenchmarkViewSmall", "ns/op")

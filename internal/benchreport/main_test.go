@@ -17,6 +17,7 @@ BenchmarkEtcdDurableTransition-2   	     913	   1668661 ns/op	      1894 etcd-pu
 BenchmarkDispatchLatencyEtcd-2   	     200	  28905692 ns/op	         5.169 p50-ms	        12.89 p99-ms	      1000 poll-ms	         0.2770 spawn-p50-ms	        18.62 x-spawn
 BenchmarkDispatchLatencyEtcdWorker-2   	     200	  31905692 ns/op	         8.169 p50-ms	        17.89 p99-ms	      1000 poll-ms	         0.2770 spawn-p50-ms	        29.49 x-spawn
 BenchmarkStatusUnderLoad-2   	       1	16891116868 ns/op	         0.9760 idle-p50-ms	         3.332 idle-p99-ms	        42.00 merges	         1.291 p50-ms	        130.5 p99-ms	       891.0 requests	         39.17 x-idle
+BenchmarkMergeQueue-2   	       1	22054247427 ns/op	        20.00 batch1-runs	        15.28 breaker-s	         6.772 clean-s	         5.000 isolated-at	         7.000 runs-breaker	         3.000 runs-clean
 BenchmarkDispatchLatency-2   	     100	  19539331 ns/op	         2.258 p50-ms	         25.047 p99-ms	      1000 poll-ms	         0.7780 spawn-p50-ms	         2.903 x-spawn
 `
 
@@ -42,6 +43,7 @@ func TestReport(t *testing.T) {
 		"5.17 ms / 12.9 ms", "the store on etcd",
 		"8.17 ms / 17.9 ms", "through a worker",
 		"1.29 ms / 130 ms", "0.98 ms / 3.33 ms the same daemon idle", "39.2× (p99)", "p99 ≤ 100 ms", "MISSED by 30%",
+		"3 runs (6.8 s); breaker found at run 5 (7 runs, 15.3 s)", "20 runs at merge.batch 1 (40 s)", "6.67× fewer runs",
 		"not measured",
 		"30% waiting on a sibling (depends_on)", "79.1 µs", "27135× faster",
 	} {
