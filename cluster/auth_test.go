@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/internal/etcdtest"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/store"
 )
 
@@ -19,7 +20,7 @@ func TestWithTLSAndAuth(t *testing.T) {
 	const prefix = "/loopr/web"
 	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true, TLS: certs, ClientCertAuth: true})
 	srv.EnableAuth(t, etcdtest.Auth{RootPassword: "root-secret", User: "loopr", Password: "loopr-secret", Role: "loopr-web", Prefix: prefix})
-	s, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: prefix, DialTimeout: 5 * time.Second,
+	s, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: prefix, DialTimeout: testslack.Scale(5 * time.Second),
 		Username: "loopr", Password: "loopr-secret", CAFile: certs.CA, CertFile: certs.ClientCert, KeyFile: certs.ClientKey}, store.Options{})
 	if err != nil {
 		t.Fatal(err)

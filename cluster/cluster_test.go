@@ -25,7 +25,7 @@ var prefixSeq atomic.Int64
 
 func openStore(t *testing.T, srv *etcdtest.Server, prefix string) *store.Store {
 	t.Helper()
-	s, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: prefix, DialTimeout: 2 * time.Second}, store.Options{})
+	s, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: prefix, DialTimeout: testslack.Scale(2 * time.Second)}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

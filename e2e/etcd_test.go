@@ -185,7 +185,7 @@ func TestEtcdStoreTakeover(t *testing.T) {
 
 func etcdClientE2E(t *testing.T, endpoint string) *clientv3.Client {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: testslack.Scale(5 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}

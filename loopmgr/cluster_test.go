@@ -92,7 +92,7 @@ type node struct {
 
 func startNode(t *testing.T, srv *etcdtest.Server, prefix, name string, ttl time.Duration, lg *ledger, mods ...func(*config.Config)) *node {
 	t.Helper()
-	st, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: prefix, DialTimeout: 2 * time.Second}, store.Options{})
+	st, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: prefix, DialTimeout: testslack.Scale(2 * time.Second)}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +472,7 @@ func TestPickWorker(t *testing.T) {
 // never recovers it (its lease key is alive).
 func TestWorkerRetriesAssignmentAfterFailedCheck(t *testing.T) {
 	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
-	st, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: "/loopr/retrycheck", DialTimeout: 2 * time.Second}, store.Options{})
+	st, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: "/loopr/retrycheck", DialTimeout: testslack.Scale(2 * time.Second)}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,7 +504,7 @@ func TestWorkerRetriesAssignmentAfterFailedCheck(t *testing.T) {
 // not forgotten, which left it running under this live worker forever.
 func TestWorkerLaunchesReassignmentAfterOldAgentEnds(t *testing.T) {
 	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true})
-	st, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: "/loopr/reassign", DialTimeout: 2 * time.Second}, store.Options{})
+	st, err := store.OpenEtcd(store.EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: "/loopr/reassign", DialTimeout: testslack.Scale(2 * time.Second)}, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

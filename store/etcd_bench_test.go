@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/loopr-dev/loopr/internal/etcdtest"
+	"github.com/loopr-dev/loopr/internal/testslack"
 )
 
 // BenchmarkEtcdDurableTransition: one state transition (record, indexes
@@ -29,7 +30,7 @@ func BenchmarkEtcdDurableTransition(b *testing.B) {
 	for range 4 { // 4 × 100 loops: a seed transaction stays far below --max-txn-ops
 		ids = append(ids, seedMore(b, s, len(ids), 100)...)
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Endpoint()}, DialTimeout: 5 * time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Endpoint()}, DialTimeout: testslack.Scale(5 * time.Second)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -130,7 +130,7 @@ func TestEtcdBackend(t *testing.T) {
 
 func etcdClient(t *testing.T, srv *etcdtest.Server) *clientv3.Client {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Endpoint()}, DialTimeout: 5 * time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Endpoint()}, DialTimeout: testslack.Scale(5 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}

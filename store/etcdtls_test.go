@@ -61,7 +61,7 @@ func TestEtcdTLSAndUsers(t *testing.T) {
 	}
 
 	withCert := func(srv *etcdtest.Server) EtcdConfig {
-		return EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: prefix, DialTimeout: 2 * time.Second,
+		return EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: prefix, DialTimeout: testslack.Scale(2 * time.Second),
 			CAFile: certs.CA, CertFile: certs.ClientCert, KeyFile: certs.ClientKey}
 	}
 	t.Run("works", func(t *testing.T) {
@@ -123,17 +123,17 @@ func TestEtcdTLSAndUsers(t *testing.T) {
 			[]string{"store.etcd.cert_file " + certs.ClientCert + " with key_file " + noPEM, "both must be PEM files"}},
 		{"a certificate without its key", mod(withCert(tlsSrv), func(c *EtcdConfig) { c.KeyFile = "" }),
 			[]string{"store.etcd.cert_file is set but key_file is not", "set both"}},
-		{"wrong password", EtcdConfig{Endpoints: []string{authPlain.Endpoint()}, Prefix: prefix, DialTimeout: 5 * time.Second, Username: auth.User, Password: "nope"},
+		{"wrong password", EtcdConfig{Endpoints: []string{authPlain.Endpoint()}, Prefix: prefix, DialTimeout: testslack.Scale(5 * time.Second), Username: auth.User, Password: "nope"},
 			[]string{`etcd refused user "loopr": wrong store.etcd.username or password`}},
-		{"no user when etcd has authentication", EtcdConfig{Endpoints: []string{authPlain.Endpoint()}, Prefix: prefix, DialTimeout: 5 * time.Second},
+		{"no user when etcd has authentication", EtcdConfig{Endpoints: []string{authPlain.Endpoint()}, Prefix: prefix, DialTimeout: testslack.Scale(5 * time.Second)},
 			[]string{"etcd has authentication enabled: set store.etcd.username and password"}},
-		{"a role that does not cover the prefix", EtcdConfig{Endpoints: []string{authPlain.Endpoint()}, Prefix: "/loopr/other", DialTimeout: 5 * time.Second, Username: auth.User, Password: auth.Password},
+		{"a role that does not cover the prefix", EtcdConfig{Endpoints: []string{authPlain.Endpoint()}, Prefix: "/loopr/other", DialTimeout: testslack.Scale(5 * time.Second), Username: auth.User, Password: auth.Password},
 			[]string{`etcd user "loopr" may not read and write /loopr/other/`, "etcdctl role grant-permission <role> readwrite --prefix=true /loopr/other/"}},
-		{"a role that may only read", EtcdConfig{Endpoints: []string{authPlain.Endpoint()}, Prefix: prefix, DialTimeout: 5 * time.Second, Username: "reader", Password: "reader-secret"},
+		{"a role that may only read", EtcdConfig{Endpoints: []string{authPlain.Endpoint()}, Prefix: prefix, DialTimeout: testslack.Scale(5 * time.Second), Username: "reader", Password: "reader-secret"},
 			[]string{`etcd user "reader" may not read and write /loopr/web/`}},
-		{"https to a plain server", EtcdConfig{Endpoints: []string{"https" + strings.TrimPrefix(plain.Endpoint(), "http")}, Prefix: prefix, DialTimeout: 2 * time.Second, CAFile: certs.CA},
+		{"https to a plain server", EtcdConfig{Endpoints: []string{"https" + strings.TrimPrefix(plain.Endpoint(), "http")}, Prefix: prefix, DialTimeout: testslack.Scale(2 * time.Second), CAFile: certs.CA},
 			[]string{"does not speak TLS: write it " + plain.Endpoint(), "or start etcd with --cert-file and --key-file"}},
-		{"http to a TLS server", EtcdConfig{Endpoints: []string{"http" + strings.TrimPrefix(tlsSrv.Endpoint(), "https")}, Prefix: prefix, DialTimeout: 5 * time.Second},
+		{"http to a TLS server", EtcdConfig{Endpoints: []string{"http" + strings.TrimPrefix(tlsSrv.Endpoint(), "https")}, Prefix: prefix, DialTimeout: testslack.Scale(5 * time.Second)},
 			[]string{"serves TLS: write it " + tlsSrv.Endpoint(), "set store.etcd.ca_file"}},
 	}
 	if os.Geteuid() != 0 { // root reads a file of mode 0
@@ -182,7 +182,7 @@ func TestEtcdUserTokenExpires(t *testing.T) {
 	const prefix = "/loopr/web"
 	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true, AuthTokenTTL: 1})
 	srv.EnableAuth(t, etcdtest.Auth{RootPassword: "root-secret", User: "loopr", Password: "loopr-secret", Role: "loopr-web", Prefix: prefix})
-	c := EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: prefix, DialTimeout: 5 * time.Second, Username: "loopr", Password: "loopr-secret"}
+	c := EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: prefix, DialTimeout: testslack.Scale(5 * time.Second), Username: "loopr", Password: "loopr-secret"}
 	a, b := openEtcdWith(t, c), openEtcdWith(t, c)
 	seen := make(chan string, 16)
 	if err := a.Follow(func(*Tx) error { return nil }, func(cm Commit) {
@@ -230,7 +230,7 @@ func TestEtcdUserKeepsLeaseAlive(t *testing.T) {
 	const prefix = "/loopr/web"
 	srv := etcdtest.Start(t, etcdtest.Options{NoFsync: true, AuthTokenTTL: 2})
 	srv.EnableAuth(t, etcdtest.Auth{RootPassword: "root-secret", User: "loopr", Password: "loopr-secret", Role: "loopr-web", Prefix: prefix})
-	s := openEtcdWith(t, EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: prefix, DialTimeout: 5 * time.Second, Username: "loopr", Password: "loopr-secret"})
+	s := openEtcdWith(t, EtcdConfig{Endpoints: []string{srv.Endpoint()}, Prefix: prefix, DialTimeout: testslack.Scale(5 * time.Second), Username: "loopr", Password: "loopr-secret"})
 	cli := s.EtcdClient()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

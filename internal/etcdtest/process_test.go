@@ -16,7 +16,7 @@ import (
 func TestProcesses(t *testing.T) {
 	t.Parallel()
 	p := StartProcesses(t, 3, ProcOptions{NoFsync: true})
-	cli, err := clientv3.New(clientv3.Config{Endpoints: p.Endpoints(), DialTimeout: 5 * time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: p.Endpoints(), DialTimeout: testslack.Scale(5 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestProcesses(t *testing.T) {
 		t.Fatal("member 0 not alive after Restart")
 	}
 	// Read from member 0 alone, without a round of consensus: its own copy.
-	one, err := clientv3.New(clientv3.Config{Endpoints: p.Endpoints()[:1], DialTimeout: 5 * time.Second})
+	one, err := clientv3.New(clientv3.Config{Endpoints: p.Endpoints()[:1], DialTimeout: testslack.Scale(5 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
