@@ -255,10 +255,7 @@ func checkCommit(c string) error {
 
 // Tip returns the commit branch points at.
 func (r *Repo) Tip(ctx context.Context, branch string) (string, error) {
-	if err := checkBranch(branch); err != nil {
-		return "", err
-	}
-	c, ok, err := r.tip(ctx, "refs/heads/"+branch)
+	c, ok, err := r.BranchTip(ctx, branch)
 	if err == nil && !ok {
 		err = fmt.Errorf("branch %s does not exist", branch)
 	}
