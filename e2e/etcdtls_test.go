@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/internal/etcdtest"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -36,7 +37,8 @@ func TestEtcdDaemonTLSAndUser(t *testing.T) {
     ca_file: %s
     cert_file: tls/client.pem
     key_file: %s
-`, srv.Endpoint(), prefix, password, ca, key)
+    dial_timeout_secs: %d
+`, srv.Endpoint(), prefix, password, ca, key, int(testslack.Scale(5*time.Second).Seconds()))
 	}
 	newTLSRepo := func(password, ca, key string) repo {
 		r := newRepo(t, treeConfig(t, 3, validateCmd(t), "tree")+storeYML(password, ca, key))
