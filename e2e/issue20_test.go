@@ -237,7 +237,7 @@ func TestInitShortFileAndHints(t *testing.T) {
 	// An unknown key: the nearest one, or where the key belongs.
 	for body, want := range map[string]string{
 		"concurrency:\n  max_loop: 5\n": "loopr.yml:2: concurrency.max_loop: unknown key; did you mean max_loops?",
-		"validate: [make test]\n":       "loopr.yml:1: validate: unknown key; did you mean loops.ralph.validate or types.<name>.validate?",
+		"validate: [make test]\n":       "loopr.yml:1: validate: unknown key; did you mean loops.ralph.validate or merge.validate or types.<name>.validate?",
 	} {
 		bad := t.TempDir()
 		writeFile(t, filepath.Join(bad, "loopr.yml"), body)
