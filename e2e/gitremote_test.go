@@ -90,7 +90,14 @@ func TestGitRemoteTree(t *testing.T) {
 			}
 		}
 	}
-	if got := bareGit(t, bare, "for-each-ref", "--format=%(refname:short)", "refs/heads/loopr/"); got != planBranch {
+	// A landed task's branch is deleted by the tidy-up after the merge
+	// queue lets go of the plan branch's locks: soon after, not in the
+	// transaction that completes the tree.
+	var got string
+	if !testslack.Wait(10*time.Second, poll, func() bool {
+		got = bareGit(t, bare, "for-each-ref", "--format=%(refname:short)", "refs/heads/loopr/")
+		return got == planBranch
+	}) {
 		t.Errorf("loopr branches on the remote = %q, want only the plan branch %s (finished loops' branches deleted)", got, planBranch)
 	}
 	if local, remote := r.git(t, "rev-parse", planBranch), bareGit(t, bare, "rev-parse", "refs/heads/"+planBranch); local != remote {
