@@ -53,9 +53,32 @@ func (b *local) Conflicts(ctx context.Context, id string) (api.Conflicts, error)
 	return b.svc.Conflicts(ctx, rad, id)
 }
 
+// Diff computes a loop's diff without a daemon, in the workspace's
+// repository.
+func (b *local) Diff(ctx context.Context, id string) (api.Diff, error) {
+	g, err := b.git()
+	if err != nil {
+		return api.Diff{}, err
+	}
+	if g != nil {
+		g.Remote = b.svc.Config().Git.Remote // its branches may be only there
+	}
+	return b.svc.Diff(ctx, g, id)
+}
+
 // radar is a conflict radar over the workspace's repository; nil (and
 // then control.ErrNoRadar) without git flow.
 func (b *local) radar() (*radar.Radar, error) {
+	g, err := b.git()
+	if g == nil || err != nil {
+		return nil, err
+	}
+	return radar.New(g), nil
+}
+
+// git is the workspace's repository; nil without git flow (git.worktrees
+// off, not a repository, no git).
+func (b *local) git() (*gitflow.Repo, error) {
 	if !b.svc.Config().Git.Worktrees {
 		return nil, nil
 	}
@@ -66,7 +89,7 @@ func (b *local) radar() (*radar.Radar, error) {
 	case err != nil:
 		return nil, err
 	}
-	return radar.New(g), nil
+	return g, nil
 }
 func (b *local) Scheduler(_ context.Context, now time.Time) (api.SchedulerView, error) {
 	return b.svc.Scheduler(now)

@@ -84,6 +84,24 @@ func (s *Service) ConflictsOf(ctx context.Context, rad *radar.Radar, id string) 
 	return out, nil
 }
 
+// rootOf returns loop id and the root of its tree (the loop itself for a
+// root).
+func rootOf(tx *store.Tx, id string) (l, root loop.Loop, err error) {
+	if l, err = tx.Get(id); err != nil {
+		return l, root, err
+	}
+	root = l
+	for hops := 0; root.Parent != ""; hops++ {
+		if hops > maxHops { // a cycle in damaged records
+			return l, root, fmt.Errorf("loop %s: parent chain longer than %d", id, maxHops)
+		}
+		if root, err = tx.Get(root.Parent); err != nil {
+			return l, root, err
+		}
+	}
+	return l, root, nil
+}
+
 // maxHops bounds a walk up a parent chain.
 const maxHops = 1000
 
@@ -96,16 +114,8 @@ func (s *Service) liveBranches(id string) (loop.Loop, []loop.Loop, error) {
 	)
 	err := s.Store.View(func(tx *store.Tx) error {
 		var err error
-		if root, err = tx.Get(id); err != nil {
+		if _, root, err = rootOf(tx, id); err != nil {
 			return err
-		}
-		for hops := 0; root.Parent != ""; hops++ {
-			if hops > maxHops { // a cycle in damaged records
-				return fmt.Errorf("loop %s: parent chain longer than %d", id, maxHops)
-			}
-			if root, err = tx.Get(root.Parent); err != nil {
-				return err
-			}
 		}
 		queue := []string{root.ID}
 		for len(queue) > 0 {

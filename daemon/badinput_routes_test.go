@@ -38,7 +38,7 @@ func TestEveryRouteRefusesBadInput(t *testing.T) {
 		{"GET", "/v1/scheduler", ""}, {"GET", "/v1/export", ""}, {"POST", "/v1/import", ""}, {"GET", "/v1/events", ""},
 		{"GET", "/v1/stats", ""}, {"POST", "/v1/gc", `{"dry_run":true}`}, {"GET", "/metrics", ""},
 		{"GET", "/v1/loops/nope/usage", ""}, {"POST", "/v1/loops/nope/budget", `{"usd":1}`},
-		{"GET", "/v1/loops/nope/conflicts", ""},
+		{"GET", "/v1/loops/nope/conflicts", ""}, {"GET", "/v1/loops/nope/diff", ""},
 		{"GET", "/v1/limits", ""}, {"POST", "/v1/limits/default/clear", ""},
 	} {
 		sep := "?"
@@ -54,7 +54,7 @@ func TestEveryRouteRefusesBadInput(t *testing.T) {
 			reqs = append(reqs, req{"POST", "/v1/loops/" + id + "/" + a, `{"reason":"r","feedback":"f"}`})
 		}
 	}
-	for _, path := range []string{"/v1/loops/%s", "/v1/loops/%s/why", "/v1/loops/%s/output", "/v1/loops/%s/usage", "/v1/loops/%s/conflicts"} {
+	for _, path := range []string{"/v1/loops/%s", "/v1/loops/%s/why", "/v1/loops/%s/output", "/v1/loops/%s/usage", "/v1/loops/%s/conflicts", "/v1/loops/%s/diff"} {
 		for _, id := range []string{strings.Repeat("a", 65), "a%00b", "caf%C3%A9"} {
 			reqs = append(reqs, req{"GET", strings.Replace(path, "%s", id, 1), ""})
 		}

@@ -77,6 +77,7 @@ func TestBadInputIsA4xxJSONError(t *testing.T) {
 		{"act illegal transition", "POST", "/v1/loops/" + id + "/approve", `{}`, 409, api.CodeConflict, id},
 		{"why unknown id", "GET", "/v1/loops/nope/why", ``, 404, api.CodeNotFound, "nope"},
 		{"conflicts unknown id", "GET", "/v1/loops/nope/conflicts", ``, 404, api.CodeNotFound, "nope"},
+		{"diff unknown id", "GET", "/v1/loops/nope/diff", ``, 404, api.CodeNotFound, "nope"},
 		{"why bad now", "GET", "/v1/loops/" + id + "/why?now=yesterday", ``, 400, api.CodeInvalid, "now"},
 		{"scheduler bad now", "GET", "/v1/scheduler?now=12:00", ``, 400, api.CodeInvalid, "now"},
 		{"output unknown id", "GET", "/v1/loops/nope/output", ``, 404, api.CodeNotFound, "nope"},

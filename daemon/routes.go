@@ -53,6 +53,7 @@ func (d *daemon) routes() http.Handler {
 	handle("GET /v1/loops/{id}/why", d.why)
 	handle("GET /v1/loops/{id}/usage", d.treeUsage)
 	handle("GET /v1/loops/{id}/conflicts", d.conflicts)
+	handle("GET /v1/loops/{id}/diff", d.diff) // diff.go
 	handle("POST /v1/loops/{id}/budget", d.setBudget)
 	handle("GET /v1/loops/{id}/output", d.output)
 	handle("GET /v1/loops/{id}/log", d.agentLogRoute) // logs.go
@@ -229,7 +230,7 @@ func errorStatus(err error) (int, string) {
 	case errors.Is(err, store.ErrNotFound):
 		return http.StatusNotFound, api.CodeNotFound
 	case errors.As(err, &te), errors.Is(err, store.ErrExists),
-		errors.Is(err, control.ErrNoRadar), errors.Is(err, gitflow.ErrOldGit):
+		errors.Is(err, control.ErrNoRadar), errors.Is(err, gitflow.ErrOldGit), errors.Is(err, control.ErrNoDiff):
 		return http.StatusConflict, api.CodeConflict
 	case control.IsUsage(err):
 		return http.StatusBadRequest, api.CodeInvalid
