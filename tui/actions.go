@@ -15,6 +15,9 @@ import (
 )
 
 func (m Model) feedbackKey(k tea.KeyMsg) (Model, tea.Cmd) {
+	if m.confirm.action == actionComment {
+		return m.commentKey(k) // diff.go
+	}
 	switch {
 	case key.Matches(k, m.keys.Accept) && m.confirm.action == api.ActionAnswer:
 		m.mode = modeNormal

@@ -26,6 +26,8 @@ type Client interface {
 	// Output returns at most maxBytes of the end of the agent log of loop
 	// id's current iteration.
 	Output(ctx context.Context, id string, maxBytes int) (string, error)
+	// Diff returns what loop id's work changes (the diff view, d).
+	Diff(ctx context.Context, id string) (api.Diff, error)
 }
 
 // Options configures the dashboard.
@@ -66,4 +68,8 @@ type Options struct {
 	// (l.Artifact) for the artifact view (v). It runs in a command, off the
 	// update loop. nil: the view says it cannot read artifacts.
 	ReadArtifact func(ctx context.Context, l loop.Loop) (string, error)
+	// Comment sends a line comment on path:line (the new version's line)
+	// to loop id, from the diff view (c). It runs in a command, off the
+	// update loop. nil: the view says to use `loopr comment`.
+	Comment func(ctx context.Context, id, path string, line int, text string) error
 }

@@ -23,6 +23,8 @@ type fakeClient struct {
 	acts    []actCall
 	whys    []string
 	outputs []string
+	diffs   []string
+	diff    map[string]api.Diff
 	events  int
 
 	stream  chan api.StreamMsg // returned by Events; nil: a fresh closed-never channel with snap
@@ -86,6 +88,17 @@ func (f *fakeClient) Output(ctx context.Context, id string, maxBytes int) (strin
 	defer f.mu.Unlock()
 	f.outputs = append(f.outputs, id)
 	return f.output[id], nil
+}
+
+func (f *fakeClient) Diff(ctx context.Context, id string) (api.Diff, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.diffs = append(f.diffs, id)
+	d, ok := f.diff[id]
+	if !ok {
+		return api.Diff{}, errors.New("invalid: loop has no branch yet: it has not run")
+	}
+	return d, nil
 }
 
 func (f *fakeClient) calls() []actCall {
@@ -291,6 +304,10 @@ func keyMsg(k string) tea.KeyMsg {
 		return tea.KeyMsg{Type: tea.KeyCtrlC}
 	case "backspace":
 		return tea.KeyMsg{Type: tea.KeyBackspace}
+	case "tab":
+		return tea.KeyMsg{Type: tea.KeyTab}
+	case "shift+tab":
+		return tea.KeyMsg{Type: tea.KeyShiftTab}
 	}
 	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
 }

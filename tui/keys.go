@@ -8,7 +8,8 @@ type keyMap struct {
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
 	Collapse, Expand                        key.Binding
 	Details, Why, Output, Filter, Flat      key.Binding
-	Artifact                                key.Binding
+	Artifact, Diff, NextFile, PrevFile      key.Binding
+	Comment                                 key.Binding
 	Close                                   key.Binding
 	Cancel, Reset, Pause                    key.Binding
 	Approve, Reject, Iterate                key.Binding
@@ -39,6 +40,10 @@ func newKeyMap() keyMap {
 		Why:       b("w", "why: score and gates", "w"),
 		Output:    b("o", "agent output (live)", "o"),
 		Artifact:  b("v", "accepted artifact (scroll)", "v"),
+		Diff:      b("d", "diff: what the loop changed", "d"),
+		NextFile:  b("tab/]", "diff: next file", "tab", "]"),
+		PrevFile:  b("⇧tab/[", "diff: previous file", "shift+tab", "["),
+		Comment:   b("c", "diff: comment on the line", "c"),
 		Filter:    b("/", "filter", "/"),
 		Flat:      b("t", "flat view (schedule order)", "t"),
 		Close:     b("esc", "close pane / clear filter", "esc"),
@@ -66,7 +71,7 @@ func newKeyMap() keyMap {
 func (k keyMap) ShortHelp() []key.Binding {
 	return []key.Binding{
 		k.moveHint, k.foldHint, k.Details, shortly(k.Why, "why"), shortly(k.Output, "output"), shortly(k.Artifact, "artifact"),
-		shortly(k.Filter, "filter"), shortly(k.Flat, "flat view"), shortly(k.Cancel, "cancel"),
+		shortly(k.Diff, "diff"), shortly(k.Filter, "filter"), shortly(k.Flat, "flat view"), shortly(k.Cancel, "cancel"),
 		shortly(k.Reset, "reset"), shortly(k.Pause, "pause"), k.planHint,
 		shortly(k.NextNeeds, "needs you"), shortly(k.Answer, "answer"), k.Help, k.Quit,
 	}
@@ -76,7 +81,7 @@ func (k keyMap) ShortHelp() []key.Binding {
 func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Collapse, k.Expand},
-		{k.Details, k.Why, k.Output, k.Artifact, k.Filter, k.Flat, k.Close, k.Help},
+		{k.Details, k.Why, k.Output, k.Artifact, k.Diff, k.Filter, k.Flat, k.Close, k.Help},
 		{k.Cancel, k.Reset, k.Pause, k.Approve, k.Reject, k.Iterate, k.NextNeeds, k.Answer, k.Quit, k.ForceQuit},
 	}
 }

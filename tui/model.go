@@ -189,6 +189,9 @@ type Model struct {
 	interrupted  bool // quit by ctrl+c (Run reports it with Options.ReportInterrupt)
 	art          artifactView
 	readArtifact func(context.Context, loop.Loop) (string, error)
+	diff         diffView // diff.go
+	comment      func(ctx context.Context, id, path string, line int, text string) error
+	noColor      bool
 
 	// "Needs you" (needs.go).
 	notifyOut  io.Writer
@@ -220,6 +223,8 @@ func New(o Options) Model {
 		version:      o.Version,
 		doneHint:     o.DoneHint,
 		readArtifact: o.ReadArtifact,
+		comment:      o.Comment,
+		noColor:      o.NoColor,
 		notifyOut:    o.Notify,
 		trees:        map[string]treeStat{},
 		keys:         newKeyMap(),
@@ -295,10 +300,21 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.sizeInput()
 		m.syncSelection()
 		m.wrapArtifact()
+		if m.diff.open {
+			m.moveDiffCursor(0)
+		}
 		return m, nil
 
 	case artifactMsg:
 		m.artifactLoaded(msg)
+		return m, nil
+
+	case diffMsg:
+		m.diffLoaded(msg)
+		return m, nil
+
+	case commentMsg:
+		m.commented(msg)
 		return m, nil
 
 	case tickMsg:
@@ -475,6 +491,9 @@ func (m Model) handleKey(k tea.KeyMsg) (Model, tea.Cmd) {
 	if m.art.open {
 		return m.artifactKey(k)
 	}
+	if m.diff.open {
+		return m.diffKey(k)
+	}
 	ks := m.keys
 	switch {
 	case key.Matches(k, ks.Up):
@@ -505,6 +524,8 @@ func (m Model) handleKey(k tea.KeyMsg) (Model, tea.Cmd) {
 		}
 	case key.Matches(k, ks.Artifact):
 		return m.openArtifact()
+	case key.Matches(k, ks.Diff):
+		return m.openDiff()
 	case key.Matches(k, ks.Filter):
 		m.mode = modeFilter
 		m.prevFilter = m.filter

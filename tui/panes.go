@@ -344,7 +344,8 @@ func (m *Model) helpLines(w, h int) []string {
 	lines = append(lines, clip(" "+line, w))
 	lines = append(lines, "",
 		" "+m.st.HelpTitle.Render("filter")+m.st.HelpDesc.Render("  words match title or id · type:ralph · status:pending (prefixes work) · esc clears"),
-		" "+m.st.HelpTitle.Render("prio")+m.st.HelpDesc.Render("    base + age (per minute, capped) + depth − retry penalty; w shows the daemon's breakdown"))
+		" "+m.st.HelpTitle.Render("prio")+m.st.HelpDesc.Render("    base + age (per minute, capped) + depth − retry penalty; w shows the daemon's breakdown"),
+		" "+m.st.HelpTitle.Render("diff")+m.st.HelpDesc.Render("    d opens · j/k line · tab/] next file, ⇧tab/[ previous · c comment on the line · esc closes"))
 	for i := range lines {
 		lines[i] = clip(lines[i], w)
 	}

@@ -18,7 +18,7 @@ type styles struct {
 	PaneTitle, PaneLabel           lipgloss.Style
 	GateOK, GateBad, Connected     lipgloss.Style
 	HelpKey, HelpDesc, HelpSep     lipgloss.Style
-	HelpTitle                      lipgloss.Style
+	HelpTitle, DiffAdd, DiffDel    lipgloss.Style
 	Status                         map[loop.Status]lipgloss.Style
 }
 
@@ -64,6 +64,8 @@ func newStyles(r *lipgloss.Renderer, noColor bool) styles {
 		HelpDesc:  c(ns(), "245"),
 		HelpSep:   c(ns(), "238"),
 		HelpTitle: c(ns().Bold(true), "75"),
+		DiffAdd:   c(ns(), "71"),
+		DiffDel:   c(ns(), "203"),
 		Status: map[loop.Status]lipgloss.Style{
 			loop.Pending:          c(ns(), "75"),
 			loop.Paused:           c(ns(), "179"),

@@ -58,6 +58,8 @@ func (m Model) View() string {
 		lines = append(lines, m.helpLines(w, max(m.height-fixedLines, 1)+1)...)
 	case m.art.open:
 		lines = append(lines, m.artifactLines(w, max(m.height-fixedLines, 1)+1)...)
+	case m.diff.open:
+		lines = append(lines, m.diffLines(w, max(m.height-fixedLines, 1)+1)...)
 	default:
 		lines = append(lines, m.columnTitles(w))
 		lines = append(lines, m.bodyLines(w, lay.body)...)
@@ -765,12 +767,15 @@ func (m *Model) statusLine(w int) string {
 		return clip(" "+st.Info.Render(m.doneHint), w)
 	}
 	left := " tree"
-	if m.art.open {
-		left = " artifact"
-		if l := m.loops[m.art.id]; l != nil {
+	if m.art.open || m.diff.open {
+		what, id, right := " artifact", m.art.id, m.artifactPosition()
+		if m.diff.open {
+			what, id, right = " diff", m.diff.id, m.diffPosition()
+		}
+		left = what
+		if l := m.loops[id]; l != nil {
 			left += fmt.Sprintf(" of %s %q", l.Type, title(l))
 		}
-		right := m.artifactPosition()
 		if pad := w - ansi.StringWidth(right); ansi.StringWidth(left) > pad-1 {
 			left = clip(left, max(pad-1, 1))
 		}
@@ -849,6 +854,9 @@ func (m *Model) footer(w int) string {
 	if m.art.open {
 		return clip(" "+hm.View(m.artifactFooter()), w)
 	}
+	if m.diff.open {
+		return clip(" "+hm.View(m.diffFooter()), w)
+	}
 	// Drop the hints a user needs least until the rest fits; ? help and q
 	// quit always stay.
 	hm.Width = 0 // measure untruncated
@@ -856,7 +864,7 @@ func (m *Model) footer(w int) string {
 	if m.needsCount() == 0 { // n and A only when a loop needs you
 		items = slices.DeleteFunc(items, func(b key.Binding) bool { k := b.Help().Key; return k == "n" || k == "A" })
 	}
-	for _, drop := range []string{"t", "r", "p", "h/l", "o", "enter", "w", "/", "v", "c", "a/x/i", "j/k"} {
+	for _, drop := range []string{"t", "r", "p", "h/l", "d", "o", "enter", "w", "/", "v", "c", "a/x/i", "j/k"} {
 		if ansi.StringWidth(hm.ShortHelpView(items)) <= w-1 {
 			break
 		}
