@@ -99,20 +99,11 @@ func (m *Model) scrollArtifact(d int) {
 // closes, or decides on the plan shown.
 func (m Model) artifactKey(k tea.KeyMsg) (Model, tea.Cmd) {
 	ks := m.keys
-	page := max(1, m.artifactHeight()-1)
+	if d, ok := ks.scroll(k, max(1, m.artifactHeight()-1), len(m.art.lines)); ok {
+		m.scrollArtifact(d)
+		return m, nil
+	}
 	switch {
-	case key.Matches(k, ks.Up):
-		m.scrollArtifact(-1)
-	case key.Matches(k, ks.Down):
-		m.scrollArtifact(1)
-	case key.Matches(k, ks.PageUp):
-		m.scrollArtifact(-page)
-	case key.Matches(k, ks.PageDown), k.String() == " ":
-		m.scrollArtifact(page)
-	case key.Matches(k, ks.Top):
-		m.scrollArtifact(-len(m.art.lines))
-	case key.Matches(k, ks.Bottom):
-		m.scrollArtifact(len(m.art.lines))
 	case key.Matches(k, ks.Close, ks.Artifact):
 		m.art.open = false
 	case key.Matches(k, ks.Approve):

@@ -268,20 +268,11 @@ func (m *Model) highlight(lexer chroma.Lexer, text string) string {
 func (m Model) diffKey(k tea.KeyMsg) (Model, tea.Cmd) {
 	ks := m.keys
 	_, body := m.diffLayout()
-	page := max(1, body-1)
+	if d, ok := ks.scroll(k, max(1, body-1), len(m.diff.rows)); ok {
+		m.moveDiffCursor(d)
+		return m, nil
+	}
 	switch {
-	case key.Matches(k, ks.Up):
-		m.moveDiffCursor(-1)
-	case key.Matches(k, ks.Down):
-		m.moveDiffCursor(1)
-	case key.Matches(k, ks.PageUp):
-		m.moveDiffCursor(-page)
-	case key.Matches(k, ks.PageDown), k.String() == " ":
-		m.moveDiffCursor(page)
-	case key.Matches(k, ks.Top):
-		m.moveDiffCursor(-len(m.diff.rows))
-	case key.Matches(k, ks.Bottom):
-		m.moveDiffCursor(len(m.diff.rows))
 	case key.Matches(k, ks.NextFile):
 		m.selectFile(m.diff.file + 1)
 	case key.Matches(k, ks.PrevFile):

@@ -1,6 +1,9 @@
 package tui
 
-import "github.com/charmbracelet/bubbles/key"
+import (
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+)
 
 // keyMap holds every key the dashboard reacts to, with the help text the
 // footer and the ? overlay show.
@@ -84,6 +87,27 @@ func (k keyMap) FullHelp() [][]key.Binding {
 		{k.Details, k.Why, k.Output, k.Artifact, k.Diff, k.Filter, k.Flat, k.Close, k.Help},
 		{k.Cancel, k.Reset, k.Pause, k.Approve, k.Reject, k.Iterate, k.NextNeeds, k.Answer, k.Quit, k.ForceQuit},
 	}
+}
+
+// scroll is how far a scrolling key moves a view of n lines whose page is
+// page lines (up, down, a page, to either end); ok is false for any other
+// key.
+func (k keyMap) scroll(msg tea.KeyMsg, page, n int) (d int, ok bool) {
+	switch {
+	case key.Matches(msg, k.Up):
+		return -1, true
+	case key.Matches(msg, k.Down):
+		return 1, true
+	case key.Matches(msg, k.PageUp):
+		return -page, true
+	case key.Matches(msg, k.PageDown), msg.String() == " ":
+		return page, true
+	case key.Matches(msg, k.Top):
+		return -n, true
+	case key.Matches(msg, k.Bottom):
+		return n, true
+	}
+	return 0, false
 }
 
 // shortly returns b with a shorter description for the footer.
