@@ -220,9 +220,10 @@ func printStat(w io.Writer, d api.Diff, width int, color bool) {
 		maxChanged = max(maxChanged, f.Added+f.Removed)
 		countW = max(countW, len(strconv.Itoa(f.Added+f.Removed)))
 	}
-	// " name | count bar": what is left for the bar, at least 10 columns.
-	nameW = min(nameW, max(20, width-countW-15))
-	barW := max(10, width-nameW-countW-4)
+	// " name | count bar" in width-1 columns: what is left for the bar,
+	// at least 10.
+	nameW = min(nameW, max(20, width-countW-17))
+	barW := max(10, width-nameW-countW-7)
 	for i, f := range d.Files {
 		name := names[i]
 		if ansi.StringWidth(name) > nameW {
