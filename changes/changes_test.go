@@ -206,3 +206,40 @@ func TestOfCut(t *testing.T) {
 		t.Errorf("Of(whole) = %d files +%d truncated=%v, %v; want 3 files +502", len(whole.Files), whole.Added, whole.Truncated, err)
 	}
 }
+
+// TestOfRemote: with git.remote, a task that ran on another worker has
+// its branches only on the remote: a clone that never had them shows
+// its diff from the fetched copies.
+func TestOfRemote(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newRepo(t)
+	bare := t.TempDir()
+	r.git("init", "-q", "--bare", bare)
+	r.git("remote", "add", "origin", bare)
+	r.git("push", "-q", "origin", "main")
+	r.git("checkout", "-q", "-b", "loopr/p-plan")
+	r.git("checkout", "-q", "-b", "loopr/t-one")
+	tip := r.commit("task", map[string]string{"a.go": "package a\n"})
+	r.git("push", "-q", "origin", "loopr/p-plan", "loopr/t-one")
+
+	other := repo{t: t, dir: t.TempDir()}
+	other.git("clone", "-q", bare, other.dir)
+	g, err := gitflow.Open(other.dir, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Remote = "origin"
+	if err := g.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	plan := loop.Loop{ID: "01PLAN000000000000000000AA", Type: loop.Plan, Branch: "loopr/p-plan"}
+	task := loop.Loop{ID: "01TASK000000000000000000AA", Type: loop.Ralph, Parent: plan.ID, Branch: "loopr/t-one"}
+	d, err := changes.Of(ctx, g, task, plan, plan.Branch, changes.DefaultLimit)
+	if err != nil {
+		t.Fatalf("Of() = %v", err)
+	}
+	if diff := cmp.Diff([]string{"added a.go +1 -0"}, paths(d)); diff != "" || d.To.Commit != tip {
+		t.Errorf("Of() to %s, files mismatch (-want +got):\n%s", d.To.Commit, diff)
+	}
+}

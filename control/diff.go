@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/changes"
@@ -36,6 +37,11 @@ func (s *Service) Diff(ctx context.Context, g *gitflow.Repo, id string) (api.Dif
 		if planBranch, err = g.Branch(ctx, root.ID, root.Title); err != nil {
 			return api.Diff{}, err
 		}
+	}
+	// With git.remote the branches are the remote's: fetch them first (a
+	// no-op without one).
+	if err := g.Fetch(ctx); err != nil {
+		return api.Diff{}, fmt.Errorf("diff of %s: %w", loop.ShortID(l.ID), err)
 	}
 	d, err := changes.Of(ctx, g, l, root, planBranch, changes.DefaultLimit)
 	var ce *changes.Error

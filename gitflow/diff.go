@@ -15,18 +15,16 @@ import (
 // Reading what loops changed (package changes, `loopr diff`). Nothing here
 // writes a ref, the index or a worktree.
 
-// Ref returns the commit a loopr branch points at: with Remote, the
-// remote's copy, fetched now, when there is one (a loop that ran on
-// another worker has only that), else the local branch. ok is false when
+// Ref returns the commit a branch points at: with Remote, the remote's
+// copy as last fetched (Fetch) when there is one — a loop that ran on
+// another worker has only that — else the local branch. ok is false when
 // neither exists.
 func (r *Repo) Ref(ctx context.Context, branch string) (commit string, ok bool, err error) {
 	if err := checkBranch(branch); err != nil {
 		return "", false, err
 	}
 	if r.Remote != "" {
-		if err := r.Fetch(ctx); err != nil {
-			r.logger().Warn("diff: fetch failed, using the local branches", "err", err)
-		} else if c, ok, err := r.tip(ctx, r.tracking(branch)); err != nil || ok {
+		if c, ok, err := r.tip(ctx, r.tracking(branch)); err != nil || ok {
 			return c, ok, err
 		}
 	}
