@@ -113,9 +113,44 @@ func TestDiff(t *testing.T) {
 	if res := run(t, r.dir, "", "diff", "--stat", "--json", plan.ID); res.code != 2 {
 		t.Errorf("diff --stat --json: exit %d, want 2", res.code)
 	}
+	diffTUI(t, r, tasks["Alpha"])
+
 	// Without the daemon, from the store and the repository.
 	stopCleanly(t, r, d).Close()
 	if got := diffJSON(tasks["Beta"].ID); !cmp.Equal(diffFiles(got), []string{"added beta notes.txt +2 -0"}) {
 		t.Errorf("diff --json Beta without a daemon: %v", diffFiles(got))
 	}
+}
+
+// diffTUI opens the diff view of task in `loopr tui` in a real 80×24
+// terminal against the daemon: the files with their counts, the code with
+// its line numbers, tab to the next file, a line cut rather than wrapped,
+// and c on a line saying how to comment (this build's dashboard sends
+// none), esc back to the tree.
+func diffTUI(t *testing.T, r repo, task loop.Loop) {
+	t.Helper()
+	tm := newTmux(t)
+	script := fmt.Sprintf("cd %q && %q tui --no-start; echo TUI-EXITED $?; sleep 30", r.dir, bin)
+	tm.run("new-session", "-d", "-s", "tui", "-x", "80", "-y", "24", "-e", "NO_COLOR=1", "-e", "LOOPR_HOME=", "sh", "-c", script)
+	tm.waitScreen("tree", "diffs", "? help")
+	tm.keys("/")
+	tm.keys("-l", "Alpha")
+	tm.keys("Enter")
+	tm.waitScreen("filtered", "filter /Alpha")
+	tm.keys("d")
+	screen := tm.waitScreen("diff view", "DIFF", "M README.md", "+1 −0", "A alpha.go", "+3 −0", "@@ -1 +1,2 @@", "2 + alpha was here")
+	for i, l := range strings.Split(screen, "\n") {
+		if len([]rune(l)) > 80 {
+			t.Errorf("line %d wider than 80: %q", i, l)
+		}
+	}
+	tm.keys("Tab")
+	tm.waitScreen("next file", "file 2/2", "1 + package alpha", `3 + const Name = "alpha"`)
+	tm.keys("j")
+	tm.keys("c")
+	tm.waitScreen("comment refused", "use loopr comment "+loop.ShortID(task.ID)+" alpha.go:1")
+	tm.keys("Escape")
+	tm.waitGone("diff closed", "DIFF")
+	tm.keys("q")
+	tm.waitScreen("quit", "TUI-EXITED 0")
 }
