@@ -9,9 +9,10 @@ import (
 )
 
 // Each method renders one event of its format and reports whether the line
-// was an event of it (a JSON object without its "type" is not: the caller
-// shows it as it was). Events that say nothing to a person (a rate limit
-// check that passed, a step starting) are recognised and skipped.
+// was an event of it that it knows: a JSON object without a "type", or of
+// a type a later release added, is shown by the caller as it was. Events
+// that say nothing to a person (a rate limit check that passed, a step
+// starting) are known and skipped.
 
 // Claude Code: claude -p --output-format stream-json --verbose.
 type claudeEvent struct {
@@ -96,6 +97,9 @@ func (r *Renderer) claude(b []byte) bool {
 			r.text(Error, e.Result)
 		}
 		r.done(e.IsError, u)
+	case "stream_event": // partial messages (--include-partial-messages): the whole ones follow
+	default:
+		return false
 	}
 	return true
 }
@@ -222,6 +226,9 @@ func (r *Renderer) codex(b []byte) bool {
 			u.tokens = e.Usage.InputTokens + e.Usage.OutputTokens
 		}
 		r.done(false, u)
+	case "thread.started", "turn.started", "item.updated":
+	default:
+		return false
 	}
 	return true
 }
@@ -327,6 +334,8 @@ func (r *Renderer) gemini(b []byte) bool {
 			u.tokens, u.duration, u.tools = s.TotalTokens, time.Duration(s.DurationMS)*time.Millisecond, s.ToolCalls
 		}
 		r.done(failed, u)
+	default:
+		return false
 	}
 	return true
 }
@@ -406,6 +415,9 @@ func (r *Renderer) opencode(b []byte) bool {
 			msg = e.Error.Data.Message
 		}
 		r.text(Error, msg)
+	case e.Type == "step_start":
+	default:
+		return false
 	}
 	return true
 }

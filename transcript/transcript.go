@@ -28,7 +28,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/charmbracelet/x/ansi"
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -59,7 +58,7 @@ type Kind uint8
 
 // The kinds of line.
 const (
-	Raw      Kind = iota // not an event: the line as it was (escapes neutralised)
+	Raw      Kind = iota // not an event (or one of a type not known here): the line as it was, escapes neutralised
 	Text                 // a line of the assistant's words
 	Thinking             // a line of the model's reasoning
 	Tool                 // a tool call: Line.Tool its name, Text a summary of its arguments
@@ -70,8 +69,9 @@ const (
 	Done                 // the final result (Err: failed): cost, tokens, duration
 )
 
-// Line is one line to show. Text is one line: no newline, no control
-// character.
+// Line is one line to show. Text is one line without newline or control
+// character: colour sequences are stripped, every other control is shown
+// escaped (\x1b[2J) as package termsafe does.
 type Line struct {
 	Kind Kind
 	Tool string // Tool: the tool's name
@@ -139,7 +139,8 @@ func formatOf(preset string) format {
 
 // Renderer renders one stream. The zero value is not usable: call New.
 type Renderer struct {
-	format format
+	format format // the stream's, once an event said which
+	hint   format // the preset's: for events that do not say
 	// Dir, when set, is cut from the start of file paths in tool calls
 	// (the agent's working directory); claude's init event sets it too.
 	Dir string
@@ -155,11 +156,13 @@ type Renderer struct {
 }
 
 // New returns a Renderer for the output of the named preset ("claude",
-// "codex", "gemini", "opencode"); with any other name it takes the format
-// from the first event that names its CLI, and until then passes lines
-// through.
+// "codex", "gemini", "opencode"). The first event whose shape names its
+// CLI decides the format (a profile may have changed its preset since the
+// run, a custom command may run one of these CLIs); the preset's counts
+// for the events before it that do not say. With another name and no such
+// event, lines pass through.
 func New(preset string) *Renderer {
-	return &Renderer{format: formatOf(preset), names: map[string]string{}}
+	return &Renderer{hint: formatOf(preset), names: map[string]string{}}
 }
 
 // Render renders a whole output at once.
@@ -233,20 +236,21 @@ func (r *Renderer) line(line []byte) {
 	t := bytes.TrimSpace(line)
 	if len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' || !r.event(t) {
 		r.flushText()
-		if len(t) == 0 {
-			return // blank lines between events say nothing
-		}
-		r.emit(Line{Kind: Raw, Text: cleanTo(string(line), MaxText)})
+		r.emit(Line{Kind: Raw, Text: termsafe.Line(expandTabs(stripColours(string(line))))})
 	}
 }
 
 // event renders a JSON object line; false: it is not an event of a known
 // format (the caller shows it as it was).
 func (r *Renderer) event(b []byte) bool {
-	if r.format == unknown {
+	f := r.format
+	if f == unknown {
 		r.format = sniff(b)
+		if f = r.format; f == unknown {
+			f = r.hint
+		}
 	}
-	switch r.format {
+	switch f {
 	case claude:
 		return r.claude(b)
 	case codex:
@@ -385,17 +389,44 @@ func cleanTo(s string, width int) string {
 		}
 		s = s[:i]
 	}
-	if strings.IndexByte(s, 0x1b) >= 0 || strings.Contains(s, "\u009b") {
-		s = ansi.Strip(s)
-	}
-	s = strings.TrimRight(strings.ReplaceAll(s, "\t", "    "), " \r")
-	s = termsafe.Line(s)
+	s = termsafe.Line(strings.TrimRight(expandTabs(stripColours(s)), " \r"))
 	if utf8.RuneCountInString(s) > width {
 		rs := []rune(s)
 		s = string(rs[:width-1]) + "…"
 	}
 	return s
 }
+
+// stripColours removes the colour and style sequences (SGR: ESC [ … m)
+// that CLIs print: harmless, and noise once escaped. Every other escape
+// sequence stays, for termsafe to show escaped.
+func stripColours(s string) string {
+	if strings.IndexByte(s, 0x1b) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "\x1b[")
+		if i < 0 {
+			break
+		}
+		j := i + 2
+		for j < len(s) && (s[j] >= '0' && s[j] <= '9' || s[j] == ';' || s[j] == ':') {
+			j++
+		}
+		if j < len(s) && s[j] == 'm' {
+			b.WriteString(s[:i]) // drop ESC [ … m
+			s = s[j+1:]
+			continue
+		}
+		b.WriteString(s[:i+2]) // another sequence: kept, escaped later
+		s = s[i+2:]
+	}
+	b.WriteString(s)
+	return b.String()
+}
+
+func expandTabs(s string) string { return strings.ReplaceAll(s, "\t", "    ") }
 
 // size reads a byte count: 512 B, 3.4 kB, 105.0 MB.
 func size(n int64) string {

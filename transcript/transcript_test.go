@@ -79,6 +79,20 @@ func TestSniff(t *testing.T) {
 	}
 }
 
+// TestSniffWinsOverPreset: a profile whose preset changed since the run
+// (or a command running another CLI) still renders; an event type a later
+// release adds shows as it was.
+func TestSniffWinsOverPreset(t *testing.T) {
+	t.Parallel()
+	in := `{"type":"thread.started","thread_id":"t"}` + "\n" + `{"type":"item.completed","item":{"id":"i","type":"agent_message","text":"hi"}}` +
+		"\n" + `{"type":"turn.new_thing","x":1}`
+	got := Render("claude", []byte(in))
+	want := []Line{{Kind: Text, Text: "hi"}, {Kind: Raw, Text: `{"type":"turn.new_thing","x":1}`}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Render(claude preset, codex output) mismatch (-want +got):\n%s", diff)
+	}
+}
+
 // TestToolSummaries: each tool call is one line with a short summary of
 // its arguments, file paths relative to the working directory.
 func TestToolSummaries(t *testing.T) {
@@ -111,6 +125,9 @@ func TestToolSummaries(t *testing.T) {
 // without being held, deep nesting and invalid UTF-8 do no harm.
 func TestHostile(t *testing.T) {
 	t.Parallel()
+	if got, want := Render("command", []byte("\x1b[93m\x1b[1m!\x1b[0m Clear \x1b[2J screen\x1b[\n")), []Line{{Kind: Raw, Text: `! Clear \x1b[2J screen\x1b[`}}; !cmp.Equal(got, want) {
+		t.Errorf("colours are stripped, other sequences escaped: got %q, want %q", got, want)
+	}
 	evil := `{"type":"assistant","message":{"content":[{"type":"text","text":"\u001b]52;c;aGk=\u0007\u001b[2Jred \u001b[31mX\u001b[0m \u202e"}]}}`
 	for _, l := range Render("claude", []byte(evil+"\nraw \x1b]0;title\x07 \x9b31m line\n")) {
 		if strings.ContainsAny(l.Text, "\x1b\x07\u009b\u202e") {
@@ -136,7 +153,7 @@ func TestHostile(t *testing.T) {
 
 	deep := strings.Repeat(`{"a":`, 100000) + "1" + strings.Repeat("}", 100000)
 	for _, l := range Render("claude", []byte(`{"type":"assistant","message":{"content":[{"type":"tool_use","name":"T","input":`+deep+`}]}}`+"\n"+deep)) {
-		if len(l.Text) > MaxText*4 {
+		if len(l.Text) > 4*MaxLine {
 			t.Errorf("a line of %d bytes", len(l.Text))
 		}
 	}
