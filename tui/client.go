@@ -66,4 +66,8 @@ type Options struct {
 	// (l.Artifact) for the artifact view (v). It runs in a command, off the
 	// update loop. nil: the view says it cannot read artifacts.
 	ReadArtifact func(ctx context.Context, l loop.Loop) (string, error)
+	// Preset names the preset of loop l's agent profile (claude, codex,
+	// gemini, opencode), for the output pane to render its structured
+	// output. nil or "": the pane goes by the output's first events.
+	Preset func(l loop.Loop) string
 }

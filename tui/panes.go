@@ -266,33 +266,6 @@ func (m *Model) conflictLines(why api.Why, w int) []string {
 	return lines
 }
 
-func (m *Model) outputLines(w, h int) []string {
-	l := m.loops[m.out.id]
-	extra := "live, every 1s"
-	if l != nil {
-		extra = "iteration " + strconv.Itoa(l.Iteration) + " · " + extra
-	}
-	lines := []string{m.paneTitle("OUTPUT", l, extra, w)}
-	switch {
-	case m.out.err != nil:
-		return append(lines, m.st.Error.Render(clip(" ✗ output: "+m.out.err.Error(), w)))
-	case m.out.loading && m.out.text == "":
-		return append(lines, m.st.Dim.Render(" reading agent.log…"))
-	case strings.TrimSpace(m.out.text) == "":
-		return append(lines, m.st.Dim.Render(" no output yet"))
-	}
-	text := strings.TrimRight(ansi.Strip(m.out.text), "\n")
-	all := strings.Split(text, "\n")
-	room := h - 1
-	if len(all) > room {
-		all = all[len(all)-room:]
-	}
-	for _, s := range all {
-		lines = append(lines, clip(" "+expandTabs(strings.TrimRight(s, "\r")), w))
-	}
-	return lines
-}
-
 func expandTabs(s string) string { return strings.ReplaceAll(s, "\t", "    ") }
 
 func firstLine(s string) string {

@@ -19,6 +19,7 @@ type styles struct {
 	GateOK, GateBad, Connected     lipgloss.Style
 	HelpKey, HelpDesc, HelpSep     lipgloss.Style
 	HelpTitle                      lipgloss.Style
+	OutTool, OutDone               lipgloss.Style // the output pane's tool calls, final result
 	Status                         map[loop.Status]lipgloss.Style
 }
 
@@ -64,6 +65,8 @@ func newStyles(r *lipgloss.Renderer, noColor bool) styles {
 		HelpDesc:  c(ns(), "245"),
 		HelpSep:   c(ns(), "238"),
 		HelpTitle: c(ns().Bold(true), "75"),
+		OutTool:   c(ns().Bold(true), "75"),
+		OutDone:   c(ns().Bold(true), "71"),
 		Status: map[loop.Status]lipgloss.Style{
 			loop.Pending:          c(ns(), "75"),
 			loop.Paused:           c(ns(), "179"),
