@@ -39,61 +39,17 @@ storage:
 	var task loop.Loop
 	mustJSON(t, ok(t, r.dir, "add", "--type", "ralph", "--title", "Run the tests", "--json"), &task)
 
-	cmd := exec.Command(bin, "logs", "-f", task.ID)
-	cmd.Dir = r.dir
-	cmd.Env = append(os.Environ(), "LOOPR_HOME=")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string, 256)
-	done := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-		done <- cmd.Wait()
-	}()
+	f := followLogs(t, r.dir, task.ID)
 	// The tool call shows while the agent still waits for its result:
 	// rendered as the stream arrives.
-	var got []string
-	deadline := time.After(testslack.Scale(60 * time.Second))
-	for len(got) == 0 || got[len(got)-1] != "▸ Bash  go test ./..." {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("logs -f ended before the Bash call: %q %s", got, stderr.String())
-			}
-			got = append(got, l)
-		case <-deadline:
-			t.Fatalf("no rendered Bash call from logs -f: %q %s", got, stderr.String())
-		}
-	}
+	got := f.until(t, "▸ Bash  go test ./...", testslack.Scale(60*time.Second))
 	if l := show(t, r, task.ID); l.Status != loop.Running {
 		t.Fatalf("after the Bash call the loop is %s, want running (the agent waits for the release file)", l.Status)
 	}
 	if err := os.WriteFile(filepath.Join(r.home, "release"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for l := range lines {
-		got = append(got, l)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("logs -f: %v %s", err, stderr.String())
-		}
-	case <-time.After(testslack.Scale(60 * time.Second)):
-		cmd.Process.Kill()
-		t.Fatal("logs -f did not end with its iteration")
-	}
+	got = append(got, f.rest(t, testslack.Scale(60*time.Second))...)
 	awaitStatus(t, r, task.ID, loop.Complete)
 
 	want := []string{
@@ -123,4 +79,76 @@ storage:
 	if log := iterFile(r, task.ID, 1, "agent.log"); log != raw {
 		t.Errorf("logs --raw differs from agent.log:\n%s", log)
 	}
+}
+
+// logsFollower is a running `loopr logs -f`: its stdout a line at a time.
+type logsFollower struct {
+	cmd    *exec.Cmd
+	lines  chan string // closed at the end of its output
+	done   chan error  // its exit, once lines is closed
+	stderr bytes.Buffer
+}
+
+// followLogs starts `loopr logs -f id` in dir.
+func followLogs(t *testing.T, dir, id string) *logsFollower {
+	t.Helper()
+	f := &logsFollower{cmd: exec.Command(bin, "logs", "-f", id), lines: make(chan string, 1024), done: make(chan error, 1)}
+	f.cmd.Dir = dir
+	f.cmd.Env = append(os.Environ(), "LOOPR_HOME=")
+	stdout, err := f.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.cmd.Stderr = &f.stderr
+	if err := f.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			f.lines <- sc.Text()
+		}
+		close(f.lines)
+		f.done <- f.cmd.Wait()
+	}()
+	return f
+}
+
+// until reads lines until one is last, and returns them all; it fails the
+// test when the output ends first or within passes.
+func (f *logsFollower) until(t *testing.T, last string, within time.Duration) []string {
+	t.Helper()
+	var got []string
+	deadline := time.After(within)
+	for len(got) == 0 || got[len(got)-1] != last {
+		select {
+		case l, ok := <-f.lines:
+			if !ok {
+				t.Fatalf("logs -f ended before %q: %q %s", last, got, f.stderr.String())
+			}
+			got = append(got, l)
+		case <-deadline:
+			t.Fatalf("no %q from logs -f within %s: %q", last, within, got)
+		}
+	}
+	return got
+}
+
+// rest reads the remaining lines and waits for logs -f to exit 0, within.
+func (f *logsFollower) rest(t *testing.T, within time.Duration) []string {
+	t.Helper()
+	var got []string
+	for l := range f.lines {
+		got = append(got, l)
+	}
+	select {
+	case err := <-f.done:
+		if err != nil {
+			t.Fatalf("logs -f: %v %s", err, f.stderr.String())
+		}
+	case <-time.After(within):
+		f.cmd.Process.Kill()
+		t.Fatal("logs -f did not end with its iteration")
+	}
+	return got
 }

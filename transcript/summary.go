@@ -144,7 +144,7 @@ func (u usage) line() string {
 		parts = append(parts, "$0")
 	}
 	if u.tokens > 0 {
-		parts = append(parts, tokens(u.tokens)+" tokens")
+		parts = append(parts, Tokens(u.tokens)+" tokens")
 	}
 	if u.duration > 0 {
 		parts = append(parts, duration(u.duration))
@@ -178,8 +178,8 @@ func plural(n int, what string) string {
 	return strconv.Itoa(n) + " " + what + "s"
 }
 
-// tokens reads 950, 12.3k, 4.5M.
-func tokens(n int64) string {
+// Tokens reads a token count as 950, 12.3k, 4.5M.
+func Tokens(n int64) string {
 	switch {
 	case n >= 1_000_000:
 		return fmt.Sprintf("%.1fM", float64(n)/1e6)

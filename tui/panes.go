@@ -12,6 +12,7 @@ import (
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/internal/termsafe"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/transcript"
 )
 
 func (m *Model) paneTitle(kind string, l *loop.Loop, extra string, w int) string {
@@ -335,7 +336,7 @@ func usageLine(u loop.Usage, tree float64) string {
 	if u == (loop.Usage{}) && tree <= 0 {
 		return ""
 	}
-	s := fmt.Sprintf("$%.2f, %s tokens, agent %s", u.CostUSD, tokens(u.Tokens()),
+	s := fmt.Sprintf("$%.2f, %s tokens, agent %s", u.CostUSD, transcript.Tokens(u.Tokens()),
 		time.Duration(u.AgentSeconds*float64(time.Second)).Round(time.Second))
 	if tree > u.CostUSD+0.005 {
 		s += fmt.Sprintf("; with the loops below it $%.2f", tree)
@@ -350,18 +351,7 @@ func budgetLine(b loop.Budget) string {
 		parts = append(parts, fmt.Sprintf("$%.2f", b.USD))
 	}
 	if b.Tokens > 0 {
-		parts = append(parts, tokens(b.Tokens)+" tokens")
+		parts = append(parts, transcript.Tokens(b.Tokens)+" tokens")
 	}
 	return strings.Join(parts, ", ")
-}
-
-// tokens reads 950, 12.3k, 4.5M.
-func tokens(n int64) string {
-	switch {
-	case n >= 1_000_000:
-		return fmt.Sprintf("%.1fM", float64(n)/1e6)
-	case n >= 1_000:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	}
-	return strconv.FormatInt(n, 10)
 }
