@@ -29,6 +29,9 @@ type outputView struct {
 	lines []transcript.Line // rendered so far, oldest first
 	width int               // of shown; 0: to build
 	shown []string          // lines styled and wrapped at width
+	// partial is the log's last line while it has no end yet, when it is
+	// not an event: shown below the rest (the renderer holds it).
+	partial string
 }
 
 // feed takes the latest tail of agent.log (its last outputBytes at most)
@@ -50,6 +53,10 @@ func (v *outputView) feed(tail, preset, dir string, st *styles) {
 	}
 	v.tail = tail
 	v.add(v.r.Feed([]byte(delta)), st)
+	v.partial = ""
+	if i := strings.LastIndexByte(tail, '\n'); i < len(tail)-1 && !strings.HasPrefix(strings.TrimSpace(tail[i+1:]), "{") {
+		v.partial = tail[i+1:]
+	}
 }
 
 // continuation is what cur adds to prev, when cur continues it.
@@ -91,6 +98,10 @@ func (v *outputView) last(st *styles, w, h int) []string {
 		for _, l := range v.lines {
 			v.shown = append(v.shown, styleLine(st, l, w)...)
 		}
+	}
+	if v.partial != "" && h > 0 {
+		l := styleLine(st, transcript.Render("", []byte(v.partial))[0], w)
+		return append(append([]string(nil), v.shown[max(0, len(v.shown)-(h-1)):]...), l[0])
 	}
 	return v.shown[max(0, len(v.shown)-h):]
 }

@@ -80,6 +80,10 @@ func TestOutputIncremental(t *testing.T) {
 	if got := v.last(&st, 40, 1); !cmp.Equal(got, []string{" step 5"}) || len(v.shown) != 5 {
 		t.Errorf("after one more event: last = %q, %d shown", got, len(v.shown))
 	}
+	v.feed(ev(3)+ev(4)+ev(5)+"waiting for", "claude", "", &st) // a line without its end yet
+	if got := v.last(&st, 40, 2); !cmp.Equal(got, []string{" step 5", " waiting for"}) {
+		t.Errorf("with a partial last line: last = %q", got)
+	}
 	v.feed(ev(9), "claude", "", &st) // another iteration
 	if want := []transcript.Line{{Kind: transcript.Text, Text: "step 9"}}; !cmp.Equal(v.lines, want) {
 		t.Errorf("a new log: lines = %v, want %v", v.lines, want)
