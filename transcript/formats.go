@@ -203,10 +203,10 @@ func (r *Renderer) codex(b []byte) bool {
 	switch e.Type {
 	case "item.started":
 		if it := e.Item; it != nil && it.Type == "command_execution" {
-			if len(r.names) >= maxOpen {
-				clear(r.names) // calls that never completed: forget them
+			if len(r.started) >= maxOpen {
+				clear(r.started) // calls that never completed: forget them
 			}
-			r.names[it.ID] = "shell"
+			r.started[it.ID] = true
 			r.codexCall(it)
 		}
 	case "item.completed":
@@ -246,8 +246,8 @@ func (r *Renderer) codexItem(it *codexItem) {
 	case "error":
 		r.text(Error, it.Message)
 	case "command_execution":
-		if _, ok := r.names[it.ID]; ok {
-			delete(r.names, it.ID)
+		if r.started[it.ID] {
+			delete(r.started, it.ID)
 		} else {
 			r.codexCall(it)
 		}

@@ -150,7 +150,7 @@ type Renderer struct {
 	out     []Line // lines of the current Feed
 
 	pending strings.Builder   // assistant text streaming in pieces (gemini)
-	names   map[string]string // tool call id → tool name (gemini, opencode, codex)
+	started map[string]bool   // codex: the commands shown at their start, their result to come
 	steps   stepSum           // opencode: what the steps reported so far
 	said    string            // the assistant's last words (a failed result repeats them)
 }
@@ -162,7 +162,7 @@ type Renderer struct {
 // for the events before it that do not say. With another name and no such
 // event, lines pass through.
 func New(preset string) *Renderer {
-	return &Renderer{hint: formatOf(preset), names: map[string]string{}}
+	return &Renderer{hint: formatOf(preset), started: map[string]bool{}}
 }
 
 // Render renders a whole output at once.
