@@ -149,10 +149,10 @@ type Renderer struct {
 	dropped int64  // > 0: the current line is longer than MaxLine; its length so far
 	out     []Line // lines of the current Feed
 
-	pending strings.Builder   // assistant text streaming in pieces (gemini)
-	started map[string]bool   // codex: the commands shown at their start, their result to come
-	steps   stepSum           // opencode: what the steps reported so far
-	said    string            // the assistant's last words (a failed result repeats them)
+	pending strings.Builder // assistant text streaming in pieces (gemini)
+	started map[string]bool // codex: the commands shown at their start, their result to come
+	steps   stepSum         // opencode: what the steps reported so far
+	said    string          // the assistant's last words (a failed result repeats them)
 }
 
 // New returns a Renderer for the output of the named preset ("claude",
