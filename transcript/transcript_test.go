@@ -203,3 +203,50 @@ func FuzzRender(f *testing.F) {
 		}
 	})
 }
+
+// TestEvents: the events the captures lack, one case each.
+func TestEvents(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, preset string
+		in           []string
+		want         []string
+	}{
+		{"gemini words in pieces", "gemini", []string{
+			`{"type":"message","timestamp":"t","role":"assistant","content":"Wrote ","delta":true}`,
+			`{"type":"message","timestamp":"t","role":"assistant","content":"the plan.\nNext","delta":true}`,
+			`{"type":"message","timestamp":"t","role":"assistant","content":" step.","delta":true}`,
+			`{"type":"tool_use","timestamp":"t","tool_name":"run_shell_command","tool_id":"1","parameters":{"command":"make test"}}`,
+			`{"type":"tool_result","timestamp":"t","tool_id":"1","status":"error","error":{"type":"x","message":"exit 2"}}`,
+		}, []string{"Wrote the plan.", "Next step.", "▸ run_shell_command  make test", "  ✗ exit 2"}},
+		{"codex patch and failed turn", "codex", []string{
+			`{"type":"item.completed","item":{"id":"i1","type":"file_change","changes":[{"path":"/w/a.go","kind":"update"},{"path":"/w/b.go","kind":"add"}],"status":"completed"}}`,
+			`{"type":"item.completed","item":{"id":"i2","type":"reasoning","text":"**Checking the tests**"}}`,
+			`{"type":"error","message":"stream error: exceeded retry limit, last status: 429 Too Many Requests"}`,
+			`{"type":"turn.failed","error":{"message":"exceeded retry limit"}}`,
+		}, []string{"▸ patch  /w/a.go, /w/b.go", "· **Checking the tests**", "✗ stream error: exceeded retry limit, last status: 429 Too Many Requests",
+			"✗ exceeded retry limit", "✗ failed"}},
+		{"claude retry, limit and failed result", "claude", []string{
+			`{"type":"system","subtype":"api_retry","attempt":1,"error_status":529,"session_id":"s"}`,
+			`{"type":"rate_limit_event","rate_limit_info":{"status":"allowed"},"session_id":"s"}`,
+			`{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","rateLimitType":"seven_day"},"session_id":"s"}`,
+			`{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"Let me see."}]},"session_id":"s"}`,
+			`{"type":"result","subtype":"error_during_execution","is_error":true,"result":"API Error: 500","total_cost_usd":1.5,"duration_ms":125000,"session_id":"s"}`,
+		}, []string{"✗ API error 529: retrying (attempt 1)", "✗ rate limit reached (seven_day)", "· Let me see.", "✗ API Error: 500", "✗ failed  $1.50 · 2m05s"}},
+		{"opencode error", "opencode", []string{
+			`{"type":"error","timestamp":1,"sessionID":"s","error":{"name":"APIError","data":{"message":"Rate limit reached"}}}`,
+		}, []string{"✗ Rate limit reached"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got []string
+			for _, l := range Render(tt.preset, []byte(strings.Join(tt.in, "\n")+"\n")) {
+				got = append(got, l.String())
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Render mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
