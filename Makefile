@@ -50,6 +50,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 10s ./artifact
 	$(GO) test -run '^$$' -fuzz FuzzParseHint -fuzztime 10s ./ratelimit
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 10s ./preset
+	$(GO) test -run '^$$' -fuzz FuzzRender -fuzztime 10s ./transcript
 	$(GO) test -run '^$$' -fuzz FuzzDecodeCreateRequest -fuzztime 10s ./daemon
 	$(GO) test -run '^$$' -fuzz FuzzDecodeActionRequest -fuzztime 10s ./daemon
 	$(GO) test -run '^$$' -fuzz FuzzDecodeBatchRequest -fuzztime 10s ./daemon

@@ -13,8 +13,8 @@ import (
 	"github.com/loopr-dev/loopr/client"
 	"github.com/loopr-dev/loopr/daemon"
 	"github.com/loopr-dev/loopr/internal/safefile"
-	"github.com/loopr-dev/loopr/internal/termsafe"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/transcript"
 )
 
 func (e *env) logsCmd() *cobra.Command {
@@ -24,13 +24,22 @@ func (e *env) logsCmd() *cobra.Command {
 		raw       bool
 	)
 	c := &cobra.Command{
-		Use:   "logs ID [-f] [--iteration N]",
+		Use:   "logs ID [-f] [--iteration N] [--raw]",
 		Short: "Print an iteration's agent output (default: the latest; -f follows it live)",
 		Long: `Print the agent output (agent.log) of one iteration of a loop: by default
 the latest iteration that has one, else --iteration N. With -f the output is
 followed while the agent writes, until that iteration ends (through the
-daemon; a loop that has not run yet is waited for). Characters a terminal
-would act on are shown escaped unless --raw.
+daemon; a loop that has not run yet is waited for).
+
+The structured output of the presets (claude, codex, gemini, opencode) is
+rendered as lines a person reads: the agent's words, each tool call on one
+line ("▸ Bash  go test ./..."), a tool's result cut to three lines ("│"; "✗"
+when the call failed), errors ("✗") and the final result with its cost,
+tokens and duration ("✓ done"). The format is the one of the loop's agent
+profile's preset, or the one the first events show (a custom command that
+runs one of these CLIs); any other line is printed as it was. Colours are
+stripped and other characters a terminal would act on are shown escaped.
+--raw prints the output byte for byte, as the agent wrote it.
 
 ID is a loop id, a unique prefix of one (at least 4 characters), or its short id (the end of the id, as list and branch names show it).`,
 		Args:              cobra.ExactArgs(1),
@@ -45,15 +54,18 @@ ID is a loop id, a unique prefix of one (at least 4 characters), or its short id
 					return err
 				}
 				var out io.Writer = e.stdout
-				var sw *safeWriter
+				var rw *renderWriter
 				if !raw {
-					sw = &safeWriter{w: e.stdout}
-					out = sw
+					rw = &renderWriter{w: e.stdout, r: transcript.New(e.presetOf(l))}
+					rw.r.Dir = l.Workdir
+					out = rw
 				}
 				cw := &countWriter{w: out}
 				n, err := e.printLog(cmd.Context(), b, l, iteration, follow, cw)
-				if sw != nil {
-					sw.Flush()
+				if rw != nil {
+					if ferr := rw.Flush(); err == nil {
+						err = ferr
+					}
 				}
 				if err != nil {
 					return err
@@ -71,7 +83,7 @@ ID is a loop id, a unique prefix of one (at least 4 characters), or its short id
 	}
 	c.Flags().BoolVarP(&follow, "follow", "f", false, "follow the output until the iteration ends")
 	c.Flags().IntVar(&iteration, "iteration", 0, "this iteration (default: the latest that has output)")
-	c.Flags().BoolVar(&raw, "raw", false, "print the output byte for byte, terminal escapes included")
+	c.Flags().BoolVar(&raw, "raw", false, "print the output byte for byte (the agent's JSON events, terminal escapes included)")
 	return c
 }
 
@@ -118,32 +130,53 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// safeWriter writes whole lines with what a terminal would act on escaped
-// (termsafe.Text): agents write their logs. A partial line waits for its
-// end, or for Flush.
-type safeWriter struct {
+// presetOf is the preset of loop l's agent profile in the loaded
+// configuration, "" when there is none (the renderer then goes by the
+// output's first events).
+func (e *env) presetOf(l loop.Loop) string {
+	if e.cfg == nil {
+		return ""
+	}
+	ag, ok := e.cfg.Profile(e.cfg.ProfileOf(&l))
+	if !ok {
+		return ""
+	}
+	return ag.Preset
+}
+
+// renderWriter prints an agent's output as transcript renders it, a line
+// at a time as it arrives (a partial line waits for its end, or Flush).
+type renderWriter struct {
 	w   io.Writer
-	buf []byte
+	r   *transcript.Renderer
+	buf bytes.Buffer
+	err error
 }
 
-func (s *safeWriter) Write(p []byte) (int, error) {
-	s.buf = append(s.buf, p...)
-	if i := bytes.LastIndexByte(s.buf, '\n'); i >= 0 {
-		if _, err := io.WriteString(s.w, termsafe.Text(string(s.buf[:i+1]))); err != nil {
-			return 0, err
-		}
-		s.buf = append(s.buf[:0], s.buf[i+1:]...)
+func (rw *renderWriter) Write(p []byte) (int, error) {
+	if rw.err != nil {
+		return 0, rw.err
 	}
-	if len(s.buf) > 64<<10 { // a long line without end: show it anyway
-		s.Flush()
-	}
-	return len(p), nil
+	rw.print(rw.r.Feed(p))
+	return len(p), rw.err
 }
 
-// Flush writes what is buffered.
-func (s *safeWriter) Flush() {
-	if len(s.buf) > 0 {
-		io.WriteString(s.w, termsafe.Text(string(s.buf)))
-		s.buf = s.buf[:0]
+// Flush prints what the renderer holds: the partial last line.
+func (rw *renderWriter) Flush() error {
+	if rw.err == nil {
+		rw.print(rw.r.Flush())
 	}
+	return rw.err
+}
+
+func (rw *renderWriter) print(lines []transcript.Line) {
+	if len(lines) == 0 {
+		return
+	}
+	rw.buf.Reset()
+	for _, l := range lines {
+		rw.buf.WriteString(l.String())
+		rw.buf.WriteByte('\n')
+	}
+	_, rw.err = rw.w.Write(rw.buf.Bytes())
 }

@@ -77,6 +77,7 @@ func (e *env) tuiOptions(c *client.Client) tui.Options {
 		NoColor:   e.getenv("NO_COLOR") != "",
 		Version:   Version,
 		Policy:    control.Policy(e.cfg),
+		Preset:    e.presetOf,
 		ReadArtifact: func(_ context.Context, l loop.Loop) (string, error) {
 			return e.readAccepted(nil, l)
 		},

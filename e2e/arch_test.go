@@ -23,6 +23,7 @@ func TestLayering(t *testing.T) {
 		{"ratelimit", append([]string{mod + "store"}, pure...)},
 		{"preset", append([]string{mod + "store", mod + "config", mod + "runner"}, pure...)},
 		{"artifact", append([]string{mod + "store"}, pure...)},
+		{"transcript", append([]string{mod + "store", mod + "config", mod + "runner", mod + "client"}, pure...)},
 		{"tui", []string{"go.etcd.io/bbolt", mod + "store", mod + "loopmgr", mod + "control", mod + "daemon"}},
 		{"api", []string{"go.etcd.io/bbolt", mod + "store", mod + "control"}},
 		{"client", []string{"go.etcd.io/bbolt", mod + "store", mod + "loopmgr", mod + "control"}},

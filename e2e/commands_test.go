@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -495,41 +494,8 @@ func TestLogsFollowWhileTheAgentWrites(t *testing.T) {
 	mustJSON(t, ok(t, r.dir, "add", "--type", "ralph", "--title", "Slow task", "--json"), &slow)
 
 	// -f before the agent starts: it waits, then streams.
-	cmd := exec.Command(bin, "logs", "-f", slow.ID[:14])
-	cmd.Dir = r.dir
-	cmd.Env = append(os.Environ(), "LOOPR_HOME=")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	lines := make(chan string, 1024)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-		done <- cmd.Wait()
-	}()
-	var got []string
-	deadline := time.After(30 * time.Second)
-	for len(got) == 0 || got[len(got)-1] != "tick 3" {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("logs -f ended before tick 3: %q %s", got, stderr.String())
-			}
-			got = append(got, l)
-		case <-deadline:
-			t.Fatalf("no tick 3 from logs -f within 30s: %q", got)
-		}
-	}
+	f := followLogs(t, r.dir, slow.ID[:14])
+	got := f.until(t, "tick 3", 30*time.Second)
 	// The agent is still writing: the output came live.
 	if l := show(t, r, slow.ID); l.Status != loop.Running {
 		t.Fatalf("after tick 3 the loop is %s, want running", l.Status)
@@ -540,18 +506,7 @@ func TestLogsFollowWhileTheAgentWrites(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(r.home, "release"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for l := range lines {
-		got = append(got, l)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("logs -f: %v %s", err, stderr.String())
-		}
-	case <-time.After(testslack.Scale(30 * time.Second)):
-		cmd.Process.Kill()
-		t.Fatal("logs -f did not end with its iteration")
-	}
+	got = append(got, f.rest(t, testslack.Scale(30*time.Second))...)
 	if got[len(got)-1] != "done" {
 		t.Errorf("logs -f ended with %q, want done", got[len(got)-1])
 	}

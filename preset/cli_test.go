@@ -58,6 +58,10 @@ func TestCapturedOutputs(t *testing.T) {
 		{"opencode-1.18.33/ratelimited.jsonl", OpenCode, 1, now, limit, true, time.Time{}, loop.Usage{}},
 		// Claude Code 2.1.332.
 		{"claude-2.1.332/ok.jsonl", Claude, 0, capturedAt, none, false, time.Time{}, loop.Usage{InputTokens: 10, OutputTokens: 1, CostUSD: 3e-05}},
+		// A run of tools (Read, Edit, Bash passing and failing, Write): prose, not a limit.
+		{"claude-2.1.332/tools.jsonl", Claude, 0, capturedAt, none, false, time.Time{}, loop.Usage{InputTokens: 7200, OutputTokens: 240, CacheReadTokens: 1800, CacheCreationTokens: 300, CostUSD: 0.01773}},
+		// Codex 0.171.0: four shell commands (one fails), then the answer.
+		{"codex-0.171.0/tools.jsonl", Codex, 0, now, none, false, time.Time{}, loop.Usage{InputTokens: 7500, CacheReadTokens: 2500, OutputTokens: 300}},
 		{"claude-2.1.332/five-hour.txt", Claude, 1, capturedAt, limit, false, fiveHour, loop.Usage{}},
 		{"claude-2.1.332/five-hour.jsonl", Claude, 1, capturedAt, limit, true, time.Unix(1795795933, 0), loop.Usage{}},
 		{"claude-2.1.332/channel-spend.jsonl", Claude, 1, capturedAt, limit, true, time.Unix(1795795937, 0), loop.Usage{}},

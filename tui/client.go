@@ -72,4 +72,8 @@ type Options struct {
 	// to loop id, from the diff view (c). It runs in a command, off the
 	// update loop. nil: the view says to use `loopr comment`.
 	Comment func(ctx context.Context, id, path string, line int, text string) error
+	// Preset names the preset of loop l's agent profile (claude, codex,
+	// gemini, opencode), for the output pane to render its structured
+	// output. nil or "": the pane goes by the output's first events.
+	Preset func(l loop.Loop) string
 }

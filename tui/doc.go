@@ -26,7 +26,9 @@
 // approximate: the learned fairness state lives in the daemon, and the
 // dashboard plans from the zero state. The why pane (w) asks the daemon for
 // the authoritative breakdown. The only periodic request is the agent
-// output tail, once a second while the output pane is open.
+// output tail, once a second while the output pane is open; the pane
+// renders the presets' structured output (package transcript) from what
+// each read adds, and R shows the log as it was.
 //
 // The program is pure Elm (STYLE rule 14): Update changes the model and
 // returns commands, every call to the client runs inside a tea.Cmd, keys are

@@ -12,7 +12,7 @@ type keyMap struct {
 	Collapse, Expand                        key.Binding
 	Details, Why, Output, Filter, Flat      key.Binding
 	Artifact, Diff, NextFile, PrevFile      key.Binding
-	Comment                                 key.Binding
+	Comment, Raw                            key.Binding
 	Close                                   key.Binding
 	Cancel, Reset, Pause                    key.Binding
 	Approve, Reject, Iterate                key.Binding
@@ -42,6 +42,7 @@ func newKeyMap() keyMap {
 		Details:   b("enter", "details", "enter"),
 		Why:       b("w", "why: score and gates", "w"),
 		Output:    b("o", "agent output (live)", "o"),
+		Raw:       b("R", "output: raw / rendered", "R"),
 		Artifact:  b("v", "accepted artifact (scroll)", "v"),
 		Diff:      b("d", "diff: what the loop changed", "d"),
 		NextFile:  b("tab/]", "diff: next file", "tab", "]"),
@@ -84,7 +85,7 @@ func (k keyMap) ShortHelp() []key.Binding {
 func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Collapse, k.Expand},
-		{k.Details, k.Why, k.Output, k.Artifact, k.Diff, k.Filter, k.Flat, k.Close, k.Help},
+		{k.Details, k.Why, k.Output, k.Raw, k.Artifact, k.Diff, k.Filter, k.Flat, k.Close, k.Help},
 		{k.Cancel, k.Reset, k.Pause, k.Approve, k.Reject, k.Iterate, k.NextNeeds, k.Answer, k.Quit, k.ForceQuit},
 	}
 }

@@ -115,6 +115,7 @@ type outputPane struct {
 	loading bool
 	text    string
 	err     error
+	view    *outputView // text rendered (output.go)
 }
 
 // flash is the one-line message in the status line until the next key.
@@ -185,6 +186,8 @@ type Model struct {
 	confirm      confirmation
 	why          whyPane
 	out          outputPane
+	outRaw       bool                   // R: the output pane shows the log as it was
+	presetOf     func(loop.Loop) string // Options.Preset
 	flash        flash
 	interrupted  bool // quit by ctrl+c (Run reports it with Options.ReportInterrupt)
 	art          artifactView
@@ -225,6 +228,7 @@ func New(o Options) Model {
 		readArtifact: o.ReadArtifact,
 		comment:      o.Comment,
 		noColor:      o.NoColor,
+		presetOf:     o.Preset,
 		notifyOut:    o.Notify,
 		trees:        map[string]treeStat{},
 		keys:         newKeyMap(),
@@ -371,6 +375,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.out.err = msg.err
 		if msg.err == nil {
 			m.out.text = msg.text
+			m.renderOutput()
 		}
 		gen := msg.gen
 		return m, tea.Tick(outputEvery, func(time.Time) tea.Msg { return outputTickMsg{gen: gen} })
@@ -446,6 +451,21 @@ func (m *Model) openWhy() tea.Cmd {
 func (m *Model) openOutput() tea.Cmd {
 	m.out = outputPane{gen: m.out.gen + 1, id: m.sel, loading: true}
 	return m.fetchOutput()
+}
+
+// renderOutput renders what the last read of the log added.
+func (m *Model) renderOutput() {
+	if m.out.view == nil {
+		m.out.view = &outputView{}
+	}
+	preset, dir := "", ""
+	if l := m.loops[m.out.id]; l != nil {
+		dir = l.Workdir
+		if m.presetOf != nil {
+			preset = m.presetOf(*l)
+		}
+	}
+	m.out.view.feed(m.out.text, preset, dir, &m.st)
 }
 
 func (m *Model) fetchOutput() tea.Cmd {
@@ -526,6 +546,8 @@ func (m Model) handleKey(k tea.KeyMsg) (Model, tea.Cmd) {
 		return m.openArtifact()
 	case key.Matches(k, ks.Diff):
 		return m.openDiff()
+	case key.Matches(k, ks.Raw):
+		m.outRaw = !m.outRaw
 	case key.Matches(k, ks.Filter):
 		m.mode = modeFilter
 		m.prevFilter = m.filter

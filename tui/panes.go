@@ -12,6 +12,7 @@ import (
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/internal/termsafe"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/transcript"
 )
 
 func (m *Model) paneTitle(kind string, l *loop.Loop, extra string, w int) string {
@@ -266,33 +267,6 @@ func (m *Model) conflictLines(why api.Why, w int) []string {
 	return lines
 }
 
-func (m *Model) outputLines(w, h int) []string {
-	l := m.loops[m.out.id]
-	extra := "live, every 1s"
-	if l != nil {
-		extra = "iteration " + strconv.Itoa(l.Iteration) + " · " + extra
-	}
-	lines := []string{m.paneTitle("OUTPUT", l, extra, w)}
-	switch {
-	case m.out.err != nil:
-		return append(lines, m.st.Error.Render(clip(" ✗ output: "+m.out.err.Error(), w)))
-	case m.out.loading && m.out.text == "":
-		return append(lines, m.st.Dim.Render(" reading agent.log…"))
-	case strings.TrimSpace(m.out.text) == "":
-		return append(lines, m.st.Dim.Render(" no output yet"))
-	}
-	text := strings.TrimRight(ansi.Strip(m.out.text), "\n")
-	all := strings.Split(text, "\n")
-	room := h - 1
-	if len(all) > room {
-		all = all[len(all)-room:]
-	}
-	for _, s := range all {
-		lines = append(lines, clip(" "+expandTabs(strings.TrimRight(s, "\r")), w))
-	}
-	return lines
-}
-
 func expandTabs(s string) string { return strings.ReplaceAll(s, "\t", "    ") }
 
 func firstLine(s string) string {
@@ -363,7 +337,7 @@ func usageLine(u loop.Usage, tree float64) string {
 	if u == (loop.Usage{}) && tree <= 0 {
 		return ""
 	}
-	s := fmt.Sprintf("$%.2f, %s tokens, agent %s", u.CostUSD, tokens(u.Tokens()),
+	s := fmt.Sprintf("$%.2f, %s tokens, agent %s", u.CostUSD, transcript.Tokens(u.Tokens()),
 		time.Duration(u.AgentSeconds*float64(time.Second)).Round(time.Second))
 	if tree > u.CostUSD+0.005 {
 		s += fmt.Sprintf("; with the loops below it $%.2f", tree)
@@ -378,18 +352,7 @@ func budgetLine(b loop.Budget) string {
 		parts = append(parts, fmt.Sprintf("$%.2f", b.USD))
 	}
 	if b.Tokens > 0 {
-		parts = append(parts, tokens(b.Tokens)+" tokens")
+		parts = append(parts, transcript.Tokens(b.Tokens)+" tokens")
 	}
 	return strings.Join(parts, ", ")
-}
-
-// tokens reads 950, 12.3k, 4.5M.
-func tokens(n int64) string {
-	switch {
-	case n >= 1_000_000:
-		return fmt.Sprintf("%.1fM", float64(n)/1e6)
-	case n >= 1_000:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	}
-	return strconv.FormatInt(n, 10)
 }

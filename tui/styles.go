@@ -19,6 +19,7 @@ type styles struct {
 	GateOK, GateBad, Connected     lipgloss.Style
 	HelpKey, HelpDesc, HelpSep     lipgloss.Style
 	HelpTitle, DiffAdd, DiffDel    lipgloss.Style
+	OutTool, OutDone               lipgloss.Style // the output pane's tool calls, final result
 	Status                         map[loop.Status]lipgloss.Style
 }
 
@@ -66,6 +67,8 @@ func newStyles(r *lipgloss.Renderer, noColor bool) styles {
 		HelpTitle: c(ns().Bold(true), "75"),
 		DiffAdd:   c(ns(), "71"),
 		DiffDel:   c(ns(), "203"),
+		OutTool:   c(ns().Bold(true), "75"),
+		OutDone:   c(ns().Bold(true), "71"),
 		Status: map[loop.Status]lipgloss.Style{
 			loop.Pending:          c(ns(), "75"),
 			loop.Paused:           c(ns(), "179"),
