@@ -326,6 +326,10 @@ type Status struct {
 	// approve` (or iterate, or reject), longest waiting first, at most
 	// MaxNeedsYou of them.
 	AwaitingApproval []Approval `json:"awaiting_approval,omitzero"`
+	// AwaitingReview lists the tasks that passed and wait for a person's
+	// review (`loopr approve`, iterate or reject), longest waiting first,
+	// at most MaxNeedsYou of them.
+	AwaitingReview []Approval `json:"awaiting_review,omitzero"`
 	// Cluster, on an etcd store, lists the workers sharing its queue;
 	// absent on the bbolt file.
 	Cluster *Cluster `json:"cluster,omitempty"`
@@ -386,6 +390,14 @@ type Approval struct {
 // approval, naming it by ref: approve, iterate with feedback, reject.
 func ApprovalActions(ref string) []string {
 	return []string{"loopr approve " + ref, "loopr iterate " + ref + ` --feedback "…"`, "loopr reject " + ref}
+}
+
+// ReviewActions are the commands that decide on a task awaiting review,
+// naming it by ref: look at the diff, then approve (merge), iterate with
+// feedback or a line comment, reject.
+func ReviewActions(ref string) []string {
+	return []string{"loopr diff " + ref, "loopr approve " + ref, "loopr iterate " + ref + ` --feedback "…"`,
+		"loopr comment " + ref + ` PATH:LINE "…"`, "loopr reject " + ref}
 }
 
 // Problem is one preflight problem: something that would fail every

@@ -602,6 +602,9 @@ func (d *daemon) act(w http.ResponseWriter, r *http.Request) error {
 		ids = append(slices.Clip(ids), id)
 	}
 	d.stopLoops(ids)
+	if res.Loop.Status == loop.Merging && d.mgr != nil {
+		d.mgr.WakeMerges() // an approved review
+	}
 	if res.Loop.Status.Terminal() && d.mgr != nil {
 		d.mgr.TidyTree(r.Context(), id) // a cancelled or rejected tree's worktrees go
 	}

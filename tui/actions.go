@@ -155,8 +155,8 @@ func refuse(action string, l *loop.Loop, liveBelow bool) string {
 			return fmt.Sprintf("can't answer: this %s waits for a budget, not an answer — %s resumes it", l.Type, loop.ShortIDs(l.NeedsAction()))
 		}
 	case api.ActionApprove, api.ActionReject, api.ActionIterate:
-		if l.Status != loop.AwaitingApproval {
-			return fmt.Sprintf("can't %s: only a plan awaiting approval can be %s, this %s is %s",
+		if !l.Status.AwaitsPerson() {
+			return fmt.Sprintf("can't %s: only a plan awaiting approval or a task awaiting review can be %s, this %s is %s",
 				action, pastTense(action), l.Type, st)
 		}
 	}
