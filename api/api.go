@@ -40,6 +40,9 @@ type CreateRequest struct {
 	// starts after: each one and every loop below it complete or
 	// cancelled (`loopr add --after`).
 	DependsOn []string `json:"depends_on,omitempty"`
+	// Review makes every task of the new loop's tree wait for a person's
+	// review when it passes (`loopr plan --review`).
+	Review bool `json:"review,omitzero"`
 }
 
 // BudgetRequest changes a loop's budget (`loopr budget`, POST

@@ -67,7 +67,7 @@ func (s *Service) NewLoop(req api.CreateRequest, parent *loop.Loop, now time.Tim
 		CreatedAt: now, UpdatedAt: now,
 		RunnableAt: req.RunnableAt.UTC(), Deadline: req.Deadline.UTC(),
 		FairnessKey: req.FairnessKey, ConflictKey: req.ConflictKey, CostHint: req.CostHint, Owner: req.Owner,
-		Agent: req.Agent, Budget: req.Budget,
+		Agent: req.Agent, Budget: req.Budget, Review: req.Review,
 	}
 	for _, d := range req.DependsOn {
 		if !slices.Contains(l.DependsOn, d) {
