@@ -395,6 +395,31 @@ func ApprovalActions(ref string) []string {
 	return []string{"loopr approve " + ref, "loopr iterate " + ref + ` --feedback "…"`, "loopr reject " + ref}
 }
 
+// CommentRequest is a line comment (`loopr comment ID PATH:LINE TEXT`,
+// POST /v1/loops/{id}/comments): on the line of PATH, a path relative to
+// the repository's root, at the tip of the loop's branch (a plan's: its
+// plan branch).
+type CommentRequest struct {
+	Path string `json:"path"`
+	Line int    `json:"line"`
+	Text string `json:"text"`
+}
+
+// Comment is a line comment as the loop it reached keeps it (the one
+// that wrote the line), with that loop and the comment's state.
+type Comment struct {
+	// Loop is the loop the comment reached; Type, Title and Status are
+	// its own, Status as it is now.
+	Loop   string      `json:"loop"`
+	Type   string      `json:"type"`
+	Title  string      `json:"title,omitzero"`
+	Status loop.Status `json:"status"`
+	// State is "sent" while the comment waits for the loop's next
+	// iteration, then "answered by iteration N (passed|failed)".
+	State string `json:"state"`
+	loop.Comment
+}
+
 // ReviewActions are the commands that decide on a task awaiting review,
 // naming it by ref: look at the diff, then approve (merge), iterate with
 // feedback or a line comment, reject.

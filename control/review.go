@@ -42,13 +42,14 @@ func ApproveReview(tx *store.Tx, l loop.Loop, now time.Time, git bool) error {
 // keeps the work it passed with.
 func IterateReview(tx *store.Tx, l loop.Loop, feedback string, now time.Time) error {
 	return Move(tx, l, loop.Pending, now, "iterate requested by user", func(n *loop.Loop) {
-		reopen(n, "Reviewer feedback on your previous iteration:\n"+strings.TrimSpace(feedback))
+		SendBack(n, "Reviewer feedback on your previous iteration:\n"+strings.TrimSpace(feedback))
 	})
 }
 
-// reopen gives n, sent back by a person, its next iteration (with room
-// for it past max_iterations) and feedback for its prompt.
-func reopen(n *loop.Loop, feedback string) {
+// SendBack gives n, sent back by a person (iterate, a line comment), its
+// next iteration (with room for it past max_iterations) and feedback for
+// its prompt.
+func SendBack(n *loop.Loop, feedback string) {
 	n.Iteration++
 	n.MaxIterations = max(n.MaxIterations, n.Iteration)
 	n.Feedback = feedback
