@@ -234,7 +234,6 @@ func attach(tx *store.Tx, cur loop.Loop, c loop.Comment, now time.Time) (loop.Lo
 		return cur, c, &control.ActionError{Action: "comment", Loop: cur, Err: &loop.TransitionError{ID: cur.ID, From: cur.Status, To: loop.Pending},
 			Msg: fmt.Sprintf("%s: this %s is %s, which is final: a comment cannot re-open it", cur.ID, cur.Type, cur.Status)}
 	}
-	before := cur
 	c, err := cur.AddComment(c)
 	if err != nil {
 		return cur, c, control.Invalid("comment", "%v", err)
@@ -251,8 +250,12 @@ func attach(tx *store.Tx, cur loop.Loop, c loop.Comment, now time.Time) (loop.Lo
 		}); err != nil {
 			return cur, c, err
 		}
-		if before.Status == loop.Complete {
-			if err := control.Unsettle(tx, cur); err != nil {
+		if cur.Status == loop.Complete {
+			n, err := tx.Get(cur.ID)
+			if err == nil {
+				err = control.Unsettle(tx, n) // it and its ancestors: not done any more
+			}
+			if err != nil {
 				return cur, c, err
 			}
 		}
