@@ -63,8 +63,8 @@ func printStatus(out io.Writer, st api.Status, now time.Time) error {
 	// finished ones (one line of ten statuses ran past 130 columns).
 	var live, done []string
 	for _, s := range loop.Statuses {
-		if s == loop.Merging && st.Counts[s] == 0 {
-			continue // passes waiting in the merge queue: said when there are some
+		if (s == loop.Merging || s == loop.AwaitingReview) && st.Counts[s] == 0 {
+			continue // passes waiting in the merge queue or for review: said when there are some
 		}
 		c := fmt.Sprintf("%s %d", s, st.Counts[s])
 		if s.Terminal() {

@@ -269,6 +269,7 @@ func TestForEachHead(t *testing.T) {
 			}
 			l = utc(l)
 			l.Task, l.Artifact, l.Workdir, l.Feedback, l.Reason, l.Lease = "", "", "", "", "", nil
+			l.Comments = nil // a head skips them
 			want = append(want, l)
 		}
 		return nil
