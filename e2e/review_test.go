@@ -20,7 +20,8 @@ import (
 // writes its own file out-<title>.txt (one line). It keeps every prompt
 // as $LOOPR_HOME/prompt-<title>-<iteration>, and an iteration whose prompt
 // carries review comments or feedback adds a line to its file (a change to
-// commit).
+// commit). With $LOOPR_HOME/hold, One's first iteration waits for
+// $LOOPR_HOME/go.
 const reviewAgent = `#!/bin/sh
 cat >/dev/null
 title=$(head -n 1 "$LOOPR_PROMPT_FILE" | sed -n 's/.*, "\(.*\)"\.$/\1/p')
@@ -29,6 +30,10 @@ case "$LOOPR_LOOP_TYPE" in
 phase) printf '# Phase: f\n\n## Tasks\n\n### Task 1: One\nDo it.\n\n### Task 2: Two\nDo it.\n\n### Task 3: Three\nDo it.\n' >"$LOOPR_ARTIFACT" ;;
 *)
 	cp "$LOOPR_PROMPT_FILE" "$LOOPR_HOME/prompt-$title-$LOOPR_ITERATION"
+	if [ "$title" = One ] && [ "$LOOPR_ITERATION" = 1 ] && [ -f "$LOOPR_HOME/hold" ]; then
+		n=0
+		while [ ! -f "$LOOPR_HOME/go" ] && [ $n -lt 1200 ]; do sleep 0.1; n=$((n + 1)); done
+	fi
 	[ -f "out-$title.txt" ] || echo "line of $title" >"out-$title.txt"
 	if grep -q '^## Comments from a review\|^Reviewer feedback' "$LOOPR_PROMPT_FILE"; then
 		echo "addressed at iteration $LOOPR_ITERATION" >>"out-$title.txt"
@@ -215,5 +220,44 @@ func TestCommentReachesTheWriter(t *testing.T) {
 	out := ok(t, r.dir, "comments", plan.ID)
 	if !strings.Contains(out, "answered by iteration 2 (passed)") || !strings.Contains(out, "out-Two.txt:1") {
 		t.Errorf("loopr comments:\n%s\nwant the comment answered by iteration 2", out)
+	}
+}
+
+// TestCommentOnARunningTask: a comment on a running task waits; the
+// iteration that was running passes, but the comment was not in its
+// prompt, so the task runs once more with it instead of merging.
+func TestCommentOnARunningTask(t *testing.T) {
+	t.Parallel()
+	script := writeScript(t, "agent.sh", reviewAgent)
+	r := newRepo(t, freshConfig(t, script, "{max_iterations: 5, validate: []}"))
+	if err := os.MkdirAll(r.home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r.home, "hold"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, r)
+	ok(t, r.dir, "plan", "hold", "one")
+	ts := waitTasks(t, r, d, "One running", func(ts map[string]loop.Loop) bool {
+		_, err := os.Stat(filepath.Join(r.home, "prompt-One-1"))
+		return ts["One"].Status == loop.Running && err == nil
+	})
+	var c api.Comment
+	mustJSON(t, ok(t, r.dir, "comment", ts["One"].ID, "README.md:1", "LATE-MARKER", "--json"), &c)
+	if c.Loop != ts["One"].ID || c.Status != loop.Running || c.State != "sent" {
+		t.Fatalf("comment on a running task = %+v; want it waiting on One, still running", c)
+	}
+	if err := os.WriteFile(filepath.Join(r.home, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ts = waitTasks(t, r, d, "One complete", func(ts map[string]loop.Loop) bool { return ts["One"].Status == loop.Complete })
+	if ts["One"].Iteration != 2 {
+		t.Errorf("One completed at iteration %d; want 2 (the comment came while iteration 1 ran)", ts["One"].Iteration)
+	}
+	if strings.Contains(promptOf(t, r, "One", 1), "LATE-MARKER") || !strings.Contains(promptOf(t, r, "One", 2), "LATE-MARKER") {
+		t.Errorf("the comment should be in One's second prompt only")
+	}
+	if out := ok(t, r.dir, "comments", ts["One"].ID); !strings.Contains(out, "answered by iteration 2 (passed)") {
+		t.Errorf("loopr comments:\n%s\nwant it answered by iteration 2", out)
 	}
 }
