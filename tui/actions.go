@@ -99,6 +99,9 @@ func (m Model) startAction(action string) (Model, tea.Cmd) {
 		if f, ok := artifact.FormatOf(l.Type); ok {
 			what = "its " + strings.ToLower(f.Section) + " are created and start"
 		}
+		if l.Status == loop.AwaitingReview {
+			what = "its branch goes to the merge queue"
+		}
 		m.mode = modeConfirm
 		m.confirm = confirmation{action: action, id: l.ID, prompt: "approve " + name + "? " + what}
 		return m, nil
@@ -202,6 +205,8 @@ func (m Model) actDone(msg actMsg) (tea.Model, tea.Cmd) {
 		text = fmt.Sprintf("cancelled %d loop%s under %s (it stays %s)", n, plural(n), name, statusText(msg.res.Loop.Status, false))
 	case msg.action == api.ActionCancel && n > 0:
 		text += fmt.Sprintf(" and %d loop%s under it", n, plural(n))
+	case msg.action == api.ActionApprove && msg.res.Loop.Status == loop.Merging:
+		text += "; its branch waits in the merge queue"
 	case msg.action == api.ActionApprove:
 		child := "child loop"
 		if l := m.loops[msg.id]; l != nil {
