@@ -115,6 +115,10 @@ func TestReviewGate(t *testing.T) {
 		t.Errorf("loopr status does not list the three reviews under NEEDS YOU:\n%s", text)
 	}
 
+	passed := ts["One"].Commit
+	if runGit(r, "merge-base", "--is-ancestor", passed, plan.Branch) == nil {
+		t.Errorf("One's commit %s is on %s before anyone approved it", passed, plan.Branch)
+	}
 	ok(t, r.dir, "approve", ts["One"].ID)
 	ok(t, r.dir, "reject", ts["Two"].ID, "--reason", "not this way")
 	ok(t, r.dir, "iterate", ts["Three"].ID, "--feedback", "FEEDBACK-MARKER: say more")
@@ -122,6 +126,9 @@ func TestReviewGate(t *testing.T) {
 		return ts["One"].Status == loop.Complete && ts["Two"].Status == loop.Failed &&
 			ts["Three"].Status == loop.AwaitingReview && ts["Three"].Iteration == 2
 	})
+	if err := runGit(r, "merge-base", "--is-ancestor", passed, plan.Branch); err != nil {
+		t.Errorf("One's approved commit %s is not on %s: %v", passed, plan.Branch, err)
+	}
 	if got := r.git(t, "show", plan.Branch+":out-One.txt"); got != "line of One" {
 		t.Errorf("out-One.txt on %s = %q; want the approved task's line", plan.Branch, got)
 	}
