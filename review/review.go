@@ -242,7 +242,12 @@ func attach(tx *store.Tx, cur loop.Loop, c loop.Comment, now time.Time) (loop.Lo
 	if c.On != "" {
 		where += " (made on " + c.On + ")"
 	}
-	feedback := fmt.Sprintf("A person commented on your work (%s); address the comments below.", where)
+	// The comments have a section of their own in the prompt; the
+	// feedback of a loop that passed is about failures already behind it.
+	feedback := ""
+	if cur.Status == loop.Failed {
+		feedback = cur.Feedback
+	}
 	switch cur.Status {
 	case loop.Complete, loop.AwaitingReview, loop.Merging, loop.Failed:
 		if err := control.Move(tx, cur, loop.Pending, now, where+": re-opened for iteration "+fmt.Sprint(cur.Iteration+1), func(n *loop.Loop) {
