@@ -40,6 +40,9 @@ type CreateRequest struct {
 	// starts after: each one and every loop below it complete or
 	// cancelled (`loopr add --after`).
 	DependsOn []string `json:"depends_on,omitempty"`
+	// Review makes every task of the new loop's tree wait for a person's
+	// review when it passes (`loopr plan --review`).
+	Review bool `json:"review,omitzero"`
 }
 
 // BudgetRequest changes a loop's budget (`loopr budget`, POST
@@ -326,6 +329,10 @@ type Status struct {
 	// approve` (or iterate, or reject), longest waiting first, at most
 	// MaxNeedsYou of them.
 	AwaitingApproval []Approval `json:"awaiting_approval,omitzero"`
+	// AwaitingReview lists the tasks that passed and wait for a person's
+	// review (`loopr approve`, iterate or reject), longest waiting first,
+	// at most MaxNeedsYou of them.
+	AwaitingReview []Approval `json:"awaiting_review,omitzero"`
 	// Cluster, on an etcd store, lists the workers sharing its queue;
 	// absent on the bbolt file.
 	Cluster *Cluster `json:"cluster,omitempty"`
@@ -386,6 +393,39 @@ type Approval struct {
 // approval, naming it by ref: approve, iterate with feedback, reject.
 func ApprovalActions(ref string) []string {
 	return []string{"loopr approve " + ref, "loopr iterate " + ref + ` --feedback "…"`, "loopr reject " + ref}
+}
+
+// CommentRequest is a line comment (`loopr comment ID PATH:LINE TEXT`,
+// POST /v1/loops/{id}/comments): on the line of PATH, a path relative to
+// the repository's root, at the tip of the loop's branch (a plan's: its
+// plan branch).
+type CommentRequest struct {
+	Path string `json:"path"`
+	Line int    `json:"line"`
+	Text string `json:"text"`
+}
+
+// Comment is a line comment as the loop it reached keeps it (the one
+// that wrote the line), with that loop and the comment's state.
+type Comment struct {
+	// Loop is the loop the comment reached; Type, Title and Status are
+	// its own, Status as it is now.
+	Loop   string      `json:"loop"`
+	Type   string      `json:"type"`
+	Title  string      `json:"title,omitzero"`
+	Status loop.Status `json:"status"`
+	// State is "sent" while the comment waits for the loop's next
+	// iteration, then "answered by iteration N (passed|failed)".
+	State string `json:"state"`
+	loop.Comment
+}
+
+// ReviewActions are the commands that decide on a task awaiting review,
+// naming it by ref: look at the diff, then approve (merge), iterate with
+// feedback or a line comment, reject.
+func ReviewActions(ref string) []string {
+	return []string{"loopr diff " + ref, "loopr approve " + ref, "loopr iterate " + ref + ` --feedback "…"`,
+		"loopr comment " + ref + ` PATH:LINE "…"`, "loopr reject " + ref}
 }
 
 // Problem is one preflight problem: something that would fail every

@@ -25,9 +25,9 @@ func (e *env) actionCmds() []*cobra.Command {
 		{api.ActionReset, "reset ID", "Bring a failed (parked) loop back to pending with a fresh budget", false, false},
 		{api.ActionPause, "pause ID", "Hold a pending loop", false, false},
 		{api.ActionResume, "resume ID", "Release a paused loop", false, false},
-		{api.ActionApprove, "approve ID", "Approve a plan awaiting approval: its specs start", false, false},
-		{api.ActionReject, "reject ID [--reason S]", "Reject a plan awaiting approval", true, false},
-		{api.ActionIterate, "iterate ID --feedback S", "Send a plan awaiting approval back with feedback", false, true},
+		{api.ActionApprove, "approve ID", "Approve a plan awaiting approval (its specs start) or a task awaiting review (it goes to the merge queue)", false, false},
+		{api.ActionReject, "reject ID [--reason S]", "Reject a plan awaiting approval or a task awaiting review: it fails", true, false},
+		{api.ActionIterate, "iterate ID --feedback S", "Send a plan awaiting approval or a task awaiting review back with feedback", false, true},
 	}
 	var cmds []*cobra.Command
 	for _, s := range specs {

@@ -27,7 +27,14 @@ such as ? * ' " or a newline).
 With no daemon running, plan starts one in the background and says so on
 stderr; --no-start, or LOOPR_NO_START=1, only queues the loop. When
 loops.plan.require_approval is on (the default), the plan waits for
-` + "`loopr approve`" + ` once written: plan says so, and loopr status lists it.`,
+` + "`loopr approve`" + ` once written: plan says so, and loopr status lists it.
+
+With --review, every task of the plan's tree that passes waits for your
+review (awaiting_review, listed under NEEDS YOU) instead of going to the
+merge queue: ` + "`loopr diff ID`" + ` shows its work, ` + "`loopr approve ID`" + ` merges it,
+` + "`loopr iterate ID --feedback`" + ` or ` + "`loopr comment ID PATH:LINE`" + ` sends it back,
+` + "`loopr reject ID`" + ` fails it (loops.<type>.require_review does the same for
+every loop of a type).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			text := strings.Join(args, " ")
@@ -40,6 +47,7 @@ loops.plan.require_approval is on (the default), the plan waits for
 	}
 	c.Flags().BoolVar(&jsonOut, "json", false, "print the created loop as JSON")
 	c.Flags().BoolVar(&noStart, "no-start", false, "only queue the loop in the store: do not start a daemon when none runs")
+	c.Flags().BoolVar(&req.Review, "review", false, "every task of this plan's tree waits for your review (loopr approve) before it merges")
 	agentFlags(c, &req)
 	return c
 }

@@ -63,7 +63,7 @@ const maxCompletions = 200
 
 // completionStatuses are the statuses of the loops offered: those a person
 // still acts on.
-var completionStatuses = []loop.Status{loop.Pending, loop.Paused, loop.Running, loop.AwaitingApproval, loop.Failed}
+var completionStatuses = []loop.Status{loop.Pending, loop.Paused, loop.Running, loop.AwaitingApproval, loop.AwaitingReview, loop.Failed}
 
 // loopIDs returns "id<TAB>title (type, status)" for the live loops whose id
 // starts with prefix. It never creates a workspace and never fails aloud: a

@@ -409,7 +409,7 @@ func (w *demoWatch) follow(ctx context.Context, c *client.Client, out io.Writer,
 						held++
 					}
 				}
-				if st.Counts[loop.Pending] == held && st.Counts[loop.Paused]+st.Counts[loop.Running]+st.Counts[loop.Merging]+st.Counts[loop.AwaitingApproval] == 0 {
+				if st.Counts[loop.Pending] == held && st.Counts[loop.Paused]+st.Counts[loop.Running]+st.Counts[loop.Merging]+st.Counts[loop.AwaitingApproval]+st.Counts[loop.AwaitingReview] == 0 {
 					return nil
 				}
 			}

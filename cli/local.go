@@ -12,6 +12,7 @@ import (
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/radar"
+	"github.com/loopr-dev/loopr/review"
 	"github.com/loopr-dev/loopr/store"
 )
 
@@ -159,6 +160,26 @@ func (b *local) TreeUsage(_ context.Context, id string) (api.TreeUsage, error) {
 }
 func (b *local) SetBudget(_ context.Context, id string, req api.BudgetRequest) (api.BudgetResult, error) {
 	return b.svc.SetBudget(id, req)
+}
+
+// Comment routes a line comment without a daemon: the repository is
+// opened for the call.
+func (b *local) Comment(ctx context.Context, id string, req api.CommentRequest) (api.Comment, error) {
+	var g review.Git
+	if b.svc.Config().Git.Worktrees {
+		r, err := gitflow.Open(b.svc.Paths.Workspace, b.svc.Paths.Home, nil)
+		switch {
+		case errors.Is(err, gitflow.ErrNotRepo), errors.Is(err, gitflow.ErrNoGit):
+		case err != nil:
+			return api.Comment{}, err
+		default:
+			g = r
+		}
+	}
+	return review.Add(ctx, b.svc, g, id, req)
+}
+func (b *local) Comments(_ context.Context, id string) ([]api.Comment, error) {
+	return review.List(b.svc, id)
 }
 
 func (b *local) Close() error { return b.svc.Store.Close() }

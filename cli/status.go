@@ -46,7 +46,7 @@ func (e *env) statusCmd() *cobra.Command {
 // printStatus prints st for a person, in lines that fit 80 columns where
 // the values allow: the loops that need you first, then one aligned table.
 func printStatus(out io.Writer, st api.Status, now time.Time) error {
-	if st.Counts[loop.NeedsHuman]+st.Counts[loop.AwaitingApproval] > 0 {
+	if st.Counts[loop.NeedsHuman]+st.Counts[loop.AwaitingApproval]+st.Counts[loop.AwaitingReview] > 0 {
 		printNeedsYou(out, st, now)
 	}
 	w := table(out)
@@ -63,8 +63,8 @@ func printStatus(out io.Writer, st api.Status, now time.Time) error {
 	// finished ones (one line of ten statuses ran past 130 columns).
 	var live, done []string
 	for _, s := range loop.Statuses {
-		if s == loop.Merging && st.Counts[s] == 0 {
-			continue // passes waiting in the merge queue: said when there are some
+		if (s == loop.Merging || s == loop.AwaitingReview) && st.Counts[s] == 0 {
+			continue // passes waiting in the merge queue or for review: said when there are some
 		}
 		c := fmt.Sprintf("%s %d", s, st.Counts[s])
 		if s.Terminal() {
@@ -156,8 +156,13 @@ func printNeedsYou(out io.Writer, st api.Status, now time.Time) {
 		rows = append(rows, row{id: ref, reason: "approval", title: a.Title, since: a.Since,
 			detail: "the plan passed: read it with loopr show " + ref + " --artifact, then one of", actions: api.ApprovalActions(ref)})
 	}
+	for _, a := range st.AwaitingReview {
+		ref := loop.ShortID(a.ID)
+		rows = append(rows, row{id: ref, reason: "review", title: a.Title, since: a.Since,
+			detail: "the task passed: read its diff with loopr diff " + ref + ", then one of", actions: api.ReviewActions(ref)[1:]})
+	}
 	slices.SortStableFunc(rows, func(a, b row) int { return a.since.Compare(b.since) })
-	total := st.Counts[loop.NeedsHuman] + st.Counts[loop.AwaitingApproval]
+	total := st.Counts[loop.NeedsHuman] + st.Counts[loop.AwaitingApproval] + st.Counts[loop.AwaitingReview]
 	fmt.Fprintf(out, "NEEDS YOU (%d)\n", total)
 	var wid, wreason, wago int
 	for i := range rows {
@@ -181,6 +186,9 @@ func printNeedsYou(out io.Writer, st api.Status, now time.Time) {
 	}
 	if more := st.Counts[loop.AwaitingApproval] - len(st.AwaitingApproval); more > 0 {
 		fmt.Fprintf(out, "  … and %d more: loopr list --status awaiting_approval\n", more)
+	}
+	if more := st.Counts[loop.AwaitingReview] - len(st.AwaitingReview); more > 0 {
+		fmt.Fprintf(out, "  … and %d more: loopr list --status awaiting_review\n", more)
 	}
 	fmt.Fprintln(out)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/artifact"
 	"github.com/loopr-dev/loopr/client"
 	"github.com/loopr-dev/loopr/control"
@@ -78,6 +79,17 @@ func (e *env) tuiOptions(c *client.Client) tui.Options {
 		Version:   Version,
 		Policy:    control.Policy(e.cfg),
 		Preset:    e.presetOf,
+		// A line comment from the diff view (c), on a connection of its
+		// own: it runs in a command beside the dashboard's stream.
+		Comment: func(ctx context.Context, id, path string, line int, text string) error {
+			cc, err := client.Dial(ctx, sock)
+			if err != nil {
+				return err
+			}
+			defer cc.Close()
+			_, err = cc.Comment(ctx, id, api.CommentRequest{Path: path, Line: line, Text: text})
+			return err
+		},
 		ReadArtifact: func(_ context.Context, l loop.Loop) (string, error) {
 			return e.readAccepted(nil, l)
 		},

@@ -57,8 +57,11 @@ func (e *env) whyCmd() *cobra.Command {
 					fmt.Fprintf(e.stdout, "  %s %s\n", mark, g.Text)
 				}
 				printWhyConflicts(e.stdout, w)
-				if w.Loop.Status == loop.AwaitingApproval {
+				switch w.Loop.Status {
+				case loop.AwaitingApproval:
 					printApprovalHint(e.stdout, w.Loop.ID)
+				case loop.AwaitingReview:
+					printReviewHint(e.stdout, w.Loop.ID)
 				}
 				switch {
 				case !w.Scheduled:
@@ -83,6 +86,17 @@ func printApprovalHint(w io.Writer, id string) {
 	t := table(w)
 	fmt.Fprintf(t, "  loopr approve %s\tstart what it plans\n", id)
 	fmt.Fprintf(t, "  loopr iterate %s --feedback \"…\"\tsend it back with what to change\n", id)
+	fmt.Fprintf(t, "  loopr reject %s [--reason \"…\"]\tfail it\n", id)
+	t.Flush()
+}
+
+func printReviewHint(w io.Writer, id string) {
+	id = loop.ShortID(id)
+	fmt.Fprintf(w, "awaiting your review: read its diff with `loopr diff %s`, then one of\n", id)
+	t := table(w)
+	fmt.Fprintf(t, "  loopr approve %s\tmerge it (the merge queue)\n", id)
+	fmt.Fprintf(t, "  loopr iterate %s --feedback \"…\"\tsend it back with what to change\n", id)
+	fmt.Fprintf(t, "  loopr comment %s PATH:LINE \"…\"\tsend it back with a comment on one line\n", id)
 	fmt.Fprintf(t, "  loopr reject %s [--reason \"…\"]\tfail it\n", id)
 	t.Flush()
 }

@@ -332,6 +332,22 @@ func (c *Client) SetBudget(ctx context.Context, id string, req api.BudgetRequest
 	return res, err
 }
 
+// Comment attaches a line comment to the loop that wrote the line, from
+// loop id (`loopr comment`); the loop it reached is re-opened.
+func (c *Client) Comment(ctx context.Context, id string, req api.CommentRequest) (api.Comment, error) {
+	var res api.Comment
+	err := c.call(ctx, http.MethodPost, loopPath(id, "comments"), req, &res)
+	return res, err
+}
+
+// Comments lists the comments of loop id and of the loops below it
+// (`loopr comments`).
+func (c *Client) Comments(ctx context.Context, id string) ([]api.Comment, error) {
+	var out []api.Comment
+	err := c.call(ctx, http.MethodGet, loopPath(id, "comments"), nil, &out)
+	return out, err
+}
+
 // Limits returns the rate-limit state of every agent profile (`loopr limits`).
 func (c *Client) Limits(ctx context.Context) ([]api.AgentLimit, error) {
 	var out []api.AgentLimit

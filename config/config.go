@@ -336,6 +336,10 @@ type LoopSettings struct {
 	// and no diff against its starting commit ("no changes were made").
 	// Read for ralph loops in a git worktree.
 	RequireChanges bool `yaml:"require_changes,omitempty"`
+	// RequireReview makes a loop of this type that changes code on its
+	// own branch wait in awaiting_review when it passes, with its commit
+	// and evidence, for `loopr approve` (merge), `reject` or `iterate`.
+	RequireReview bool `yaml:"require_review,omitempty"`
 	// WorkerLabels: on an etcd store with several workers, loops of this
 	// type run only on workers whose worker.labels include all of these.
 	WorkerLabels []string `yaml:"worker_labels,omitempty"`
@@ -548,7 +552,7 @@ const NotifyTimeout = 10 * time.Second
 // rate limited and it waits for the shared backoff).
 var WebhookEvents = []string{
 	"created", string(loop.Pending), string(loop.Paused), string(loop.Running),
-	string(loop.Merging), string(loop.AwaitingApproval), string(loop.Complete), string(loop.Failed),
+	string(loop.Merging), string(loop.AwaitingApproval), string(loop.AwaitingReview), string(loop.Complete), string(loop.Failed),
 	string(loop.Cancelled), string(loop.Expired), string(loop.Invalidated), "rate_limited",
 	string(loop.NeedsHuman), "tree_complete",
 }

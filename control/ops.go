@@ -67,7 +67,7 @@ func (s *Service) NewLoop(req api.CreateRequest, parent *loop.Loop, now time.Tim
 		CreatedAt: now, UpdatedAt: now,
 		RunnableAt: req.RunnableAt.UTC(), Deadline: req.Deadline.UTC(),
 		FairnessKey: req.FairnessKey, ConflictKey: req.ConflictKey, CostHint: req.CostHint, Owner: req.Owner,
-		Agent: req.Agent, Budget: req.Budget,
+		Agent: req.Agent, Budget: req.Budget, Review: req.Review,
 	}
 	for _, d := range req.DependsOn {
 		if !slices.Contains(l.DependsOn, d) {
@@ -205,7 +205,10 @@ func (s *Service) Act(id, action string, req api.ActionRequest) (api.ActionResul
 		return api.ActionResult{}, Invalid("action", "unknown action %q (known: %s)", action, strings.Join(api.Actions, ", "))
 	}
 	if action == api.ActionIterate && strings.TrimSpace(req.Feedback) == "" {
-		return api.ActionResult{}, Invalid("--feedback", "required: tell the plan's agent what to change")
+		return api.ActionResult{}, Invalid("--feedback", "required: tell the agent what to change")
+	}
+	if action == api.ActionIterate && len(req.Feedback) > MaxAnswerBytes {
+		return api.ActionResult{}, Invalid("--feedback", "too long (%d bytes, max %d)", len(req.Feedback), MaxAnswerBytes)
 	}
 	if action == api.ActionAnswer && len(req.Answer) > MaxAnswerBytes {
 		return api.ActionResult{}, Invalid("answer", "too long (%d bytes, max %d)", len(req.Answer), MaxAnswerBytes)
@@ -215,7 +218,7 @@ func (s *Service) Act(id, action string, req api.ActionRequest) (api.ActionResul
 	// every other write behind it).
 	var accepted *acceptedArtifact
 	git := false // a cancel may finish a tree: its tree_complete names the plan's branch
-	if action == api.ActionCancel {
+	if action == api.ActionCancel || action == api.ActionApprove {
 		git = s.NoGit() == ""
 	}
 	if action == api.ActionApprove {
@@ -258,6 +261,10 @@ func (s *Service) Act(id, action string, req api.ActionRequest) (api.ActionResul
 			}
 			err = s.move(tx, l, loop.Pending, now, "resumed by user", nil)
 		case api.ActionApprove:
+			if l.Status == loop.AwaitingReview {
+				err = ApproveReview(tx, l, now, git)
+				break
+			}
 			if l.Status != loop.AwaitingApproval {
 				return &loop.TransitionError{ID: id, From: l.Status, To: loop.Complete}
 			}
@@ -267,7 +274,7 @@ func (s *Service) Act(id, action string, req api.ActionRequest) (api.ActionResul
 			}
 			affected, err = s.Approve(tx, l, accepted.doc, now)
 		case api.ActionReject:
-			if l.Status != loop.AwaitingApproval {
+			if !l.Status.AwaitsPerson() {
 				return &loop.TransitionError{ID: id, From: l.Status, To: loop.Failed}
 			}
 			reason := req.Reason
@@ -276,10 +283,14 @@ func (s *Service) Act(id, action string, req api.ActionRequest) (api.ActionResul
 			}
 			err = s.move(tx, l, loop.Failed, now, reason, func(n *loop.Loop) { n.Reason = reason })
 		case api.ActionIterate:
-			if l.Status != loop.AwaitingApproval {
+			switch l.Status {
+			case loop.AwaitingApproval:
+				affected, err = s.Iterate(tx, l, req.Feedback, now)
+			case loop.AwaitingReview:
+				err = IterateReview(tx, l, req.Feedback, now)
+			default:
 				return &loop.TransitionError{ID: id, From: l.Status, To: loop.Pending}
 			}
-			affected, err = s.Iterate(tx, l, req.Feedback, now)
 		case api.ActionAnswer:
 			if err = s.limitHeld(tx, l, now); err == nil {
 				err = Answer(tx, l, req.Answer, now)

@@ -498,6 +498,13 @@ func (s *Service) Status(now time.Time) (api.Status, error) {
 		}); err != nil {
 			return err
 		}
+		if err := tx.ByStatus(loop.AwaitingReview, func(l loop.Loop) bool {
+			st.AwaitingReview = append(st.AwaitingReview, api.Approval{ID: l.ID, Type: l.Type, Title: l.Title,
+				Since: l.UpdatedAt, Actions: api.ReviewActions(l.ID)})
+			return true
+		}); err != nil {
+			return err
+		}
 		if limits, err = LoadLimits(tx); err != nil {
 			return err
 		}
@@ -526,6 +533,10 @@ func (s *Service) Status(now time.Time) (api.Status, error) {
 	slices.SortStableFunc(st.AwaitingApproval, func(a, b api.Approval) int { return a.Since.Compare(b.Since) })
 	if len(st.AwaitingApproval) > api.MaxNeedsYou {
 		st.AwaitingApproval = st.AwaitingApproval[:api.MaxNeedsYou]
+	}
+	slices.SortStableFunc(st.AwaitingReview, func(a, b api.Approval) int { return a.Since.Compare(b.Since) })
+	if len(st.AwaitingReview) > api.MaxNeedsYou {
+		st.AwaitingReview = st.AwaitingReview[:api.MaxNeedsYou]
 	}
 	for _, t := range c.Types() {
 		st.Types = append(st.Types, api.TypeUsage{Type: t, Running: running[t], Cap: c.TypeCap(t)})

@@ -94,6 +94,11 @@ func settle(tx *store.Tx, l *loop.Loop, now time.Time, depth int) (done, marked 
 	return true, true, tx.Put(*l)
 }
 
+// Unsettle clears subtree_done_at on l and the ancestors that have it, in
+// tx: l's subtree is not done any more (a line comment re-opened l, a
+// finished loop). When the loop finishes again, Settle marks them again.
+func Unsettle(tx *store.Tx, l loop.Loop) error { return unsettle(tx, l) }
+
 // unsettle clears subtree_done_at on l and the ancestors that have it: a
 // loop was added below l (`loopr add --parent`), so its subtree is not
 // done any more.

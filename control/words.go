@@ -59,6 +59,8 @@ func ActionWords(action string, l loop.Loop) string {
 			return fmt.Sprintf("reset brings back failed loops; %s passed and waits in the merge queue — use loopr cancel to drop it", id)
 		case loop.AwaitingApproval:
 			return fmt.Sprintf("reset brings back failed loops; %s awaits approval — use loopr approve, iterate or reject", id)
+		case loop.AwaitingReview:
+			return fmt.Sprintf("reset brings back failed loops; %s awaits review — use loopr approve, iterate or reject", id)
 		case loop.NeedsHuman:
 			return fmt.Sprintf("reset brings back failed loops; %s needs you (needs_human) — %s resumes it", id, l.NeedsAction())
 		}
@@ -71,8 +73,8 @@ func ActionWords(action string, l loop.Loop) string {
 			return fmt.Sprintf("pause holds pending loops; %s is running — use loopr cancel to stop it", id)
 		case loop.Merging:
 			return fmt.Sprintf("pause holds pending loops; %s passed and waits in the merge queue, which runs no agent for it — use loopr cancel to drop it", id)
-		case loop.AwaitingApproval:
-			return fmt.Sprintf("pause holds pending loops; %s awaits approval and runs nothing until you approve, iterate or reject it", id)
+		case loop.AwaitingApproval, loop.AwaitingReview:
+			return fmt.Sprintf("pause holds pending loops; %s %s and runs nothing until you approve, iterate or reject it", id, is(st))
 		case loop.Failed:
 			return fmt.Sprintf("pause holds pending loops; %s has failed and runs nothing until loopr reset %s", id, id)
 		case loop.NeedsHuman:
@@ -85,8 +87,8 @@ func ActionWords(action string, l loop.Loop) string {
 			return fmt.Sprintf("%s is not paused: it is pending and runs when the scheduler picks it (loopr why %s)", this, id)
 		case loop.Running:
 			return fmt.Sprintf("%s is not paused: it is running", this)
-		case loop.AwaitingApproval:
-			return fmt.Sprintf("resume releases paused loops; %s awaits approval — use loopr approve %s", id, id)
+		case loop.AwaitingApproval, loop.AwaitingReview:
+			return fmt.Sprintf("resume releases paused loops; %s %s — use loopr approve %s", id, is(st), id)
 		case loop.Failed:
 			return fmt.Sprintf("resume releases paused loops; %s has failed — use loopr reset %s to run it again", id, id)
 		case loop.NeedsHuman:
@@ -99,7 +101,7 @@ func ActionWords(action string, l loop.Loop) string {
 		case loop.Complete:
 			return fmt.Sprintf("%s is already complete; there is nothing to %s", this, verb)
 		case loop.Pending, loop.Paused, loop.Running, loop.Merging, loop.NeedsHuman:
-			return fmt.Sprintf("%s %s, not awaiting approval; loopr why %s says what it waits for", this, is(st), id)
+			return fmt.Sprintf("%s %s, not awaiting approval or review; loopr why %s says what it waits for", this, is(st), id)
 		case loop.Failed:
 			return fmt.Sprintf("%s has failed; there is nothing to %s — loopr reset %s runs it again", this, verb, id)
 		}
@@ -118,6 +120,8 @@ func is(st loop.Status) string {
 	switch st {
 	case loop.AwaitingApproval:
 		return "awaits approval"
+	case loop.AwaitingReview:
+		return "awaits review"
 	case loop.Failed:
 		return "has failed"
 	case loop.Cancelled:

@@ -64,7 +64,7 @@ func TestActionWords(t *testing.T) {
 		{api.ActionResume, plan(loop.Failed), "resume releases paused loops; 01JX has failed — use loopr reset 01JX to run it again"},
 		{api.ActionPause, plan(loop.Running), "pause holds pending loops; 01JX is running — use loopr cancel to stop it"},
 		{api.ActionCancel, plan(loop.Expired), "01JX: this plan expired (its deadline passed before it ran), which is final; there is nothing to cancel"},
-		{api.ActionIterate, plan(loop.Pending), "01JX: this plan is pending, not awaiting approval; loopr why 01JX says what it waits for"},
+		{api.ActionIterate, plan(loop.Pending), "01JX: this plan is pending, not awaiting approval or review; loopr why 01JX says what it waits for"},
 		{api.ActionReset, plan(loop.NeedsHuman), "reset brings back failed loops; 01JX needs you (needs_human) — loopr answer 01JX \"…\" resumes it"},
 		{api.ActionResume, held, "resume releases paused loops; 01JX needs you (needs_human) — loopr budget 01JR --usd N resumes it"},
 		{api.ActionPause, held, "pause holds pending loops; 01JX needs you (needs_human) and runs nothing until loopr budget 01JR --usd N"},

@@ -88,7 +88,7 @@ func (d *daemon) agentLogRoute(w http.ResponseWriter, r *http.Request) error {
 	d.streams.Add(1)
 	defer d.streams.Done()
 	// Following a loop that has not run yet: wait for its first log.
-	for path == "" && follow && n == 0 && !l.Status.Terminal() && l.Status != loop.AwaitingApproval {
+	for path == "" && follow && n == 0 && !l.Status.Terminal() && !l.Status.AwaitsPerson() {
 		select {
 		case <-r.Context().Done():
 			return nil

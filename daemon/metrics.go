@@ -219,7 +219,7 @@ func (m *metrics) observe(tx *store.Tx, evs []loop.Event) {
 			if ev.From == loop.Running {
 				result := iterStopped
 				switch ev.To {
-				case loop.Complete, loop.Merging, loop.AwaitingApproval:
+				case loop.Complete, loop.Merging, loop.AwaitingApproval, loop.AwaitingReview:
 					result = iterPassed // a pass to be merged counts when it is recorded
 				case loop.Failed:
 					result = iterFailed

@@ -21,7 +21,7 @@ const notifyQueue = 64
 // note is one event a person should hear about: a loop that needs them,
 // a parked (failed) loop, or a plan whose whole tree is done.
 type note struct {
-	Event  string // needs_human, failed, tree_complete
+	Event  string // needs_human, awaiting_review, failed, tree_complete
 	Loop   string
 	Title  string
 	Reason string // one line
@@ -35,6 +35,8 @@ func noteFor(tx *store.Tx, ev loop.Event) (n note, ok bool) {
 	switch {
 	case ev.Kind == loop.EventTransition && ev.To == loop.NeedsHuman:
 		name = string(loop.NeedsHuman)
+	case ev.Kind == loop.EventTransition && ev.To == loop.AwaitingReview:
+		name = string(loop.AwaitingReview)
 	case ev.Kind == loop.EventTransition && ev.To == loop.Failed:
 		name = string(loop.Failed)
 	case ev.Kind == loop.EventTreeComplete:
@@ -70,6 +72,8 @@ func actionFor(name string, l loop.Loop) string {
 		return l.NeedsAction()
 	case string(loop.Failed):
 		return "loopr reset " + l.ID
+	case string(loop.AwaitingReview):
+		return "loopr approve " + l.ID
 	case "tree_complete":
 		return "git merge " + gitflow.BranchName(l.ID, l.Title)
 	}

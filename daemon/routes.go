@@ -55,6 +55,8 @@ func (d *daemon) routes() http.Handler {
 	handle("GET /v1/loops/{id}/conflicts", d.conflicts)
 	handle("GET /v1/loops/{id}/diff", d.diff) // diff.go
 	handle("POST /v1/loops/{id}/budget", d.setBudget)
+	handle("POST /v1/loops/{id}/comments", d.needDisk(d.addComment)) // comments.go
+	handle("GET /v1/loops/{id}/comments", d.listComments)
 	handle("GET /v1/loops/{id}/output", d.output)
 	handle("GET /v1/loops/{id}/log", d.agentLogRoute) // logs.go
 	handle("GET /v1/scheduler", d.scheduler)
@@ -603,6 +605,9 @@ func (d *daemon) act(w http.ResponseWriter, r *http.Request) error {
 		ids = append(slices.Clip(ids), id)
 	}
 	d.stopLoops(ids)
+	if res.Loop.Status == loop.Merging && d.mgr != nil {
+		d.mgr.WakeMerges() // an approved review
+	}
 	if res.Loop.Status.Terminal() && d.mgr != nil {
 		d.mgr.TidyTree(r.Context(), id) // a cancelled or rejected tree's worktrees go
 	}

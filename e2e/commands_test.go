@@ -433,7 +433,7 @@ func TestApproveWithEyesOpen(t *testing.T) {
 		want string
 	}{
 		{[]string{"reset", held.ID}, "reset brings back failed loops; " + held.ID + " is pending — use loopr pause to hold it"},
-		{[]string{"approve", held.ID}, held.ID + ": this ralph is pending, not awaiting approval; loopr why " + held.ID + " says what it waits for"},
+		{[]string{"approve", held.ID}, held.ID + ": this ralph is pending, not awaiting approval or review; loopr why " + held.ID + " says what it waits for"},
 		{[]string{"resume", held.ID}, held.ID + ": this ralph is not paused: it is pending"},
 	} {
 		res := run(t, r.dir, "", tc.args...)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -69,8 +70,12 @@ func TestStatusAndListEveryState(t *testing.T) {
 
 	status := ok(t, dir, "status")
 	block, _, found := strings.Cut(status, "\n\n")
-	if !found || !strings.HasPrefix(block, "NEEDS YOU (6)\n") {
-		t.Fatalf("status does not start with the 6 loops that need you (5 and a plan to approve):\n%s", status)
+	if !found || !strings.HasPrefix(block, "NEEDS YOU (7)\n") {
+		t.Fatalf("status does not start with the 7 loops that need you (5, a plan to approve and a task to review):\n%s", status)
+	}
+	review := loop.ShortID(fmt.Sprintf("01JD3K9Q5ZB7X000000000ST%02d", slices.Index(loop.Statuses, loop.AwaitingReview)))
+	if !regexp.MustCompile(`(?m)^  ` + review + ` +review +\S+ ago  Task in awaiting_review\n    .*loopr diff ` + review + `.*\n    → loopr approve ` + review + `$`).MatchString(block) {
+		t.Errorf("NEEDS YOU lacks the task awaiting review with its diff and approve:\n%s", block)
 	}
 	if !regexp.MustCompile(`(?m)^  000000pl +approval +\S+ ago  Add a URL shortener`).MatchString(block) {
 		t.Errorf("NEEDS YOU lacks the plan awaiting approval:\n%s", block)
@@ -94,7 +99,7 @@ func TestStatusAndListEveryState(t *testing.T) {
 			t.Errorf("NEEDS YOU lacks %s (%s): its line, what it waits for and %q:\n%s", id, reason, action, block)
 		}
 	}
-	counts := regexp.MustCompile(`(?m)^loops +pending 1, paused 1, running 1, merging 1, awaiting_approval 1, needs_human 5\n +complete 1, failed 1, cancelled 1, expired 1, invalidated 1$`)
+	counts := regexp.MustCompile(`(?m)^loops +pending 1, paused 1, running 1, merging 1, awaiting_approval 1, awaiting_review 1, needs_human 5\n +complete 1, failed 1, cancelled 1, expired 1, invalidated 1$`)
 	if !counts.MatchString(status) {
 		t.Errorf("status counts are not on two lines (in play, finished):\n%s", status)
 	}

@@ -241,16 +241,21 @@ func (r *Repo) Branch(ctx context.Context, id, title string) (string, error) {
 }
 
 // CommitMessage is the message of the commit that saves an iteration's
-// work: loopr: <type> "<title>" iteration <n>, the title with control
-// characters escaped, quotes backslashed and clipped to CommitTitleMax
-// characters.
-func CommitMessage(typ, title string, iteration int) string {
+// work of loop id: loopr: <type> "<title>" iteration <n>, the title with
+// control characters escaped, quotes backslashed and clipped to
+// CommitTitleMax characters, and the trailer "Loopr-Loop: <id>" (LoopTrailer:
+// blame finds the loop that wrote a line by it) when id is valid.
+func CommitMessage(typ, title string, iteration int, id string) string {
 	t := termsafe.Line(title)
 	t = strings.ReplaceAll(t, `"`, `\"`)
 	if r := []rune(t); len(r) > CommitTitleMax {
 		t = strings.TrimRight(string(r[:CommitTitleMax-1]), " ") + "…"
 	}
-	return "loopr: " + typ + ` "` + t + `" iteration ` + strconv.Itoa(iteration)
+	msg := "loopr: " + typ + ` "` + t + `" iteration ` + strconv.Itoa(iteration)
+	if checkID(id) == nil {
+		msg += "\n\n" + LoopTrailer + ": " + id
+	}
+	return msg
 }
 
 // CommitTitleMax is the most characters of a title a commit message

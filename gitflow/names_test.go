@@ -45,17 +45,20 @@ func TestCommitMessage(t *testing.T) {
 	tests := []struct {
 		name, typ, title string
 		iteration        int
+		id               string
 		want             string
 	}{
-		{"plain", "ralph", "Add the parser", 3, `loopr: ralph "Add the parser" iteration 3`},
-		{"control characters escaped", "plan", "evil\x1b]52;c;x\x07\ntitle", 1, `loopr: plan "evil\x1b]52;c;x\a\ntitle" iteration 1`},
-		{"quotes", "ralph", `say "hi"`, 2, `loopr: ralph "say \"hi\"" iteration 2`},
-		{"clipped", "ralph", strings.Repeat("word ", 20), 1, `loopr: ralph "` + strings.TrimSpace(strings.Repeat("word ", 12)) + `…" iteration 1`},
+		{"trailer", "ralph", "Add the parser", 3, "01JABCDEFGHJKMNPQRSTVWXYZ0", "loopr: ralph \"Add the parser\" iteration 3\n\nLoopr-Loop: 01JABCDEFGHJKMNPQRSTVWXYZ0"},
+		{"no trailer for a bad id", "ralph", "x", 1, "-bad", `loopr: ralph "x" iteration 1`},
+		{"plain", "ralph", "Add the parser", 3, "", `loopr: ralph "Add the parser" iteration 3`},
+		{"control characters escaped", "plan", "evil\x1b]52;c;x\x07\ntitle", 1, "", `loopr: plan "evil\x1b]52;c;x\a\ntitle" iteration 1`},
+		{"quotes", "ralph", `say "hi"`, 2, "", `loopr: ralph "say \"hi\"" iteration 2`},
+		{"clipped", "ralph", strings.Repeat("word ", 20), 1, "", `loopr: ralph "` + strings.TrimSpace(strings.Repeat("word ", 12)) + `…" iteration 1`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if got := CommitMessage(tt.typ, tt.title, tt.iteration); got != tt.want {
+			if got := CommitMessage(tt.typ, tt.title, tt.iteration, tt.id); got != tt.want {
 				t.Errorf("CommitMessage() = %q, want %q", got, tt.want)
 			}
 		})

@@ -17,6 +17,9 @@ const (
 	// EventTreeComplete is written on a plan when the last loop of its
 	// tree completes: the plan's branch is ready to merge.
 	EventTreeComplete EventKind = "tree_complete"
+	// EventComment is written on a loop a person's line comment reached
+	// (`loopr comment`).
+	EventComment EventKind = "comment"
 )
 
 // Event is one entry of a loop's append-only journal. Seq is assigned by the

@@ -131,6 +131,13 @@ type Loop struct {
 	// merge.validate commands that admitted the branch into the plan
 	// branch.
 	Evidence []Evidence `json:"evidence,omitempty"`
+	// Review makes every task of this plan's tree wait for a person's
+	// review when it passes (`loopr plan --review`), as
+	// loops.<type>.require_review does for a type.
+	Review bool `json:"review,omitzero"`
+	// Comments are people's line comments that reached this loop (see
+	// Comment), oldest first, at most MaxComments.
+	Comments []Comment `json:"comments,omitempty"`
 }
 
 // Evidence is one validation command's run: what ran, how it ended, how
@@ -415,6 +422,8 @@ func (l *Loop) Validate() error {
 		return fmt.Errorf("loop %s: depends_on: %d loops, at most %d", l.ID, len(l.DependsOn), MaxDependsOn)
 	case len(l.Evidence) > MaxEvidence:
 		return fmt.Errorf("loop %s: evidence: %d entries, at most %d", l.ID, len(l.Evidence), MaxEvidence)
+	case len(l.Comments) > MaxComments:
+		return fmt.Errorf("loop %s: comments: %d, at most %d", l.ID, len(l.Comments), MaxComments)
 	}
 	for _, d := range l.DependsOn {
 		switch {

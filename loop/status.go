@@ -13,14 +13,19 @@ type Status string
 // Merging is a pass recorded before its branch is merged into the plan
 // branch (the merge queue's; no agent runs for it again); Complete,
 // Cancelled, Expired and Invalidated are terminal; Failed is terminal until
-// a user resets it; AwaitingApproval and NeedsHuman wait for a person
-// (NeedsHuman is never scheduled and never counts as failed).
+// a user resets it; AwaitingApproval, AwaitingReview and NeedsHuman wait
+// for a person (NeedsHuman is never scheduled and never counts as failed).
+// AwaitingReview is a task that passed with review required
+// (loops.<type>.require_review, `loopr plan --review`): its commit and
+// evidence are recorded, and it waits for `loopr approve` (then merging,
+// or complete when it has no plan), `reject` or `iterate`.
 const (
 	Pending          Status = "pending"
 	Paused           Status = "paused"
 	Running          Status = "running"
 	Merging          Status = "merging"
 	AwaitingApproval Status = "awaiting_approval"
+	AwaitingReview   Status = "awaiting_review"
 	NeedsHuman       Status = "needs_human"
 	Complete         Status = "complete"
 	Failed           Status = "failed"
@@ -30,7 +35,7 @@ const (
 )
 
 // Statuses lists every status in lifecycle order.
-var Statuses = []Status{Pending, Paused, Running, Merging, AwaitingApproval, NeedsHuman, Complete, Failed, Cancelled, Expired, Invalidated}
+var Statuses = []Status{Pending, Paused, Running, Merging, AwaitingApproval, AwaitingReview, NeedsHuman, Complete, Failed, Cancelled, Expired, Invalidated}
 
 // Valid reports whether s is a known status.
 func (s Status) Valid() bool { return slices.Contains(Statuses, s) }
@@ -49,6 +54,10 @@ func (s Status) Terminal() bool {
 // let a tree be done (a failed, expired or invalidated loop keeps it from
 // being done).
 func (s Status) Settled() bool { return s == Complete || s == Cancelled }
+
+// AwaitsPerson reports whether s waits for a person's decision on a pass:
+// a plan awaiting approval or a task awaiting review.
+func (s Status) AwaitsPerson() bool { return s == AwaitingApproval || s == AwaitingReview }
 
 // Waiting reports whether s is a status the scheduler looks at (pending, or
 // paused or needs_human so it can say why such a loop does not start).
@@ -71,12 +80,13 @@ func ParseStatus(s string) (Status, error) {
 var transitions = map[Status][]Status{
 	Pending:          {Running, Paused, NeedsHuman, Cancelled, Expired, Invalidated, Failed},
 	Paused:           {Pending, NeedsHuman, Cancelled, Expired, Invalidated, Failed},
-	Running:          {Complete, Merging, AwaitingApproval, Pending, NeedsHuman, Failed, Cancelled, Invalidated},
+	Running:          {Complete, Merging, AwaitingApproval, AwaitingReview, Pending, NeedsHuman, Failed, Cancelled, Invalidated},
 	Merging:          {Complete, Pending, NeedsHuman, Failed, Cancelled, Invalidated},
 	AwaitingApproval: {Complete, Failed, Pending, Cancelled, Invalidated},
+	AwaitingReview:   {Merging, Complete, Failed, Pending, Cancelled, Invalidated},
 	NeedsHuman:       {Pending, Failed, Cancelled, Invalidated},
 	Failed:           {Pending, Cancelled, Invalidated},
-	Complete:         {Invalidated},
+	Complete:         {Pending, Invalidated},
 	Cancelled:        nil,
 	Expired:          nil,
 	Invalidated:      nil,

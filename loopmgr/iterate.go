@@ -209,6 +209,8 @@ func (m *Manager) finish(ctx context.Context, r result) {
 		m.charge = &charge{id: l.ID, iteration: a.iteration, usage: u, agent: a.agent}
 	}
 	defer func() { m.charge = nil }()
+	m.answering = &answering{id: l.ID, iteration: a.iteration, upTo: l.LastPendingSeq()}
+	defer func() { m.answering = nil }()
 	if r.git.err != nil {
 		// The work is not on the loop's branch: the iteration cannot
 		// pass, and its worktree is kept (cleanup is skipped below).
@@ -545,8 +547,9 @@ func boundFeedback(newest, older string) string {
 
 // passed records a loop whose iteration validated, with its evidence:
 // merging when its branch is to be merged into its plan's branch (the
-// merge queue merges it: merge.go), else complete or awaiting approval,
-// spawning children in the same transaction.
+// merge queue merges it: merge.go), awaiting_review first when review is
+// required (review.go), else complete or awaiting approval, spawning
+// children in the same transaction.
 func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, profile string, res runner.Result, sv saved, now time.Time) error {
 	approval := l.Type == loop.Plan && m.cfg().Loop(l.Type).RequireApproval
 	// On an etcd store the accepted artifact goes into the store with the
@@ -559,6 +562,7 @@ func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, profil
 			return fmt.Errorf("artifact for the store: %w", err)
 		}
 	}
+	to := loop.Complete
 	err := m.update(l.ID, func(tx *store.Tx) error {
 		cur, err := m.ours(tx, l.ID, iteration)
 		if err != nil {
@@ -568,15 +572,29 @@ func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, profil
 			return err
 		}
 		cur.RateLimitStreak, cur.TransientRetries = 0, 0
-		to := loop.Complete
+		m.answerComments(&cur, "passed")
+		if again, err := m.lateComments(tx, cur, sv.commit, res.Evidence, now); again || err != nil {
+			to = loop.Pending
+			return err
+		}
+		review, err := m.reviewRequired(tx, cur)
+		if err != nil {
+			return err
+		}
+		to = loop.Complete
 		msg := fmt.Sprintf("iteration %d passed", iteration)
+		short := loop.ShortID(cur.ID)
 		switch {
+		case review && (sv.merge || cur.Branch != ""):
+			to = loop.AwaitingReview
+			msg += fmt.Sprintf("; its branch %s awaits review at %s: loopr diff %s, then loopr approve %s (or reject, iterate)",
+				cur.Branch, shortCommit(sv.commit), short, short)
 		case sv.merge:
 			to = loop.Merging
 			msg += fmt.Sprintf("; its branch %s waits in the merge queue at %s", cur.Branch, shortCommit(sv.commit))
 		case approval:
 			to = loop.AwaitingApproval
-			msg += "; plan awaits approval: loopr approve " + loop.ShortID(cur.ID)
+			msg += "; plan awaits approval: loopr approve " + short
 		case cur.Parent == "" && cur.Branch != "" && m.o.Git != nil && ownBranch(cur.Type):
 			// A standalone loop's branch is its only result: say where.
 			msg += "; its work is on branch " + cur.Branch + " (git merge " + cur.Branch + ")"
@@ -600,7 +618,7 @@ func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, profil
 		}); err != nil {
 			return err
 		}
-		if approval || to == loop.Merging {
+		if to != loop.Complete {
 			return nil
 		}
 		cur.Status, cur.Artifact = to, res.Artifact
@@ -616,10 +634,10 @@ func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, profil
 	if err != nil {
 		return err
 	}
-	switch {
-	case sv.merge:
+	switch to {
+	case loop.Merging:
 		m.wakeMerges()
-	case !approval:
+	case loop.Complete:
 		m.cleanup(ctx, l, true)
 	}
 	return nil

@@ -45,6 +45,10 @@ const (
 // queue validated it; nothing moves, and the next drain reads them again.
 var errNoLongerMerging = errors.New("no longer merging")
 
+// WakeMerges asks the merge queue to look for merging loops now (a
+// reviewed task was approved).
+func (m *Manager) WakeMerges() { m.wakeMerges() }
+
 // wakeMerges asks the merge queue to look for merging loops now.
 func (m *Manager) wakeMerges() {
 	select {

@@ -35,6 +35,7 @@ func (m *Manager) failResult(id string, iteration int, res runner.Result, now ti
 		if err != nil {
 			return err
 		}
+		m.answerComments(&cur, "failed") // finish's goroutine: never the merge queue's
 		return m.failIn(tx, cur, res, now)
 	})
 }

@@ -79,7 +79,7 @@ func (m *Manager) recover(ctx context.Context) error {
 	if m.o.Git != nil {
 		live := map[string]bool{}
 		err := m.svc.Store.View(func(tx *store.Tx) error {
-			for _, st := range []loop.Status{loop.Pending, loop.Paused, loop.Running, loop.Merging, loop.AwaitingApproval, loop.NeedsHuman} {
+			for _, st := range []loop.Status{loop.Pending, loop.Paused, loop.Running, loop.Merging, loop.AwaitingApproval, loop.AwaitingReview, loop.NeedsHuman} {
 				if err := tx.ByStatus(st, func(l loop.Loop) bool { live[l.ID] = true; return true }); err != nil {
 					return err
 				}

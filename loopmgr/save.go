@@ -65,7 +65,7 @@ func (m *Manager) save(ctx context.Context, a *active, job runner.Job, res runne
 	m.mu.Unlock()
 	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	msg := gitflow.CommitMessage(l.Type, l.Title, a.iteration)
+	msg := gitflow.CommitMessage(l.Type, l.Title, a.iteration, l.ID)
 	branch, err := m.o.Git.Branch(gctx, l.ID, l.Title)
 	if err != nil {
 		return saved{err: err}

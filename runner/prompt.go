@@ -10,6 +10,7 @@ import (
 
 	"github.com/loopr-dev/loopr/artifact"
 	"github.com/loopr-dev/loopr/internal/safefile"
+	"github.com/loopr-dev/loopr/loop"
 )
 
 //go:embed prompts/*.md
@@ -19,12 +20,16 @@ var promptFS embed.FS
 // PromptFile override are text/template files over this struct, with the
 // functions of PromptFuncs.
 type PromptData struct {
-	LoopID        string
-	Type          string
-	Title         string
-	Task          string // the user's request (plan) or the child's section of its parent artifact
-	Feedback      string // why recent iterations failed; "" on a first try
-	Answer        string // a person's answer (`loopr answer`) to the loop's question or stop; "" when none
+	LoopID   string
+	Type     string
+	Title    string
+	Task     string // the user's request (plan) or the child's section of its parent artifact
+	Feedback string // why recent iterations failed; "" on a first try
+	Answer   string // a person's answer (`loopr answer`) to the loop's question or stop; "" when none
+	// Comments are people's line comments on the loop's work that wait
+	// for this iteration (`loopr comment`), oldest first: each has Path,
+	// Line, Text, Commit and Context (the lines around it, numbered).
+	Comments      []loop.Comment
 	QuestionFile  string // where the agent writes a question for a person ($LOOPR_QUESTION_FILE)
 	Iteration     int
 	MaxIterations int
@@ -118,6 +123,7 @@ func promptData(j Job) (PromptData, error) {
 		Task:               l.Task,
 		Feedback:           l.Feedback,
 		Answer:             l.Answer,
+		Comments:           l.PendingComments(),
 		QuestionFile:       filepath.Join(IterationDir(j.Home, l.ID, l.Iteration), QuestionFile),
 		Iteration:          l.Iteration,
 		MaxIterations:      l.MaxIterations,

@@ -154,3 +154,32 @@ func TestFenced(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptCarriesComments: the comments a task waits with are in its
+// prompt, file:line, the text and the lines around; answered ones are not.
+func TestPromptCarriesComments(t *testing.T) {
+	t.Parallel()
+	for _, typ := range []string{loop.Ralph, "review"} {
+		j := newJob(t, typ, []string{"true"})
+		j.Loop.Comments = []loop.Comment{
+			{Seq: 1, Path: "old.go", Line: 1, Text: "ANSWERED-MARKER", AnsweredBy: 2, Outcome: "passed"},
+			{Seq: 2, Path: "pkg/a.go", Line: 12, Text: "COMMENT-MARKER ``` fence", Commit: "0123456789abcdef", Context: "> 12 | x := 1"},
+		}
+		got, err := PromptFor(j)
+		if err != nil {
+			t.Fatalf("PromptFor(%s) error: %v", typ, err)
+		}
+		for _, w := range []string{"## Comments from a review of your work", "### pkg/a.go:12", "````\nCOMMENT-MARKER ``` fence\n````", "> 12 | x := 1", "commit 0123456789ab"} {
+			if !strings.Contains(got, w) {
+				t.Errorf("PromptFor(%s) lacks %q; prompt:\n%s", typ, w, got)
+			}
+		}
+		if strings.Contains(got, "ANSWERED-MARKER") {
+			t.Errorf("PromptFor(%s) carries an answered comment", typ)
+		}
+	}
+	j := newJob(t, loop.Ralph, []string{"true"})
+	if got, _ := PromptFor(j); strings.Contains(got, "## Comments") {
+		t.Errorf("PromptFor(no comments) has a comments section")
+	}
+}

@@ -29,6 +29,12 @@ import (
 //	 14 commit          string
 //	 15 evidence        uvarint count, then each: string command, varint
 //	                    exit_code, varint duration_ms, string commit, string where
+//	 16 review          (no value: the tag is the flag)
+//	 17 comments        uvarint length of what follows, then uvarint count,
+//	                    then each: varint seq, string path, varint line,
+//	                    string text, string on, string commit, string
+//	                    context, time at, varint answered_by, string outcome
+//	                    (skipped when only the head is read)
 //
 // Zero fields are not written; a record with none is tagged 0x01 and has
 // no block. A tag this build does not know makes the record undecodable,
@@ -56,13 +62,19 @@ const (
 	extEvidence = 15
 )
 
+// Tags of the review fields (issue 22).
+const (
+	extReview   = 16
+	extComments = 17
+)
+
 // hasExt reports whether l has any field of the extension block.
 func hasExt(l *loop.Loop) bool {
 	return l.Agent != "" || l.Usage != (loop.Usage{}) || l.Budget != (loop.Budget{}) ||
 		l.Needs != nil || l.Answer != "" || l.RateLimitStreak != 0 || l.TransientRetries != 0 ||
 		l.Stalls != 0 || l.FailureFingerprint != "" || l.FailureRepeats != 0 || l.Branch != "" || l.Base != (loop.Base{}) ||
 		len(l.DependsOn) > 0 || !l.SubtreeDoneAt.IsZero() ||
-		l.Commit != "" || len(l.Evidence) > 0
+		l.Commit != "" || len(l.Evidence) > 0 || l.Review || len(l.Comments) > 0
 }
 
 // ext appends the extension block of l.
@@ -139,8 +151,35 @@ func (w *recWriter) ext(l *loop.Loop) {
 			f.str(e.Where)
 		}
 	}
+	if l.Review {
+		f.b = append(f.b, extReview)
+	}
+	if len(l.Comments) > 0 {
+		f.b = append(f.b, extComments)
+		f.comments(l.Comments)
+	}
 	w.b = binary.AppendUvarint(w.b, uint64(len(f.b)))
 	w.b = append(w.b, f.b...)
+}
+
+// comments appends a comments field's value: its length, then the count
+// and each comment, so a head-only read skips it whole.
+func (w *recWriter) comments(cs []loop.Comment) {
+	v := recWriter{}
+	v.b = binary.AppendUvarint(v.b, uint64(len(cs)))
+	for _, c := range cs {
+		v.int(c.Seq)
+		v.str(c.Path)
+		v.int(c.Line)
+		v.str(c.Text)
+		v.str(c.On)
+		v.str(c.Commit)
+		v.str(c.Context)
+		v.time(c.At)
+		v.int(c.AnsweredBy)
+		v.str(c.Outcome)
+	}
+	w.str(string(v.b))
 }
 
 // ext decodes an extension block into l.
@@ -200,6 +239,13 @@ func (r *recReader) ext(l *loop.Loop) {
 			l.Commit = f.str()
 		case extEvidence:
 			l.Evidence = f.evidence()
+		case extReview:
+			l.Review = true
+		case extComments:
+			block := f.raw()
+			if !r.headOnly && f.err == nil {
+				l.Comments = comments(block, &f)
+			}
 		default:
 			f.err = fmt.Errorf("unknown extension field %d (written by a newer loopr?)", tag)
 		}
@@ -207,6 +253,30 @@ func (r *recReader) ext(l *loop.Loop) {
 	if f.err != nil && r.err == nil {
 		r.err = f.err
 	}
+}
+
+// comments decodes a comments field's value; an error is set on into.
+func comments(block []byte, into *recReader) []loop.Comment {
+	r := recReader{b: block}
+	n := r.uvarint()
+	if r.err == nil && (n == 0 || n > uint64(len(r.b)) || n > loop.MaxComments) {
+		r.err = fmt.Errorf("comments: %d in %d bytes", n, len(r.b))
+	}
+	var out []loop.Comment
+	for i := uint64(0); r.err == nil && i < n; i++ {
+		c := loop.Comment{Seq: r.int(), Path: r.str(), Line: r.int(), Text: r.str(), On: r.str(), Commit: r.str(), Context: r.str()}
+		c.At = r.time()
+		c.AnsweredBy, c.Outcome = r.int(), r.str()
+		out = append(out, c)
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.err = fmt.Errorf("comments: %d bytes after the last", len(r.b))
+	}
+	if r.err != nil {
+		into.err = r.err
+		return nil
+	}
+	return out
 }
 
 // evidence reads the entries of an evidence field; a count the block

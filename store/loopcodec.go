@@ -50,7 +50,7 @@ func isBinary(b []byte) bool { return len(b) > 0 && (b[0] == tagBinary || b[0] =
 var codecStatuses = []loop.Status{
 	loop.Pending, loop.Paused, loop.Running, loop.AwaitingApproval, loop.Complete,
 	loop.Failed, loop.Cancelled, loop.Expired, loop.Invalidated, loop.NeedsHuman,
-	loop.Merging,
+	loop.Merging, loop.AwaitingReview,
 }
 
 // errTruncated reports a record that ends before its last field.
@@ -147,6 +147,8 @@ type recReader struct {
 	b      []byte
 	err    error
 	borrow bool
+	// headOnly: the extension block's long fields (comments) are skipped.
+	headOnly bool
 }
 
 func (r *recReader) fail() {
@@ -337,13 +339,14 @@ func decodeRecord(id, b []byte, l *loop.Loop, headOnly, borrow bool) error {
 		l.ID = string(id)
 		if headOnly {
 			l.Task, l.Artifact, l.Workdir, l.Feedback, l.Reason, l.Lease = "", "", "", "", "", nil
+			l.Comments = nil
 		}
 		return nil
 	}
 	if len(b) == 0 {
 		return damaged(fmt.Errorf("loop %s: decode: empty record", id))
 	}
-	r := recReader{b: b[1:], borrow: borrow}
+	r := recReader{b: b[1:], borrow: borrow, headOnly: headOnly}
 	r.head(l)
 	if b[0] == tagBinaryExt {
 		r.ext(l)

@@ -51,6 +51,8 @@ func fill(r *rand.Rand, v reflect.Value) {
 		v.SetInt(r.Int64N(1<<40) - 1<<39)
 	case reflect.Uint64:
 		v.SetUint(r.Uint64())
+	case reflect.Bool:
+		v.SetBool(true)
 	case reflect.Float64:
 		v.SetFloat([]float64{0.5, 1e300, -3, math.SmallestNonzeroFloat64, 60}[r.IntN(5)])
 	case reflect.Pointer:
@@ -101,6 +103,7 @@ func TestLoopCodecRoundTrip(t *testing.T) {
 		}
 		want := l
 		want.Task, want.Artifact, want.Workdir, want.Feedback, want.Reason, want.Lease = "", "", "", "", "", nil
+		want.Comments = nil // skipped with the long texts
 		if diff := cmp.Diff(want, head); diff != "" {
 			t.Fatalf("case %d: head mismatch (-want +got):\n%s", i, diff)
 		}
@@ -126,7 +129,8 @@ func TestLoopCodecKnowsEveryField(t *testing.T) {
 		"Workdir", "Feedback", "Lease", "FairnessKey", "ConflictKey", "CostHint", "Owner", "Reason",
 		// the extension block (extcodec.go)
 		"Agent", "Usage", "Budget", "Needs", "Answer", "RateLimitStreak", "TransientRetries", "Stalls",
-		"FailureFingerprint", "FailureRepeats", "Branch", "Base", "DependsOn", "SubtreeDoneAt", "Commit", "Evidence"}
+		"FailureFingerprint", "FailureRepeats", "Branch", "Base", "DependsOn", "SubtreeDoneAt", "Commit", "Evidence",
+		"Review", "Comments"}
 	var got []string
 	rt := reflect.TypeFor[loop.Loop]()
 	for i := range rt.NumField() {
@@ -265,6 +269,7 @@ func TestForEachHead(t *testing.T) {
 			}
 			l = utc(l)
 			l.Task, l.Artifact, l.Workdir, l.Feedback, l.Reason, l.Lease = "", "", "", "", "", nil
+			l.Comments = nil // a head skips them
 			want = append(want, l)
 		}
 		return nil
@@ -392,6 +397,21 @@ func TestExtensionTag(t *testing.T) {
 	}
 	if diff := cmp.Diff(withExt, got); diff != "" {
 		t.Errorf("decodeHead() mismatch (-want +got):\n%s", diff)
+	}
+	// The review fields: the flag and the comments, which a head skips.
+	reviewed := base
+	reviewed.Status, reviewed.Review = loop.AwaitingReview, true
+	reviewed.Comments = []loop.Comment{{Seq: 1, Path: "a/b.go", Line: 7, Text: "why?", On: "P1", Commit: "abc",
+		Context: "7: x := 1", At: time.Unix(9, 0).UTC(), AnsweredBy: 2, Outcome: "passed"}, {Seq: 2, Path: "c", Line: 1, Text: "t"}}
+	b, err = encodeLoop(reviewed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := decodeLoop([]byte("L1"), b); err != nil || !cmp.Equal(reviewed, got) {
+		t.Errorf("decodeLoop(review fields) = %v; want a round trip: %s", err, cmp.Diff(reviewed, got))
+	}
+	if got, err := decodeHead([]byte("L1"), b); err != nil || got.Comments != nil || !got.Review || got.Status != loop.AwaitingReview {
+		t.Errorf("decodeHead(review fields) = %+v, %v; want review, awaiting_review, no comments", got, err)
 	}
 	// An unknown extension field is an error, never dropped.
 	// base has an empty body: five empty strings and no lease, 6 bytes.

@@ -102,6 +102,9 @@ func (m Model) startAction(action string) (Model, tea.Cmd) {
 		if f, ok := artifact.FormatOf(l.Type); ok {
 			what = "its " + strings.ToLower(f.Section) + " are created and start"
 		}
+		if l.Status == loop.AwaitingReview {
+			what = "its branch goes to the merge queue"
+		}
 		m.mode = modeConfirm
 		m.confirm = confirmation{action: action, id: l.ID, prompt: "approve " + name + "? " + what}
 		return m, nil
@@ -158,8 +161,8 @@ func refuse(action string, l *loop.Loop, liveBelow bool) string {
 			return fmt.Sprintf("can't answer: this %s waits for a budget, not an answer — %s resumes it", l.Type, loop.ShortIDs(l.NeedsAction()))
 		}
 	case api.ActionApprove, api.ActionReject, api.ActionIterate:
-		if l.Status != loop.AwaitingApproval {
-			return fmt.Sprintf("can't %s: only a plan awaiting approval can be %s, this %s is %s",
+		if !l.Status.AwaitsPerson() {
+			return fmt.Sprintf("can't %s: only a plan awaiting approval or a task awaiting review can be %s, this %s is %s",
 				action, pastTense(action), l.Type, st)
 		}
 	}
@@ -205,6 +208,8 @@ func (m Model) actDone(msg actMsg) (tea.Model, tea.Cmd) {
 		text = fmt.Sprintf("cancelled %d loop%s under %s (it stays %s)", n, plural(n), name, statusText(msg.res.Loop.Status, false))
 	case msg.action == api.ActionCancel && n > 0:
 		text += fmt.Sprintf(" and %d loop%s under it", n, plural(n))
+	case msg.action == api.ActionApprove && msg.res.Loop.Status == loop.Merging:
+		text += "; its branch waits in the merge queue"
 	case msg.action == api.ActionApprove:
 		child := "child loop"
 		if l := m.loops[msg.id]; l != nil {

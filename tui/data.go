@@ -84,7 +84,7 @@ func (m *Model) applyEvent(sm api.StreamMsg) {
 			m.structDirty = true
 			m.dirty = true
 		}
-		if m.flat || m.filter != "" || (old == nil || old.Status != l.Status) && (l.Status == loop.NeedsHuman || old != nil && old.Status == loop.NeedsHuman) {
+		if m.flat || m.filter != "" || (old == nil || old.Status != l.Status) && (needsYou(l.Status) || old != nil && needsYou(old.Status)) {
 			m.dirty = true // the rows depend on statuses (the "Needs you" group too)
 		}
 	}

@@ -19,11 +19,15 @@ import (
 // a plan's row shows its tree's progress; a loop that starts needing you,
 // a parked loop and a finished tree ring the terminal.
 
+// needsYou reports whether a loop in status s waits for a person in the
+// "Needs you" group: needs_human, or a task awaiting review.
+func needsYou(s loop.Status) bool { return s == loop.NeedsHuman || s == loop.AwaitingReview }
+
 // needsLoops returns the loops that need a person, longest waiting first.
 func (m *Model) needsLoops() []*loop.Loop {
 	var out []*loop.Loop
 	for _, l := range m.loops {
-		if l.Status == loop.NeedsHuman {
+		if needsYou(l.Status) {
 			out = append(out, l)
 		}
 	}
@@ -44,7 +48,7 @@ func needsSince(l *loop.Loop) time.Time {
 // needsCount is how many loops need a person (the header shows it).
 func (m *Model) needsCount() int {
 	if m.counts != nil {
-		return m.counts[loop.NeedsHuman]
+		return m.counts[loop.NeedsHuman] + m.counts[loop.AwaitingReview]
 	}
 	return len(m.needsLoops())
 }
@@ -99,7 +103,7 @@ func (m *Model) nextNeeds() {
 		n := len(m.rows)
 		for k := 1; k <= n; k++ {
 			i := (m.cursor + k) % n
-			if l := m.loops[m.rows[i].id]; l != nil && l.Status == loop.NeedsHuman {
+			if l := m.loops[m.rows[i].id]; l != nil && needsYou(l.Status) {
 				m.cursor = i
 				m.syncSelection()
 				return
@@ -156,7 +160,7 @@ func (m *Model) tree(root *loop.Loop) treeStat {
 			t.done++
 		case l.Status == loop.Cancelled:
 			t.cancelled++
-		case l.Status == loop.NeedsHuman:
+		case needsYou(l.Status):
 			t.needs++
 		case l.Status == loop.Failed:
 			t.failed++
@@ -223,6 +227,8 @@ func noteOf(sm api.StreamMsg) string {
 			why += " (" + string(l.Needs.Reason) + ")"
 		}
 		return fmt.Sprintf("%s %s: %s", name, why, loop.ShortIDs(l.NeedsAction()))
+	case ev.Kind == loop.EventTransition && ev.To == loop.AwaitingReview:
+		return fmt.Sprintf("%s awaits your review: loopr diff %s, then a approves, i iterates, x rejects", name, loop.ShortID(l.ID))
 	case ev.Kind == loop.EventTransition && ev.To == loop.Failed:
 		return fmt.Sprintf("%s failed: %s; loopr reset %s", name, termsafe.Line(firstLine(l.Reason)), loop.ShortID(l.ID))
 	case ev.Kind == loop.EventTreeComplete:

@@ -193,3 +193,34 @@ func TestTreeDoneWithCancelled(t *testing.T) {
 		t.Errorf("dashboard text of t3's reason = %q, want %q", got, want)
 	}
 }
+
+// TestNeedsYouReview: a task awaiting review heads the tree in the Needs
+// you group, counts in the header, and a approves it after a question.
+func TestNeedsYouReview(t *testing.T) {
+	t.Parallel()
+	fc := newFake()
+	loops := fixtureLoops()
+	for i := range loops {
+		if loops[i].ID == idIndex {
+			loops[i].Status = loop.AwaitingReview
+		}
+	}
+	st := fixtureStatus()
+	st.Counts[loop.Pending]--
+	st.Counts[loop.AwaitingReview] = 1
+	fc.snap = api.StreamMsg{Type: api.StreamSnapshot, Seq: 100, Loops: loops, Status: &st}
+	m := loaded(t, fc, 120, 30)
+	if m.rows[0].label == "" || m.rows[1].id != idIndex || m.rows[2].label != "ALL LOOPS" {
+		t.Fatalf("rows start %+v; want the NEEDS YOU title, %s, then ALL LOOPS", m.rows[:3], idIndex)
+	}
+	v := m.View()
+	for _, want := range []string{"NEEDS YOU (1)", "needs you 1", "review: a merges"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("view lacks %q:\n%s", want, v)
+		}
+	}
+	m = press(t, m, "a")
+	if m.mode != modeConfirm || !strings.Contains(m.confirm.prompt, "merge queue") {
+		t.Errorf("a on a task awaiting review: mode %v prompt %q; want a question naming the merge queue", m.mode, m.confirm.prompt)
+	}
+}

@@ -75,6 +75,7 @@ func newStyles(r *lipgloss.Renderer, noColor bool) styles {
 			loop.Running:          c(ns().Bold(true), "78"),
 			loop.Merging:          c(ns(), "80"),
 			loop.AwaitingApproval: c(ns().Bold(true), "213"),
+			loop.AwaitingReview:   c(ns().Bold(true), "177"),
 			loop.NeedsHuman:       c(ns().Bold(true), "214"),
 			loop.Complete:         c(ns(), "65"),
 			loop.Failed:           c(ns().Bold(true), "203"),
@@ -105,6 +106,8 @@ func icon(s loop.Status) string {
 		return "⇢"
 	case loop.AwaitingApproval:
 		return "◆"
+	case loop.AwaitingReview:
+		return "◇"
 	case loop.Failed:
 		return "✗"
 	case loop.Complete:
@@ -129,6 +132,12 @@ func statusText(s loop.Status, short bool) string {
 			return "awaiting"
 		}
 		return "awaiting approval"
+	}
+	if s == loop.AwaitingReview {
+		if short {
+			return "review"
+		}
+		return "awaiting review"
 	}
 	return string(s)
 }

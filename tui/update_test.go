@@ -209,10 +209,10 @@ func TestUpdateKeys(t *testing.T) {
 			}
 		}},
 		{name: "a then n keeps the plan", at: idBilling, keys: []string{"a", "n"}, check: wantFlash("approval not confirmed: nothing changed")},
-		{name: "a elsewhere says why not", at: idIndex, keys: []string{"a"}, check: wantFlash("can't approve: only a plan awaiting approval can be approved, this ralph is pending")},
+		{name: "a elsewhere says why not", at: idIndex, keys: []string{"a"}, check: wantFlash("can't approve: only a plan awaiting approval or a task awaiting review can be approved, this ralph is pending")},
 		{name: "x asks, then rejects", at: idBilling, keys: []string{"x", "y"}, wantAc: []actCall{{ID: idBilling, Action: api.ActionReject}}},
 		{name: "x then n keeps the plan", at: idBilling, keys: []string{"x", "esc"}, check: wantFlash("reject not confirmed: nothing changed")},
-		{name: "x elsewhere says why not", at: idPlan, keys: []string{"x"}, check: wantFlash("can't reject: only a plan awaiting approval can be rejected, this plan is complete")},
+		{name: "x elsewhere says why not", at: idPlan, keys: []string{"x"}, check: wantFlash("can't reject: only a plan awaiting approval or a task awaiting review can be rejected, this plan is complete")},
 		{name: "i prompts for feedback", at: idBilling, keys: []string{"i", "u", "s", "e"}, check: func(t *testing.T, m Model) {
 			if m.mode != modeFeedback || m.input.Value() != "use" || !strings.Contains(m.View(), `feedback for plan "Billing with Stripe": use`) {
 				t.Errorf("mode %v value %q, want the feedback prompt:\n%s", m.mode, m.input.Value(), m.View())
@@ -225,7 +225,7 @@ func TestUpdateKeys(t *testing.T) {
 				t.Errorf("mode %v flash %+v, want the prompt kept with an error", m.mode, m.flash)
 			}
 		}},
-		{name: "i elsewhere says why not", at: idCookies, keys: []string{"i"}, check: wantFlash("can't iterate: only a plan awaiting approval can be iterated, this spec is pending")},
+		{name: "i elsewhere says why not", at: idCookies, keys: []string{"i"}, check: wantFlash("can't iterate: only a plan awaiting approval or a task awaiting review can be iterated, this spec is pending")},
 		{name: "? opens help", keys: []string{"?"}, check: func(t *testing.T, m Model) {
 			if !m.showHelp || !strings.Contains(m.View(), "cancel loop + subtree") {
 				t.Errorf("help not shown:\n%s", m.View())

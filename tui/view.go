@@ -263,6 +263,7 @@ var countGroups = []struct {
 	{"●", []loop.Status{loop.Running}},
 	{"⇢", []loop.Status{loop.Merging}},
 	{"◆", []loop.Status{loop.AwaitingApproval}},
+	{"◇", []loop.Status{loop.AwaitingReview}},
 	{"!", []loop.Status{loop.NeedsHuman}},
 	{"✗", []loop.Status{loop.Failed}},
 	{"✓", []loop.Status{loop.Complete}},
@@ -583,7 +584,7 @@ func (m *Model) whyStyle(l *loop.Loop, code string) lipgloss.Style {
 		return m.st.Error
 	case code != "":
 		return m.st.Warn
-	case l.Status == loop.AwaitingApproval:
+	case l.Status.AwaitsPerson():
 		return m.st.statusStyle(l.Status)
 	case l.Status.Terminal():
 		return m.st.Dim
@@ -606,6 +607,8 @@ func (m *Model) nextWhy(l *loop.Loop) (string, string) {
 		return "merge queue " + elapsed(m.now.Sub(l.UpdatedAt)), ""
 	case loop.AwaitingApproval:
 		return "your call: a / x / i", ""
+	case loop.AwaitingReview:
+		return "review: a merges / x / i", ""
 	case loop.NeedsHuman:
 		return needsWhy(l), ""
 	case loop.Failed:
@@ -880,5 +883,5 @@ func (m *Model) settled() bool {
 	for _, n := range m.counts {
 		total += n
 	}
-	return total > 0 && m.counts[loop.Pending]+m.counts[loop.Paused]+m.counts[loop.Running]+m.counts[loop.Merging]+m.counts[loop.AwaitingApproval]+m.counts[loop.NeedsHuman] == 0
+	return total > 0 && m.counts[loop.Pending]+m.counts[loop.Paused]+m.counts[loop.Running]+m.counts[loop.Merging]+m.counts[loop.AwaitingApproval]+m.counts[loop.AwaitingReview]+m.counts[loop.NeedsHuman] == 0
 }
