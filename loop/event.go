@@ -17,6 +17,9 @@ const (
 	// EventTreeComplete is written on a plan when the last loop of its
 	// tree completes: the plan's branch is ready to merge.
 	EventTreeComplete EventKind = "tree_complete"
+	// EventLanded is written on a plan when `loopr land` merged its branch
+	// into its base branch.
+	EventLanded EventKind = "landed"
 )
 
 // Event is one entry of a loop's append-only journal. Seq is assigned by the

@@ -29,6 +29,7 @@ import (
 //	 14 commit          string
 //	 15 evidence        uvarint count, then each: string command, varint
 //	                    exit_code, varint duration_ms, string commit, string where
+//	 16 landed          string into, string commit, string mode, string from, time at
 //
 // Zero fields are not written; a record with none is tagged 0x01 and has
 // no block. A tag this build does not know makes the record undecodable,
@@ -56,13 +57,16 @@ const (
 	extEvidence = 15
 )
 
+// Tag of `loopr land`'s record on a plan (issue 22).
+const extLanded = 16
+
 // hasExt reports whether l has any field of the extension block.
 func hasExt(l *loop.Loop) bool {
 	return l.Agent != "" || l.Usage != (loop.Usage{}) || l.Budget != (loop.Budget{}) ||
 		l.Needs != nil || l.Answer != "" || l.RateLimitStreak != 0 || l.TransientRetries != 0 ||
 		l.Stalls != 0 || l.FailureFingerprint != "" || l.FailureRepeats != 0 || l.Branch != "" || l.Base != (loop.Base{}) ||
 		len(l.DependsOn) > 0 || !l.SubtreeDoneAt.IsZero() ||
-		l.Commit != "" || len(l.Evidence) > 0
+		l.Commit != "" || len(l.Evidence) > 0 || l.Landed != (loop.Landed{})
 }
 
 // ext appends the extension block of l.
@@ -139,6 +143,14 @@ func (w *recWriter) ext(l *loop.Loop) {
 			f.str(e.Where)
 		}
 	}
+	if ld := l.Landed; ld != (loop.Landed{}) {
+		f.b = append(f.b, extLanded)
+		f.str(ld.Into)
+		f.str(ld.Commit)
+		f.str(ld.Mode)
+		f.str(ld.From)
+		f.time(ld.At)
+	}
 	w.b = binary.AppendUvarint(w.b, uint64(len(f.b)))
 	w.b = append(w.b, f.b...)
 }
@@ -200,6 +212,9 @@ func (r *recReader) ext(l *loop.Loop) {
 			l.Commit = f.str()
 		case extEvidence:
 			l.Evidence = f.evidence()
+		case extLanded:
+			l.Landed = loop.Landed{Into: f.str(), Commit: f.str(), Mode: f.str(), From: f.str()}
+			l.Landed.At = f.time()
 		default:
 			f.err = fmt.Errorf("unknown extension field %d (written by a newer loopr?)", tag)
 		}

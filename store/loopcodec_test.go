@@ -126,7 +126,8 @@ func TestLoopCodecKnowsEveryField(t *testing.T) {
 		"Workdir", "Feedback", "Lease", "FairnessKey", "ConflictKey", "CostHint", "Owner", "Reason",
 		// the extension block (extcodec.go)
 		"Agent", "Usage", "Budget", "Needs", "Answer", "RateLimitStreak", "TransientRetries", "Stalls",
-		"FailureFingerprint", "FailureRepeats", "Branch", "Base", "DependsOn", "SubtreeDoneAt", "Commit", "Evidence"}
+		"FailureFingerprint", "FailureRepeats", "Branch", "Base", "DependsOn", "SubtreeDoneAt", "Commit", "Evidence",
+		"Landed"}
 	var got []string
 	rt := reflect.TypeFor[loop.Loop]()
 	for i := range rt.NumField() {
@@ -400,5 +401,35 @@ func TestExtensionTag(t *testing.T) {
 	bad := append(append(append([]byte{tagBinaryExt}, plain[1:headEnd]...), 2, 99, 0), plain[headEnd:]...)
 	if _, err := decodeLoop([]byte("L1"), bad); err == nil || !strings.Contains(err.Error(), "unknown extension field 99") {
 		t.Errorf("decodeLoop(unknown extension field) error = %v; want unknown extension field 99", err)
+	}
+}
+
+// TestLandedRoundTrip: a plan's landing (`loopr land`, tag 16) survives
+// the codec, alone in the extension block, and the store.
+func TestLandedRoundTrip(t *testing.T) {
+	t.Parallel()
+	l := loop.Loop{ID: "P1", Type: loop.Plan, Status: loop.Complete, Iteration: 1, MaxIterations: 3,
+		CreatedAt: time.Unix(1, 0).UTC(),
+		Landed: loop.Landed{Into: "main", Commit: "0123456789abcdef0123456789abcdef01234567", Mode: loop.LandMerge,
+			From: "89abcdef0123456789abcdef0123456789abcdef", At: time.Unix(1700000000, 123456789).UTC()}}
+	b, err := encodeLoop(l)
+	if err != nil || b[0] != tagBinaryExt {
+		t.Fatalf("encodeLoop(landed) = tag %#x, %v; want %#x", b[0], err, tagBinaryExt)
+	}
+	got, err := decodeLoop([]byte(l.ID), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(l, got); diff != "" {
+		t.Errorf("decodeLoop() mismatch (-want +got):\n%s", diff)
+	}
+	s := openTest(t)
+	mustUpdate(t, s, func(tx *Tx) error { return tx.Put(l) })
+	s.View(func(tx *Tx) error {
+		got, err = tx.Get(l.ID)
+		return err
+	})
+	if diff := cmp.Diff(l, got); diff != "" {
+		t.Errorf("store Get() mismatch (-want +got):\n%s", diff)
 	}
 }
