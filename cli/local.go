@@ -10,8 +10,10 @@ import (
 	"github.com/loopr-dev/loopr/cluster"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
+	"github.com/loopr-dev/loopr/landing"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/radar"
+	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/store"
 )
 
@@ -139,3 +141,22 @@ func (b *local) SetBudget(_ context.Context, id string, req api.BudgetRequest) (
 }
 
 func (b *local) Close() error { return b.svc.Store.Close() }
+
+// Land lands a plan without a daemon: no merge queue runs, so nothing
+// else moves the plan branch meanwhile; merge.validate runs in this
+// process's children.
+func (b *local) Land(ctx context.Context, id string, req api.LandRequest) (api.LandResult, error) {
+	ld := &landing.Lander{Svc: b.svc, Runner: &runner.Runner{Now: time.Now}}
+	if b.svc.Config().Git.Worktrees {
+		g, err := gitflow.Open(b.svc.Paths.Workspace, b.svc.Paths.Home, nil)
+		switch {
+		case errors.Is(err, gitflow.ErrNotRepo), errors.Is(err, gitflow.ErrNoGit):
+		case err != nil:
+			return api.LandResult{}, err
+		default:
+			g.Remote = b.svc.Config().Git.Remote
+			ld.Git = g
+		}
+	}
+	return ld.Land(ctx, id, req)
+}

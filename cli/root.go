@@ -47,6 +47,7 @@ type Backend interface {
 	SetBudget(ctx context.Context, id string, req api.BudgetRequest) (api.BudgetResult, error)
 	Limits(ctx context.Context) ([]api.AgentLimit, error)
 	ClearLimit(ctx context.Context, agent string) (api.ClearLimitResult, error)
+	Land(ctx context.Context, id string, req api.LandRequest) (api.LandResult, error)
 	Close() error
 }
 
@@ -137,7 +138,7 @@ func (e *env) rootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&e.configFlag, "config", "", "configuration file (default <workspace>/loopr.yml)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{err} })
 	root.AddCommand(
-		e.initCmd(), e.configCmd(), e.planCmd(), e.addCmd(), e.listCmd(), e.showCmd(), e.whyCmd(), e.conflictsCmd(), e.budgetCmd(),
+		e.initCmd(), e.configCmd(), e.planCmd(), e.addCmd(), e.listCmd(), e.showCmd(), e.whyCmd(), e.conflictsCmd(), e.budgetCmd(), e.landCmd(),
 		e.statusCmd(), e.limitsCmd(), e.debugCmd(), e.exportCmd(), e.importCmd(), e.daemonCmd(),
 		e.tuiCmd(), e.demoCmd(), e.agentSimCmd(), e.guardCmd(),
 	)

@@ -46,6 +46,7 @@ import (
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/internal/contain"
 	"github.com/loopr-dev/loopr/internal/safefile"
+	"github.com/loopr-dev/loopr/landing"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/loopmgr"
 	"github.com/loopr-dev/loopr/radar"
@@ -135,6 +136,7 @@ type daemon struct {
 	radar   *radar.Radar    // the conflict radar over git; nil with it
 	worker  *cluster.Worker // this daemon as a worker of an etcd store; nil on bbolt
 	jail    *contain.Jail   // how agents' processes are contained
+	lander  *landing.Lander // `loopr land` (landing.go)
 
 	cfg      atomic.Pointer[config.Config]
 	metrics  *metrics

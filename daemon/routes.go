@@ -54,6 +54,7 @@ func (d *daemon) routes() http.Handler {
 	handle("GET /v1/loops/{id}/usage", d.treeUsage)
 	handle("GET /v1/loops/{id}/conflicts", d.conflicts)
 	handle("POST /v1/loops/{id}/budget", d.setBudget)
+	handle("POST /v1/loops/{id}/land", d.land) // landing.go
 	handle("GET /v1/loops/{id}/output", d.output)
 	handle("GET /v1/loops/{id}/log", d.agentLogRoute) // logs.go
 	handle("GET /v1/scheduler", d.scheduler)

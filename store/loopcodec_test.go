@@ -433,3 +433,27 @@ func TestLandedRoundTrip(t *testing.T) {
 		t.Errorf("store Get() mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestRootsByStatus: only the loops without a parent, of that status.
+func TestRootsByStatus(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	mk := func(id, parent string, st loop.Status) loop.Loop {
+		return loop.Loop{ID: id, Parent: parent, Type: loop.Plan, Status: st, Iteration: 1, MaxIterations: 1, CreatedAt: time.Unix(1, 0).UTC()}
+	}
+	mustUpdate(t, s, func(tx *Tx) error {
+		for _, l := range []loop.Loop{mk("A", "", loop.Complete), mk("B", "A", loop.Complete), mk("C", "", loop.Pending), mk("D", "", loop.Complete)} {
+			if err := tx.Put(l); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var got []string
+	s.View(func(tx *Tx) error {
+		return tx.RootsByStatus(loop.Complete, func(l loop.Loop) bool { got = append(got, l.ID); return true })
+	})
+	if diff := cmp.Diff([]string{"A", "D"}, got); diff != "" {
+		t.Errorf("RootsByStatus(complete) mismatch (-want +got):\n%s", diff)
+	}
+}
