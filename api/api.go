@@ -455,8 +455,8 @@ type LandResult struct {
 	Into   string `json:"into"`   // the base branch
 	// Mode is fast-forward, merge or up-to-date (loop.LandFastForward, …).
 	Mode   string `json:"mode"`
-	From   string `json:"from"`             // the plan branch's tip
-	Onto   string `json:"onto"`             // the base branch's tip before
+	From   string `json:"from"`            // the plan branch's tip
+	Onto   string `json:"onto"`            // the base branch's tip before
 	Result string `json:"result,omitzero"` // what the base branch moved (or would move) to; "" on a dry-run merge
 	// Commits are the commits the base branch lacked, newest first
 	// ("<short> <subject>", at most 50); CommitCount counts them all.

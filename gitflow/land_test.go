@@ -31,7 +31,7 @@ func TestPrepareLand(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	r := landRepo(t)
-	write(t, r.Root, "shared.txt", "mine\n")  // unrelated
+	write(t, r.Root, "shared.txt", "mine\n")   // unrelated
 	write(t, r.Root, "new.txt", "untracked\n") // in the way
 	l, err := r.PrepareLand(ctx, "loopr/p", "refs/heads/loopr/p", "main", "m", true)
 	if err != nil {
