@@ -132,6 +132,21 @@ func TestLandFastForward(t *testing.T) {
 	if l.Landed.Into != "main" || l.Landed.Commit != planTip || l.Landed.Mode != loop.LandFastForward {
 		t.Errorf("plan's landed = %+v; want into main at %s, fast-forward", l.Landed, planTip)
 	}
+	text := ok(t, r.dir, "show", loop.ShortID(plan.ID))
+	for _, want := range []string{plan.Branch, "main@" + plan.Base.Commit[:12], "landed", "fast-forward"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("loopr show of the landed plan lacks %q:\n%s", want, text)
+		}
+	}
+	for _, task := range list(t, r) {
+		if task.Type == loop.Ralph {
+			var js map[string]any
+			mustJSON(t, ok(t, r.dir, "show", task.ID, "--json"), &js)
+			if js["workdir_removed"] != true || js["branch"] != task.Branch || task.Branch == "" {
+				t.Errorf("show --json of the complete task: workdir_removed %v, branch %v; want its removed worktree said and its branch", js["workdir_removed"], js["branch"])
+			}
+		}
+	}
 	if st := status(t, r); len(st.ReadyToLand) != 0 {
 		t.Errorf("status lists %+v as ready to land after the landing", st.ReadyToLand)
 	}
@@ -211,5 +226,32 @@ func TestLandRefusesConflict(t *testing.T) {
 	refused(t, run(t, r.dir, "", "land", plan.ID), "conflicts")
 	if after := r.checkout(t); after != before || refs(t, r) != refsBefore {
 		t.Errorf("a refused land changed something: %+v → %+v", before, after)
+	}
+}
+
+// TestUncommittedWarning: `loopr plan` and `loopr add` of a root loop warn,
+// one line on stderr and exit 0, when the working tree has uncommitted
+// changes (the agents start from the last commit); a clean tree, or a
+// child loop, gets no warning. (Without git.worktrees the agents work in
+// the workspace itself and see everything: no warning then.)
+func TestUncommittedWarning(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, strings.Replace(cliConfig(t), "worktrees: false", "worktrees: true", 1))
+	res := run(t, r.dir, "", "add", "--no-start", "--type", "plan", "--title", "Clean", "--task", "x")
+	if res.code != 0 || res.stderr != "" {
+		t.Fatalf("add on a clean tree: exit %d, stderr %q; want no warning", res.code, res.stderr)
+	}
+	parent := planOf(t, r)
+	writeFile(t, filepath.Join(r.dir, "README.md"), "# edited\n")
+	writeFile(t, filepath.Join(r.dir, "new.txt"), "new\n")
+	for _, args := range [][]string{{"plan", "--no-start", "Add a thing"}, {"add", "--no-start", "--type", "ralph", "--task", "y"}} {
+		res = run(t, r.dir, "", args...)
+		if res.code != 0 || strings.Count(res.stderr, "\n") != 1 || !strings.Contains(res.stderr, "2 files") || !strings.Contains(res.stderr, "git stash") {
+			t.Errorf("loopr %s with 2 uncommitted files: exit %d, stderr %q; want exit 0 and one warning line", strings.Join(args, " "), res.code, res.stderr)
+		}
+	}
+	res = run(t, r.dir, "", "add", "--no-start", "--type", "spec", "--parent", parent.ID, "--task", "z")
+	if res.code != 0 || res.stderr != "" {
+		t.Errorf("add --parent: exit %d, stderr %q; want no warning (a child starts from its plan's branch)", res.code, res.stderr)
 	}
 }
