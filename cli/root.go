@@ -138,7 +138,7 @@ func (e *env) rootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&e.configFlag, "config", "", "configuration file (default <workspace>/loopr.yml)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{err} })
 	root.AddCommand(
-		e.initCmd(), e.configCmd(), e.planCmd(), e.addCmd(), e.listCmd(), e.showCmd(), e.whyCmd(), e.conflictsCmd(), e.budgetCmd(), e.landCmd(),
+		e.initCmd(), e.configCmd(), e.planCmd(), e.addCmd(), e.listCmd(), e.showCmd(), e.whyCmd(), e.conflictsCmd(), e.budgetCmd(), e.landCmd(), e.prCmd(),
 		e.statusCmd(), e.limitsCmd(), e.debugCmd(), e.exportCmd(), e.importCmd(), e.daemonCmd(),
 		e.tuiCmd(), e.demoCmd(), e.agentSimCmd(), e.guardCmd(),
 	)
