@@ -44,7 +44,7 @@ func TestPRBody(t *testing.T) {
 	plan := loop.Loop{ID: "01JD3K9Q5ZB7X00000000PPPPP", Type: loop.Plan, Title: "Add | login", Status: loop.Complete, Iteration: 1, MaxIterations: 3,
 		Usage: loop.Usage{CostUSD: 0.5}}
 	task := loop.Loop{ID: "01JD3K9Q5ZB7X00000000TTTTT", Type: loop.Ralph, Title: "Write\nit", Status: loop.Complete, Iteration: 2, MaxIterations: 5,
-		Usage: loop.Usage{CostUSD: 1.25, InputTokens: 1000},
+		Usage:    loop.Usage{CostUSD: 1.25, InputTokens: 1000},
 		Evidence: []loop.Evidence{{ExitCode: 0, Where: loop.WhereWorktree}, {ExitCode: 0, Where: loop.WhereMerge}}}
 	got := prBody(plan, "Why: users want it.", []loop.Loop{plan, task}, loop.Usage{CostUSD: 1.75, InputTokens: 1000})
 	want := "## Add \\| login\n\nWhy: users want it.\n\n### The tree\n\n" +
