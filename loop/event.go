@@ -15,7 +15,7 @@ const (
 	EventDaemon     EventKind = "daemon"
 	EventConfig     EventKind = "config"
 	// EventTreeComplete is written on a plan when the last loop of its
-	// tree completes: the plan's branch is ready to merge.
+	// tree completes: the plan's branch is ready to land (`loopr land`).
 	EventTreeComplete EventKind = "tree_complete"
 	// EventLanded is written on a plan when `loopr land` merged its branch
 	// into its base branch.

@@ -161,7 +161,7 @@ func TestNeedsYouBudgetHint(t *testing.T) {
 }
 
 // TestTreeDoneWithCancelled: a tree whose every loop is complete or
-// cancelled is done and ready to merge (it read "tree 3/4 done" forever
+// cancelled is done and ready to land (it read "tree 3/4 done" forever
 // before), and says how many were cancelled; a sibling that waits on a
 // dependency shows the depends_on reason in the dashboard's schedule.
 func TestTreeDoneWithCancelled(t *testing.T) {
