@@ -76,6 +76,9 @@ func (ld *Lander) Land(ctx context.Context, id string, req api.LandRequest) (api
 	if into == branch {
 		return api.LandResult{}, refuse("--into %s: that is the plan branch itself", into)
 	}
+	if ok, err := ld.Git.HasBranch(ctx, into); err != nil || !ok {
+		return api.LandResult{}, refuse("no branch %s to land on (give --into BRANCH)", into)
+	}
 	var res api.LandResult
 	// The plan branch's merge locks (the merge queue's), then the base
 	// branch's: no task lands on the plan branch, and no other landing
