@@ -75,10 +75,10 @@ func Start(t testing.TB) *Server {
 		t.Fatal(err)
 	}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.Host = s.srv.Listener.Addr().String() // before it serves: the handler reads it
 	s.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	s.srv.StartTLS()
 	t.Cleanup(s.srv.Close)
-	s.Host = strings.TrimPrefix(s.srv.URL, "https://")
 	return s
 }
 
