@@ -58,6 +58,16 @@ func (b *local) Conflicts(ctx context.Context, id string) (api.Conflicts, error)
 // radar is a conflict radar over the workspace's repository; nil (and
 // then control.ErrNoRadar) without git flow.
 func (b *local) radar() (*radar.Radar, error) {
+	g, err := b.git()
+	if g == nil || err != nil {
+		return nil, err
+	}
+	return radar.New(g), nil
+}
+
+// git opens the workspace's repository for git flow; nil, and no error,
+// without it (git.worktrees off, no repository, no git).
+func (b *local) git() (*gitflow.Repo, error) {
 	if !b.svc.Config().Git.Worktrees {
 		return nil, nil
 	}
@@ -68,7 +78,7 @@ func (b *local) radar() (*radar.Radar, error) {
 	case err != nil:
 		return nil, err
 	}
-	return radar.New(g), nil
+	return g, nil
 }
 func (b *local) Scheduler(_ context.Context, now time.Time) (api.SchedulerView, error) {
 	return b.svc.Scheduler(now)
@@ -104,13 +114,12 @@ func (b *local) CreateBatch(_ context.Context, reqs []api.CreateRequest) (api.Ba
 // if any, are swept by the next daemon at start.
 func (b *local) GC(ctx context.Context, req api.GCRequest) (api.GCResult, error) {
 	var branches []api.GCBranch
-	if req.Branches && b.svc.Config().Git.Worktrees {
-		g, err := gitflow.Open(b.svc.Paths.Workspace, b.svc.Paths.Home, nil)
-		switch {
-		case errors.Is(err, gitflow.ErrNotRepo), errors.Is(err, gitflow.ErrNoGit):
-		case err != nil:
+	if req.Branches {
+		g, err := b.git()
+		if err != nil {
 			return api.GCResult{}, err
-		default:
+		}
+		if g != nil {
 			if branches, err = b.svc.GCBranches(ctx, g, req.DryRun); err != nil {
 				return api.GCResult{}, err
 			}
@@ -146,17 +155,13 @@ func (b *local) Close() error { return b.svc.Store.Close() }
 // else moves the plan branch meanwhile; merge.validate runs in this
 // process's children.
 func (b *local) Land(ctx context.Context, id string, req api.LandRequest) (api.LandResult, error) {
-	ld := &landing.Lander{Svc: b.svc, Runner: &runner.Runner{Now: time.Now}}
-	if b.svc.Config().Git.Worktrees {
-		g, err := gitflow.Open(b.svc.Paths.Workspace, b.svc.Paths.Home, nil)
-		switch {
-		case errors.Is(err, gitflow.ErrNotRepo), errors.Is(err, gitflow.ErrNoGit):
-		case err != nil:
-			return api.LandResult{}, err
-		default:
-			g.Remote = b.svc.Config().Git.Remote
-			ld.Git = g
-		}
+	g, err := b.git()
+	if err != nil {
+		return api.LandResult{}, err
 	}
+	if g != nil {
+		g.Remote = b.svc.Config().Git.Remote // the plan branch is the remote's
+	}
+	ld := &landing.Lander{Svc: b.svc, Git: g, Runner: &runner.Runner{Now: time.Now}}
 	return ld.Land(ctx, id, req)
 }
