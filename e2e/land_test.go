@@ -85,6 +85,7 @@ func refs(t *testing.T, r repo) string {
 // stderr containing want.
 func refused(t *testing.T, res result, want string) {
 	t.Helper()
+	t.Logf("refused: %s", res.stderr)
 	if res.code != 2 || strings.Count(res.stderr, "\n") != 1 || !strings.Contains(res.stderr, want) {
 		t.Errorf("land: exit %d, stderr %q; want exit 2 and one line naming %q\nstdout: %s", res.code, res.stderr, want, res.stdout)
 	}
@@ -111,8 +112,10 @@ func TestLandFastForward(t *testing.T) {
 		t.Fatalf("land --dry-run changed something: checkout %+v → %+v", before, after)
 	}
 
+	t.Logf("land --dry-run:\n%s", out)
 	planTip := r.git(t, "rev-parse", plan.Branch)
 	out = ok(t, r.dir, "land", plan.ID)
+	t.Logf("land:\n%s", out)
 	if got := r.git(t, "rev-parse", "main"); got != planTip {
 		t.Fatalf("main = %s after land, want the plan tip %s (a fast forward)\n%s", got, planTip, out)
 	}

@@ -143,15 +143,15 @@ func (ld *Lander) land(ctx context.Context, plan loop.Loop, branch, into string,
 		}
 		return res, fmt.Errorf("land %s into %s: %w", branch, into, err)
 	}
-	where := "ref moved (not checked out anywhere)"
-	if l.Checkout != "" {
-		where = "fast-forwarded in " + l.Checkout
-	}
-	how := "fast-forward"
+	how := "a fast forward"
 	if l.Mode == loop.LandMerge {
-		how = "merge commit " + short(l.Result)
+		how = "a merge commit"
 	}
-	res.Steps = append(res.Steps, fmt.Sprintf("%s: %s → %s (%s; %s)", into, short(l.Onto), short(l.Result), how, where))
+	where := "the ref moved: " + into + " is checked out nowhere"
+	if l.Checkout != "" {
+		where = "in the checkout " + l.Checkout
+	}
+	res.Steps = append(res.Steps, fmt.Sprintf("%s: %s → %s (%s, %s)", into, short(l.Onto), short(l.Result), how, where))
 	return res, ld.record(plan, l)
 }
 
