@@ -93,14 +93,16 @@ func refused(t *testing.T, res result, want string) {
 
 // TestLandFastForward: with the daemon running, --dry-run says fast
 // forward and changes nothing; land fast-forwards main in the user's
-// checkout and leaves an unrelated uncommitted change and an untracked
-// file exactly as they were; the plan records the landing and status
+// checkout and leaves an unrelated uncommitted change, a staged file and
+// an untracked file exactly as they were; the plan records the landing and status
 // stops listing it.
 func TestLandFastForward(t *testing.T) {
 	t.Parallel()
 	r, plan, _ := landRepo(t, "", true)
 	writeFile(t, filepath.Join(r.dir, "other.txt"), "my uncommitted edit\n")
 	writeFile(t, filepath.Join(r.dir, "scratch.txt"), "untracked\n")
+	writeFile(t, filepath.Join(r.dir, "staged.txt"), "staged\n")
+	r.git(t, "add", "staged.txt")
 	before, refsBefore := r.checkout(t), refs(t, r)
 	readme := readFile(t, filepath.Join(r.dir, "README.md"))
 
