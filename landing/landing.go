@@ -119,7 +119,7 @@ func (ld *Lander) land(ctx context.Context, plan loop.Loop, branch, into string,
 			into, l.Checkout, named(l.Touched))
 	case l.Mode == loop.LandUpToDate:
 		res.Steps = append(res.Steps, fmt.Sprintf("%s already holds %s (%s): nothing to merge", into, branch, short(l.From)))
-		if !req.DryRun && plan.Landed.At.IsZero() {
+		if !req.DryRun && (plan.Landed.At.IsZero() || plan.ReadyToLand()) { // merged by hand: status stops listing it
 			return res, ld.record(plan, l)
 		}
 		return res, nil
