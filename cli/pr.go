@@ -201,7 +201,7 @@ func (g ghCLI) check(ctx context.Context) error {
 	if _, err := exec.LookPath("gh"); err != nil {
 		return errNoGH
 	}
-	if _, err := g.run(ctx, nil, "auth", "status"); err != nil {
+	if _, err := g.run(ctx, nil, "auth", "status", "--hostname", g.host); err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
 			return fmt.Errorf("gh is not logged in to %s: run gh auth login --hostname %s, then loopr pr again", g.host, g.host)
