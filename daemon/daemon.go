@@ -148,6 +148,7 @@ type daemon struct {
 
 	mu        sync.RWMutex // guards accepting against writes.Add
 	accepting bool
+	stopping  chan struct{}  // closed when shutdown begins (stoppingCh)
 	writes    sync.WaitGroup // API writes in flight
 	streams   sync.WaitGroup // /v1/events handlers
 }
@@ -172,8 +173,27 @@ func (d *daemon) beginWrite() (func(), error) {
 func (d *daemon) stopAccepting() {
 	d.mu.Lock()
 	d.accepting = false
+	if d.stopping == nil {
+		d.stopping = make(chan struct{})
+	}
+	select {
+	case <-d.stopping:
+	default:
+		close(d.stopping) // a landing's merge.validate gives up: shutdown does not wait for it
+	}
 	d.mu.Unlock()
 	d.writes.Wait()
+}
+
+// stoppingCh is closed once shutdown has begun: a long write (a landing)
+// ends then rather than hold the shutdown up.
+func (d *daemon) stoppingCh() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopping == nil {
+		d.stopping = make(chan struct{})
+	}
+	return d.stopping
 }
 
 func (d *daemon) isAccepting() bool {

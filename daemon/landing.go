@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/loopr-dev/loopr/api"
@@ -23,7 +24,19 @@ func (d *daemon) land(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer done()
-	res, err := d.lander.Land(r.Context(), id, req)
+	// A shutdown cancels it (merge.validate is stopped, nothing moves)
+	// instead of waiting for it.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := d.stoppingCh()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	res, err := d.lander.Land(ctx, id, req)
 	d.hub.poke()
 	if err != nil {
 		return err
