@@ -29,7 +29,8 @@ import (
 //	 14 commit          string
 //	 15 evidence        uvarint count, then each: string command, varint
 //	                    exit_code, varint duration_ms, string commit, string where
-//	 16 landed          string into, string commit, string mode, string from, time at
+//	 18 landed          string into, string commit, string mode, string from, time at
+//	                    (16 and 17 are the review fields of issue 22)
 //
 // Zero fields are not written; a record with none is tagged 0x01 and has
 // no block. A tag this build does not know makes the record undecodable,
@@ -58,7 +59,7 @@ const (
 )
 
 // Tag of `loopr land`'s record on a plan (issue 22).
-const extLanded = 16
+const extLanded = 18
 
 // hasExt reports whether l has any field of the extension block.
 func hasExt(l *loop.Loop) bool {

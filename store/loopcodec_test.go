@@ -404,7 +404,7 @@ func TestExtensionTag(t *testing.T) {
 	}
 }
 
-// TestLandedRoundTrip: a plan's landing (`loopr land`, tag 16) survives
+// TestLandedRoundTrip: a plan's landing (`loopr land`, tag 18) survives
 // the codec, alone in the extension block, and the store.
 func TestLandedRoundTrip(t *testing.T) {
 	t.Parallel()
