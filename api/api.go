@@ -333,6 +333,9 @@ type Status struct {
 	// review (`loopr approve`, iterate or reject), longest waiting first,
 	// at most MaxNeedsYou of them.
 	AwaitingReview []Approval `json:"awaiting_review,omitzero"`
+	// ReadyToLand lists the plans whose whole tree is done and that were
+	// not landed since (`loopr land`), oldest first, at most MaxNeedsYou.
+	ReadyToLand []LandReady `json:"ready_to_land,omitzero"`
 	// Cluster, on an etcd store, lists the workers sharing its queue;
 	// absent on the bbolt file.
 	Cluster *Cluster `json:"cluster,omitempty"`
@@ -464,3 +467,46 @@ const (
 	CodeQueueFull     = "queue_full"     // admission.max_pending loops already wait
 	CodeQuotaExceeded = "quota_exceeded" // the owner has quotas.<owner>.max_pending loops waiting
 )
+
+// LandReady is a plan ready to land: its branch holds its whole tree.
+type LandReady struct {
+	ID     string    `json:"id"`
+	Title  string    `json:"title"`
+	Branch string    `json:"branch"`
+	Into   string    `json:"into,omitzero"` // its base branch, where `loopr land` merges it
+	Since  time.Time `json:"since"`         // when its tree was done
+}
+
+// LandRequest is `loopr land PLAN` (POST /v1/loops/{id}/land).
+type LandRequest struct {
+	// DryRun says what would happen and changes nothing.
+	DryRun bool `json:"dry_run,omitzero"`
+	// Into is the branch to land on; "": the plan's base branch (its
+	// record's base.branch).
+	Into string `json:"into,omitzero"`
+	// Partial lands a plan whose tree is not done yet.
+	Partial bool `json:"partial,omitzero"`
+}
+
+// LandResult is what `loopr land` did, or with DryRun would do.
+type LandResult struct {
+	Plan   string `json:"plan"`
+	Branch string `json:"branch"` // the plan branch
+	Into   string `json:"into"`   // the base branch
+	// Mode is fast-forward, merge or up-to-date (loop.LandFastForward, …).
+	Mode   string `json:"mode"`
+	From   string `json:"from"`            // the plan branch's tip
+	Onto   string `json:"onto"`            // the base branch's tip before
+	Result string `json:"result,omitzero"` // what the base branch moved (or would move) to; "" on a dry-run merge
+	// Commits are the commits the base branch lacked, newest first
+	// ("<short> <subject>", at most 50); CommitCount counts them all.
+	Commits     []string `json:"commits"`
+	CommitCount int      `json:"commit_count"`
+	Files       []string `json:"files"` // the files the base branch's tree changes
+	// Checkout is the worktree that has the base branch checked out, ""
+	// when none (the ref was moved with update-ref).
+	Checkout string          `json:"checkout,omitzero"`
+	Evidence []loop.Evidence `json:"evidence,omitempty"` // merge.validate on the result
+	Steps    []string        `json:"steps"`              // what was done, one line each
+	DryRun   bool            `json:"dry_run,omitzero"`
+}

@@ -183,6 +183,9 @@ func (e *env) create(cmd *cobra.Command, req api.CreateRequest, jsonOut, noStart
 			return err
 		}
 		_, e.queued = b.(*local)
+		if l.Parent == "" {
+			e.warnUncommitted()
+		}
 		if jsonOut {
 			return writeJSON(e.stdout, l)
 		}

@@ -220,7 +220,8 @@ ID is a loop id, a unique prefix of one (at least 4 characters), or its short id
 					return err
 				}
 				if jsonOut {
-					return writeJSON(e.stdout, shown{Loop: l, TreeUsage: tu.Usage})
+					n := e.gitNotes(l)
+					return writeJSON(e.stdout, shown{Loop: l, TreeUsage: tu.Usage, WorkdirRemoved: n.workdirGone, BranchDeleted: n.branchGone})
 				}
 				if artifactOnly {
 					if l.Artifact == "" {
@@ -271,10 +272,13 @@ func ensureNewline(s string) string {
 	return s + "\n"
 }
 
-// shown is `loopr show --json`: the record and its tree's usage.
+// shown is `loopr show --json`: the record, its tree's usage, and what
+// became of its worktree and branch on this machine (gitNotes).
 type shown struct {
 	loop.Loop
-	TreeUsage loop.Usage `json:"tree_usage"`
+	TreeUsage      loop.Usage `json:"tree_usage"`
+	WorkdirRemoved bool       `json:"workdir_removed,omitzero"`
+	BranchDeleted  bool       `json:"branch_deleted,omitzero"`
 }
 
 // treeUsage sums each loop's usage with its descendants' among loops.
@@ -326,10 +330,15 @@ func printLoop(e *env, l loop.Loop, tu api.TreeUsage) {
 	fmtT("deadline", l.Deadline)
 	row("triggered_by", l.TriggeredBy)
 	row("artifact", l.Artifact)
-	workdir, branch := e.gitNotes(l)
-	row("workdir", workdir)
-	row("branch", branch)
+	n := e.gitNotes(l)
+	row("workdir", n.workdir)
+	row("branch", n.branch)
 	row("base", l.Base.String())
+	if ld := l.Landed; ld.Into != "" {
+		row("landed", fmt.Sprintf("on %s at %s (%s), %s", ld.Into, short12(ld.Commit), ld.Mode, ld.At.UTC().Format("2006-01-02T15:04:05Z07:00")))
+	} else if l.ReadyToLand() {
+		row("landed", "not yet: loopr land "+loop.ShortID(l.ID))
+	}
 	row("commit", l.Commit)
 	row("owner", l.Owner)
 	row("fairness_key", l.FairnessKey)
@@ -394,28 +403,35 @@ func evidenceText(ev []loop.Evidence) string {
 // became of them when this machine ran the loop (its workdir is under this
 // home) and they are gone: a finished loop's worktree is removed, and a
 // task's branch, once merged into its plan's, deleted.
-func (e *env) gitNotes(l loop.Loop) (workdir, branch string) {
-	workdir, branch = l.Workdir, l.Branch
+type gitNotes struct {
+	workdir, branch         string
+	workdirGone, branchGone bool
+}
+
+func (e *env) gitNotes(l loop.Loop) gitNotes {
+	n := gitNotes{workdir: l.Workdir, branch: l.Branch}
 	home := e.paths.Home
-	if workdir == "" || home == "" || !strings.HasPrefix(workdir, filepath.Join(home, "worktrees")+string(filepath.Separator)) {
-		return workdir, branch
+	if n.workdir == "" || home == "" || !strings.HasPrefix(n.workdir, filepath.Join(home, "worktrees")+string(filepath.Separator)) {
+		return n
 	}
-	if _, err := os.Stat(workdir); errors.Is(err, fs.ErrNotExist) {
-		workdir += " (removed)"
+	if _, err := os.Stat(n.workdir); errors.Is(err, fs.ErrNotExist) {
+		n.workdir += " (removed)"
+		n.workdirGone = true
 	}
-	if branch == "" {
-		return workdir, branch
+	if n.branch == "" {
+		return n
 	}
-	err := exec.Command("git", "-C", e.paths.Workspace, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch).Run()
+	err := exec.Command("git", "-C", e.paths.Workspace, "rev-parse", "--verify", "--quiet", "refs/heads/"+n.branch).Run()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() == 1 {
+		n.branchGone = true
 		if l.Status == loop.Complete && l.Parent != "" {
-			branch += " (merged into its plan's branch, then deleted)"
+			n.branch += " (merged into its plan's branch, then deleted)"
 		} else {
-			branch += " (deleted)"
+			n.branch += " (deleted)"
 		}
 	}
-	return workdir, branch
+	return n
 }
 
 func indent(s string) string {

@@ -10,9 +10,11 @@ import (
 	"github.com/loopr-dev/loopr/cluster"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
+	"github.com/loopr-dev/loopr/landing"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/radar"
 	"github.com/loopr-dev/loopr/review"
+	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/store"
 )
 
@@ -77,8 +79,8 @@ func (b *local) radar() (*radar.Radar, error) {
 	return radar.New(g), nil
 }
 
-// git is the workspace's repository; nil without git flow (git.worktrees
-// off, not a repository, no git).
+// git opens the workspace's repository for git flow; nil, and no error,
+// without it (git.worktrees off, no repository, no git).
 func (b *local) git() (*gitflow.Repo, error) {
 	if !b.svc.Config().Git.Worktrees {
 		return nil, nil
@@ -126,13 +128,12 @@ func (b *local) CreateBatch(_ context.Context, reqs []api.CreateRequest) (api.Ba
 // if any, are swept by the next daemon at start.
 func (b *local) GC(ctx context.Context, req api.GCRequest) (api.GCResult, error) {
 	var branches []api.GCBranch
-	if req.Branches && b.svc.Config().Git.Worktrees {
-		g, err := gitflow.Open(b.svc.Paths.Workspace, b.svc.Paths.Home, nil)
-		switch {
-		case errors.Is(err, gitflow.ErrNotRepo), errors.Is(err, gitflow.ErrNoGit):
-		case err != nil:
+	if req.Branches {
+		g, err := b.git()
+		if err != nil {
 			return api.GCResult{}, err
-		default:
+		}
+		if g != nil {
 			if branches, err = b.svc.GCBranches(ctx, g, req.DryRun); err != nil {
 				return api.GCResult{}, err
 			}
@@ -183,3 +184,18 @@ func (b *local) Comments(_ context.Context, id string) ([]api.Comment, error) {
 }
 
 func (b *local) Close() error { return b.svc.Store.Close() }
+
+// Land lands a plan without a daemon: no merge queue runs, so nothing
+// else moves the plan branch meanwhile; merge.validate runs in this
+// process's children.
+func (b *local) Land(ctx context.Context, id string, req api.LandRequest) (api.LandResult, error) {
+	g, err := b.git()
+	if err != nil {
+		return api.LandResult{}, err
+	}
+	if g != nil {
+		g.Remote = b.svc.Config().Git.Remote // the plan branch is the remote's
+	}
+	ld := &landing.Lander{Svc: b.svc, Git: g, Runner: &runner.Runner{Now: time.Now}}
+	return ld.Land(ctx, id, req)
+}

@@ -50,6 +50,7 @@ type Backend interface {
 	ClearLimit(ctx context.Context, agent string) (api.ClearLimitResult, error)
 	Comment(ctx context.Context, id string, req api.CommentRequest) (api.Comment, error)
 	Comments(ctx context.Context, id string) ([]api.Comment, error)
+	Land(ctx context.Context, id string, req api.LandRequest) (api.LandResult, error)
 	Close() error
 }
 
@@ -140,7 +141,7 @@ func (e *env) rootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&e.configFlag, "config", "", "configuration file (default <workspace>/loopr.yml)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{err} })
 	root.AddCommand(
-		e.initCmd(), e.configCmd(), e.planCmd(), e.addCmd(), e.listCmd(), e.showCmd(), e.whyCmd(), e.conflictsCmd(), e.diffCmd(), e.commentCmd(), e.commentsCmd(), e.budgetCmd(),
+		e.initCmd(), e.configCmd(), e.planCmd(), e.addCmd(), e.listCmd(), e.showCmd(), e.whyCmd(), e.conflictsCmd(), e.diffCmd(), e.commentCmd(), e.commentsCmd(), e.budgetCmd(), e.landCmd(), e.prCmd(),
 		e.statusCmd(), e.limitsCmd(), e.debugCmd(), e.exportCmd(), e.importCmd(), e.daemonCmd(),
 		e.tuiCmd(), e.demoCmd(), e.agentSimCmd(), e.guardCmd(),
 	)

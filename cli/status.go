@@ -49,6 +49,9 @@ func printStatus(out io.Writer, st api.Status, now time.Time) error {
 	if st.Counts[loop.NeedsHuman]+st.Counts[loop.AwaitingApproval]+st.Counts[loop.AwaitingReview] > 0 {
 		printNeedsYou(out, st, now)
 	}
+	if len(st.ReadyToLand) > 0 {
+		printReadyToLand(out, st.ReadyToLand, now)
+	}
 	w := table(out)
 	if st.Daemon {
 		fmt.Fprintf(w, "daemon\trunning, pid %d, version %s, up %s\n", st.PID, st.Version, age(time.Duration(st.UptimeSecs)*time.Second))
@@ -189,6 +192,33 @@ func printNeedsYou(out io.Writer, st api.Status, now time.Time) {
 	}
 	if more := st.Counts[loop.AwaitingReview] - len(st.AwaitingReview); more > 0 {
 		fmt.Fprintf(out, "  … and %d more: loopr list --status awaiting_review\n", more)
+	}
+	fmt.Fprintln(out)
+}
+
+// printReadyToLand lists the plans whose tree is done and not landed:
+// each on one line (short id, how long ago, the title last, clipped),
+// its branch and base branch under it (a branch name is never clipped),
+// and the command that lands it, so that a line fits 80 columns.
+func printReadyToLand(out io.Writer, ready []api.LandReady, now time.Time) {
+	fmt.Fprintf(out, "READY TO LAND (%d)\n", len(ready))
+	var wid, wago int
+	ago := make([]string, len(ready))
+	for i, r := range ready {
+		ago[i] = age(now.Sub(r.Since).Round(time.Second)) + " ago"
+		wid = max(wid, utf8.RuneCountInString(loop.ShortID(r.ID)))
+		wago = max(wago, utf8.RuneCountInString(ago[i]))
+	}
+	titleW := max(needsLineWidth-(2+wid+2+wago+2), 20)
+	for i, r := range ready {
+		id := loop.ShortID(r.ID)
+		fmt.Fprintf(out, "  %s  %s  %s\n", pad(id, wid), pad(ago[i], wago), oneLine(r.Title, titleW))
+		branch := r.Branch
+		if r.Into != "" {
+			branch += " → " + r.Into
+		}
+		fmt.Fprintf(out, "    %s\n", branch)
+		fmt.Fprintf(out, "    → loopr land %s   (--dry-run says what it would do)\n", id)
 	}
 	fmt.Fprintln(out)
 }

@@ -37,6 +37,11 @@ func TestStatusText(t *testing.T) {
 		},
 		AwaitingApproval: []api.Approval{{ID: id("P"), Type: "plan", Title: "Add a URL shortener service with an HTTP API, storage and metrics",
 			Since: now.Add(-2 * time.Hour), Actions: api.ApprovalActions(id("P"))}},
+		ReadyToLand: []api.LandReady{
+			{ID: id("L"), Title: "Add a URL shortener service with an HTTP API, storage and metrics", Since: now.Add(-3 * time.Hour),
+				Branch: "loopr/add-a-url-shortener-service-with-an-http-00000lll", Into: "main"},
+			{ID: id("M"), Title: "Fix the flaky test", Since: now.Add(-5 * time.Minute), Branch: "loopr/fix-the-flaky-test-00000mmm"},
+		},
 		Profiles:   []api.ProfileLimit{{Agent: "codex", Recovering: true}},
 		Spent:      map[string]string{id("R"): "tree budget spent"},
 		SpentToday: loop.Usage{CostUSD: 1.5, InputTokens: 1200, OutputTokens: 3400},
@@ -59,6 +64,14 @@ func TestStatusText(t *testing.T) {
   00000ccc  question     30s ago     Pick a port
     → loopr answer 00000ccc "…"
   … and 3 more: loopr list --status needs_human
+
+READY TO LAND (2)
+  00000lll  3h ago  Add a URL shortener service with an HTTP API, storage and m…
+    loopr/add-a-url-shortener-service-with-an-http-00000lll → main
+    → loopr land 00000lll   (--dry-run says what it would do)
+  00000mmm  5m ago  Fix the flaky test
+    loopr/fix-the-flaky-test-00000mmm
+    → loopr land 00000mmm   (--dry-run says what it would do)
 
 daemon       running, pid 4242, version 0.1.0, up 1h2m
 home         /w/.loopr

@@ -530,3 +530,11 @@ func (c *Client) Events(ctx context.Context) (<-chan api.StreamMsg, error) {
 	}()
 	return ch, nil
 }
+
+// Land lands a plan's branch on its base branch (`loopr land`): it takes
+// as long as merge.validate does, so ctx should carry its own deadline.
+func (c *Client) Land(ctx context.Context, id string, req api.LandRequest) (api.LandResult, error) {
+	var res api.LandResult
+	err := c.call(ctx, http.MethodPost, loopPath(id, "land"), req, &res)
+	return res, err
+}

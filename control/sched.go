@@ -1,6 +1,7 @@
 package control
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/ratelimit"
 	"github.com/loopr-dev/loopr/scheduler"
@@ -505,6 +507,15 @@ func (s *Service) Status(now time.Time) (api.Status, error) {
 		}); err != nil {
 			return err
 		}
+		if err := tx.RootsByStatus(loop.Complete, func(l loop.Loop) bool {
+			if l.ReadyToLand() {
+				st.ReadyToLand = append(st.ReadyToLand, api.LandReady{ID: l.ID, Title: l.Title,
+					Branch: cmp.Or(l.Branch, gitflow.BranchName(l.ID, l.Title)), Into: l.Base.Branch, Since: l.SubtreeDoneAt})
+			}
+			return true
+		}); err != nil {
+			return err
+		}
 		if limits, err = LoadLimits(tx); err != nil {
 			return err
 		}
@@ -537,6 +548,10 @@ func (s *Service) Status(now time.Time) (api.Status, error) {
 	slices.SortStableFunc(st.AwaitingReview, func(a, b api.Approval) int { return a.Since.Compare(b.Since) })
 	if len(st.AwaitingReview) > api.MaxNeedsYou {
 		st.AwaitingReview = st.AwaitingReview[:api.MaxNeedsYou]
+	}
+	slices.SortStableFunc(st.ReadyToLand, func(a, b api.LandReady) int { return a.Since.Compare(b.Since) })
+	if len(st.ReadyToLand) > api.MaxNeedsYou {
+		st.ReadyToLand = st.ReadyToLand[:api.MaxNeedsYou]
 	}
 	for _, t := range c.Types() {
 		st.Types = append(st.Types, api.TypeUsage{Type: t, Running: running[t], Cap: c.TypeCap(t)})

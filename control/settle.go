@@ -155,7 +155,7 @@ func treeComplete(tx *store.Tx, root loop.Loop, now time.Time, git bool) error {
 		if branch == "" {
 			branch = gitflow.BranchName(root.ID, root.Title)
 		}
-		msg += "; branch " + branch + " is ready to merge"
+		msg += "; branch " + branch + " is ready to land: loopr land " + loop.ShortID(root.ID)
 	}
 	_, err = tx.AppendEvent(loop.Event{Time: now, Loop: root.ID, Kind: loop.EventTreeComplete, Iteration: root.Iteration, Message: msg})
 	return err

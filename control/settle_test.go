@@ -105,7 +105,7 @@ func TestSettleMarksSubtreesAndFiresTreeCompleteOnce(t *testing.T) {
 	if diff := cmp.Diff(map[string]bool{"P": true, "S": true, "F": true, "T1": true, "T2": true}, doneAt(t, svc, "P", "S", "F", "T1", "T2")); diff != "" {
 		t.Errorf("after T2: subtree done (-want +got):\n%s", diff)
 	}
-	want := []string{"plan P done: all 5 loops of its tree are complete; branch loopr/p-P is ready to merge"}
+	want := []string{"plan P done: all 5 loops of its tree are complete; branch loopr/p-P is ready to land: loopr land P"}
 	if diff := cmp.Diff(want, treeEvents(t, svc)); diff != "" {
 		t.Errorf("tree_complete (-want +got):\n%s", diff)
 	}
@@ -135,7 +135,7 @@ func TestCancelFinishesTree(t *testing.T) {
 	if _, err := svc.Act("T3", api.ActionCancel, api.ActionRequest{Reason: "not needed"}); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{`plan P done: all 6 loops of its tree are complete or cancelled (2 cancelled: T2 "T2", T3 "T3"); branch loopr/p-P is ready to merge`}
+	want := []string{`plan P done: all 6 loops of its tree are complete or cancelled (2 cancelled: T2 "T2", T3 "T3"); branch loopr/p-P is ready to land: loopr land P`}
 	if diff := cmp.Diff(want, treeEvents(t, svc)); diff != "" {
 		t.Errorf("tree_complete (-want +got):\n%s", diff)
 	}

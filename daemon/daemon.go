@@ -46,6 +46,7 @@ import (
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/internal/contain"
 	"github.com/loopr-dev/loopr/internal/safefile"
+	"github.com/loopr-dev/loopr/landing"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/loopmgr"
 	"github.com/loopr-dev/loopr/radar"
@@ -135,6 +136,7 @@ type daemon struct {
 	radar   *radar.Radar    // the conflict radar over git; nil with it
 	worker  *cluster.Worker // this daemon as a worker of an etcd store; nil on bbolt
 	jail    *contain.Jail   // how agents' processes are contained
+	lander  *landing.Lander // `loopr land` (landing.go)
 
 	cfg      atomic.Pointer[config.Config]
 	metrics  *metrics
@@ -146,6 +148,7 @@ type daemon struct {
 
 	mu        sync.RWMutex // guards accepting against writes.Add
 	accepting bool
+	stopping  chan struct{}  // closed when shutdown begins (stoppingCh)
 	writes    sync.WaitGroup // API writes in flight
 	streams   sync.WaitGroup // /v1/events handlers
 }
@@ -170,8 +173,27 @@ func (d *daemon) beginWrite() (func(), error) {
 func (d *daemon) stopAccepting() {
 	d.mu.Lock()
 	d.accepting = false
+	if d.stopping == nil {
+		d.stopping = make(chan struct{})
+	}
+	select {
+	case <-d.stopping:
+	default:
+		close(d.stopping) // a landing's merge.validate gives up: shutdown does not wait for it
+	}
 	d.mu.Unlock()
 	d.writes.Wait()
+}
+
+// stoppingCh is closed once shutdown has begun: a long write (a landing)
+// ends then rather than hold the shutdown up.
+func (d *daemon) stoppingCh() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopping == nil {
+		d.stopping = make(chan struct{})
+	}
+	return d.stopping
 }
 
 func (d *daemon) isAccepting() bool {

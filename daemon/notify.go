@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/config"
-	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/store"
@@ -75,7 +74,7 @@ func actionFor(name string, l loop.Loop) string {
 	case string(loop.AwaitingReview):
 		return "loopr approve " + l.ID
 	case "tree_complete":
-		return "git merge " + gitflow.BranchName(l.ID, l.Title)
+		return "loopr land " + l.ID
 	}
 	return ""
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/internal/contain"
+	"github.com/loopr-dev/loopr/landing"
 	"github.com/loopr-dev/loopr/loopmgr"
 	"github.com/loopr-dev/loopr/mergequeue"
 	"github.com/loopr-dev/loopr/radar"
@@ -246,4 +247,5 @@ func (d *daemon) newManager() {
 		Cluster: d.worker,
 	})
 	d.mgr = mgr
+	d.lander = &landing.Lander{Svc: d.svc, Git: d.git, Runner: run, Log: d.log}
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/api"
-	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 )
@@ -197,7 +196,7 @@ func TestNeedsYou(t *testing.T) {
 		if h.Event == "needs_human" && (h.Action != `loopr answer `+h.Loop.ID+` "…"` || h.Loop.Needs == nil) {
 			t.Errorf("needs_human delivery for %s: action %q needs %+v", h.Loop.ID, h.Action, h.Loop.Needs)
 		}
-		if h.Event == "tree_complete" && (!strings.Contains(h.Message, "ready to merge") || h.Action != "git merge "+gitflow.BranchName(plan.ID, plan.Title)) {
+		if h.Event == "tree_complete" && (!strings.Contains(h.Message, "ready to land: loopr land "+loop.ShortID(plan.ID)) || h.Action != "loopr land "+plan.ID) {
 			t.Errorf("tree_complete delivery: message %q action %q", h.Message, h.Action)
 		}
 	}

@@ -263,7 +263,7 @@ func TestCancelledLoopCompletesTree(t *testing.T) {
 	if len(msgs) != 1 || msgs[0] == "" {
 		t.Fatalf("tree_complete events: %q, want one", msgs)
 	}
-	for _, want := range []string{"plan " + plan.ID + " done", "complete or cancelled (1 cancelled: " + stuck.ID + ` "stuck")`, "is ready to merge"} {
+	for _, want := range []string{"plan " + plan.ID + " done", "complete or cancelled (1 cancelled: " + stuck.ID + ` "stuck")`, "is ready to land: loopr land"} {
 		if !strings.Contains(msgs[0], want) {
 			t.Errorf("tree_complete %q lacks %q", msgs[0], want)
 		}

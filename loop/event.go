@@ -15,11 +15,14 @@ const (
 	EventDaemon     EventKind = "daemon"
 	EventConfig     EventKind = "config"
 	// EventTreeComplete is written on a plan when the last loop of its
-	// tree completes: the plan's branch is ready to merge.
+	// tree completes: the plan's branch is ready to land (`loopr land`).
 	EventTreeComplete EventKind = "tree_complete"
 	// EventComment is written on a loop a person's line comment reached
 	// (`loopr comment`).
 	EventComment EventKind = "comment"
+	// EventLanded is written on a plan when `loopr land` merged its branch
+	// into its base branch.
+	EventLanded EventKind = "landed"
 )
 
 // Event is one entry of a loop's append-only journal. Seq is assigned by the

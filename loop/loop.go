@@ -138,6 +138,34 @@ type Loop struct {
 	// Comments are people's line comments that reached this loop (see
 	// Comment), oldest first, at most MaxComments.
 	Comments []Comment `json:"comments,omitempty"`
+	// Landed says when `loopr land` last merged this plan's branch into
+	// its base branch, and how; zero until then.
+	Landed Landed `json:"landed,omitzero"`
+}
+
+// Landed records a landing (`loopr land`): the branch merged into, the
+// commit that branch was moved to, how (LandFastForward or LandMerge), the
+// plan branch's commit that landed, and when.
+type Landed struct {
+	Into   string    `json:"into"`
+	Commit string    `json:"commit"`
+	Mode   string    `json:"mode"`
+	From   string    `json:"from,omitzero"`
+	At     time.Time `json:"at"`
+}
+
+// How a landing moved the base branch (Landed.Mode).
+const (
+	LandFastForward = "fast-forward"
+	LandMerge       = "merge"
+	LandUpToDate    = "up-to-date" // the base branch already held the plan branch
+)
+
+// ReadyToLand reports whether l is a root plan whose whole tree is done
+// and that was not landed since: `loopr status` lists it.
+func (l *Loop) ReadyToLand() bool {
+	return l.Type == Plan && l.Parent == "" && l.Status == Complete && !l.SubtreeDoneAt.IsZero() &&
+		(l.Landed.At.IsZero() || l.Landed.At.Before(l.SubtreeDoneAt))
 }
 
 // Evidence is one validation command's run: what ran, how it ended, how

@@ -100,7 +100,7 @@ func (q *Queue) try(ctx context.Context, ig *gitflow.Integration, p Plan, batch 
 	}
 	merged := pick(batch, tr.Merged)
 	if len(p.Validate) > 0 {
-		var out tail
+		var out Tail
 		ev, f := q.Runner.RunChecks(ctx, runner.Check{
 			Commands: p.Validate, Dir: ig.Dir(), Env: q.env(p, tr.Head, merged), Timeout: p.Timeout, Log: &out,
 			Where: loop.WhereMerge, Commit: tr.Head,
@@ -146,10 +146,10 @@ func (q *Queue) logger() *slog.Logger {
 	return q.Log
 }
 
-// tail keeps the last MaxOutput bytes written to it.
-type tail struct{ b []byte }
+// Tail keeps the last MaxOutput bytes written to it.
+type Tail struct{ b []byte }
 
-func (t *tail) Write(p []byte) (int, error) {
+func (t *Tail) Write(p []byte) (int, error) {
 	t.b = append(t.b, p...)
 	if n := len(t.b); n > 2*MaxOutput {
 		t.b = append(t.b[:0], t.b[n-MaxOutput:]...)
@@ -157,7 +157,7 @@ func (t *tail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (t *tail) String() string {
+func (t *Tail) String() string {
 	b := t.b
 	if len(b) > MaxOutput {
 		b = b[len(b)-MaxOutput:]

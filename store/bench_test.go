@@ -214,3 +214,54 @@ func (c *countingDiscard) Write(p []byte) (int, error) {
 	*c += countingDiscard(len(p))
 	return len(p), nil
 }
+
+// BenchmarkReadyToLandScan: what `loopr status` pays to find the plans
+// ready to land among 10 000 complete tasks and 10 complete plans —
+// RootsByStatus (peeks each record's parent, decodes the plans) against
+// ByStatus (decodes every complete record).
+func BenchmarkReadyToLandScan(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), "loopr.db"), Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	err = s.Update(func(tx *Tx) error {
+		for i := range 10_010 {
+			l := loop.Loop{ID: fmt.Sprintf("L%08d", i), Type: loop.Ralph, Status: loop.Complete, Title: "a task", Task: "do the thing well",
+				Iteration: 2, MaxIterations: 5, CreatedAt: now, UpdatedAt: now, Parent: "L00000000", Branch: "loopr/a-task-x",
+				Evidence: []loop.Evidence{{Command: "go test ./...", Where: loop.WhereWorktree}, {Command: "make check", Where: loop.WhereMerge}}}
+			if i%1001 == 0 {
+				l.Type, l.Parent = loop.Plan, ""
+			}
+			if err := tx.Create(l); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		scan func(*Tx, loop.Status, func(loop.Loop) bool) error
+	}{{"RootsByStatus", (*Tx).RootsByStatus}, {"ByStatus", (*Tx).ByStatus}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				n := 0
+				s.View(func(tx *Tx) error {
+					return bc.scan(tx, loop.Complete, func(l loop.Loop) bool {
+						if l.Parent == "" {
+							n++
+						}
+						return true
+					})
+				})
+				if n != 10 {
+					b.Fatalf("found %d plans, want 10", n)
+				}
+			}
+		})
+	}
+}

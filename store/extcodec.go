@@ -35,6 +35,8 @@ import (
 //	                    string text, string on, string commit, string
 //	                    context, time at, varint answered_by, string outcome
 //	                    (skipped when only the head is read)
+//	 18 landed          string into, string commit, string mode, string from, time at
+//	                    (16 and 17 are the review fields of issue 22)
 //
 // Zero fields are not written; a record with none is tagged 0x01 and has
 // no block. A tag this build does not know makes the record undecodable,
@@ -68,13 +70,17 @@ const (
 	extComments = 17
 )
 
+// Tag of `loopr land`'s record on a plan (issue 22).
+const extLanded = 18
+
 // hasExt reports whether l has any field of the extension block.
 func hasExt(l *loop.Loop) bool {
 	return l.Agent != "" || l.Usage != (loop.Usage{}) || l.Budget != (loop.Budget{}) ||
 		l.Needs != nil || l.Answer != "" || l.RateLimitStreak != 0 || l.TransientRetries != 0 ||
 		l.Stalls != 0 || l.FailureFingerprint != "" || l.FailureRepeats != 0 || l.Branch != "" || l.Base != (loop.Base{}) ||
 		len(l.DependsOn) > 0 || !l.SubtreeDoneAt.IsZero() ||
-		l.Commit != "" || len(l.Evidence) > 0 || l.Review || len(l.Comments) > 0
+		l.Commit != "" || len(l.Evidence) > 0 || l.Review || len(l.Comments) > 0 ||
+		l.Landed != (loop.Landed{})
 }
 
 // ext appends the extension block of l.
@@ -157,6 +163,14 @@ func (w *recWriter) ext(l *loop.Loop) {
 	if len(l.Comments) > 0 {
 		f.b = append(f.b, extComments)
 		f.comments(l.Comments)
+	}
+	if ld := l.Landed; ld != (loop.Landed{}) {
+		f.b = append(f.b, extLanded)
+		f.str(ld.Into)
+		f.str(ld.Commit)
+		f.str(ld.Mode)
+		f.str(ld.From)
+		f.time(ld.At)
 	}
 	w.b = binary.AppendUvarint(w.b, uint64(len(f.b)))
 	w.b = append(w.b, f.b...)
@@ -246,6 +260,9 @@ func (r *recReader) ext(l *loop.Loop) {
 			if !r.headOnly && f.err == nil {
 				l.Comments = comments(block, &f)
 			}
+		case extLanded:
+			l.Landed = loop.Landed{Into: f.str(), Commit: f.str(), Mode: f.str(), From: f.str()}
+			l.Landed.At = f.time()
 		default:
 			f.err = fmt.Errorf("unknown extension field %d (written by a newer loopr?)", tag)
 		}

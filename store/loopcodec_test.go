@@ -130,7 +130,7 @@ func TestLoopCodecKnowsEveryField(t *testing.T) {
 		// the extension block (extcodec.go)
 		"Agent", "Usage", "Budget", "Needs", "Answer", "RateLimitStreak", "TransientRetries", "Stalls",
 		"FailureFingerprint", "FailureRepeats", "Branch", "Base", "DependsOn", "SubtreeDoneAt", "Commit", "Evidence",
-		"Review", "Comments"}
+		"Review", "Comments", "Landed"}
 	var got []string
 	rt := reflect.TypeFor[loop.Loop]()
 	for i := range rt.NumField() {
@@ -420,5 +420,59 @@ func TestExtensionTag(t *testing.T) {
 	bad := append(append(append([]byte{tagBinaryExt}, plain[1:headEnd]...), 2, 99, 0), plain[headEnd:]...)
 	if _, err := decodeLoop([]byte("L1"), bad); err == nil || !strings.Contains(err.Error(), "unknown extension field 99") {
 		t.Errorf("decodeLoop(unknown extension field) error = %v; want unknown extension field 99", err)
+	}
+}
+
+// TestLandedRoundTrip: a plan's landing (`loopr land`, tag 18) survives
+// the codec, alone in the extension block, and the store.
+func TestLandedRoundTrip(t *testing.T) {
+	t.Parallel()
+	l := loop.Loop{ID: "P1", Type: loop.Plan, Status: loop.Complete, Iteration: 1, MaxIterations: 3,
+		CreatedAt: time.Unix(1, 0).UTC(),
+		Landed: loop.Landed{Into: "main", Commit: "0123456789abcdef0123456789abcdef01234567", Mode: loop.LandMerge,
+			From: "89abcdef0123456789abcdef0123456789abcdef", At: time.Unix(1700000000, 123456789).UTC()}}
+	b, err := encodeLoop(l)
+	if err != nil || b[0] != tagBinaryExt {
+		t.Fatalf("encodeLoop(landed) = tag %#x, %v; want %#x", b[0], err, tagBinaryExt)
+	}
+	got, err := decodeLoop([]byte(l.ID), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(l, got); diff != "" {
+		t.Errorf("decodeLoop() mismatch (-want +got):\n%s", diff)
+	}
+	s := openTest(t)
+	mustUpdate(t, s, func(tx *Tx) error { return tx.Put(l) })
+	s.View(func(tx *Tx) error {
+		got, err = tx.Get(l.ID)
+		return err
+	})
+	if diff := cmp.Diff(l, got); diff != "" {
+		t.Errorf("store Get() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestRootsByStatus: only the loops without a parent, of that status.
+func TestRootsByStatus(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	mk := func(id, parent string, st loop.Status) loop.Loop {
+		return loop.Loop{ID: id, Parent: parent, Type: loop.Plan, Status: st, Iteration: 1, MaxIterations: 1, CreatedAt: time.Unix(1, 0).UTC()}
+	}
+	mustUpdate(t, s, func(tx *Tx) error {
+		for _, l := range []loop.Loop{mk("A", "", loop.Complete), mk("B", "A", loop.Complete), mk("C", "", loop.Pending), mk("D", "", loop.Complete)} {
+			if err := tx.Put(l); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var got []string
+	s.View(func(tx *Tx) error {
+		return tx.RootsByStatus(loop.Complete, func(l loop.Loop) bool { got = append(got, l.ID); return true })
+	})
+	if diff := cmp.Diff([]string{"A", "D"}, got); diff != "" {
+		t.Errorf("RootsByStatus(complete) mismatch (-want +got):\n%s", diff)
 	}
 }

@@ -247,6 +247,32 @@ func (tx *Tx) ByStatus(st loop.Status, fn func(loop.Loop) bool) error {
 	return tx.byIndex(bucketIdxStatus, string(st), fn)
 }
 
+// RootsByStatus is ByStatus for the loops without a parent only: the
+// others are skipped without decoding (a store of many finished tasks and
+// few plans reads only the plans).
+func (tx *Tx) RootsByStatus(st loop.Status, fn func(loop.Loop) bool) error {
+	if !st.Valid() {
+		return fmt.Errorf("status %q: unknown status", st)
+	}
+	loops := tx.bucket(bucketLoops)
+	prefix := indexPrefix(string(st))
+	return tx.scan(tx.bucket(bucketIdxStatus), prefix, func(k, _ []byte) (bool, error) {
+		id := k[len(prefix):]
+		v := loops.Get(id)
+		if v == nil {
+			return false, damaged(fmt.Errorf("index %s: loop %s: no record", bucketIdxStatus, id))
+		}
+		if _, parent, err := peekStatusParent(id, v); err != nil || parent != "" {
+			return true, err
+		}
+		l, err := decodeLoop(id, v)
+		if err != nil {
+			return false, err
+		}
+		return fn(l), nil
+	})
+}
+
 // Children returns the loops whose parent is parent, in id order.
 func (tx *Tx) Children(parent string) ([]loop.Loop, error) {
 	if parent == "" {

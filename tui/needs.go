@@ -182,7 +182,9 @@ func (m *Model) tree(root *loop.Loop) treeStat {
 
 // treeText is the NEXT / WHY text of a complete root plan that has
 // children: its tree's progress, cost and state; "" for every other loop
-// (a plan still in the works shows its own state).
+// (a plan still in the works shows its own state). A done tree leads with
+// what to do about it, "ready to land", so that the 20 columns NEXT / WHY
+// has at 80 say it; a landed one with where it landed.
 func (m *Model) treeText(l *loop.Loop) string {
 	if l.Type != loop.Plan || l.Parent != "" || l.Status != loop.Complete || len(m.children[l.ID]) == 0 {
 		return ""
@@ -201,15 +203,22 @@ func (m *Model) treeText(l *loop.Loop) string {
 	case t.failed > 0:
 		s += fmt.Sprintf(" · failed (%d)", t.failed)
 	case t.done+t.cancelled == t.total: // done means done: a cancelled loop is not waited for
-		branch := l.Branch
-		if branch == "" {
-			branch = gitflow.BranchName(l.ID, l.Title)
+		if l.Landed.Into != "" && !l.ReadyToLand() {
+			return "landed on " + l.Landed.Into + " · " + s
 		}
-		s += " · done: " + branch + " ready to merge"
+		return "ready to land: loopr land " + loop.ShortID(l.ID) + " · " + s + " · " + planBranch(l)
 	case t.live > 0:
 		s += " · running"
 	}
 	return s
+}
+
+// planBranch is a plan's branch, as recorded or as named.
+func planBranch(l *loop.Loop) string {
+	if l.Branch != "" {
+		return l.Branch
+	}
+	return gitflow.BranchName(l.ID, l.Title)
 }
 
 // noteOf is the notification a stream event deserves, or "": a loop that
@@ -232,7 +241,7 @@ func noteOf(sm api.StreamMsg) string {
 	case ev.Kind == loop.EventTransition && ev.To == loop.Failed:
 		return fmt.Sprintf("%s failed: %s; loopr reset %s", name, termsafe.Line(firstLine(l.Reason)), loop.ShortID(l.ID))
 	case ev.Kind == loop.EventTreeComplete:
-		return fmt.Sprintf("%s: its whole tree is done; git merge %s", name, gitflow.BranchName(l.ID, l.Title))
+		return fmt.Sprintf("%s: its whole tree is done on %s; loopr land %s", name, planBranch(l), loop.ShortID(l.ID))
 	}
 	return ""
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"bytes"
+	"github.com/charmbracelet/x/ansi"
 	"strings"
 	"testing"
 	"time"
@@ -160,7 +161,7 @@ func TestNeedsYouBudgetHint(t *testing.T) {
 }
 
 // TestTreeDoneWithCancelled: a tree whose every loop is complete or
-// cancelled is done and ready to merge (it read "tree 3/4 done" forever
+// cancelled is done and ready to land (it read "tree 3/4 done" forever
 // before), and says how many were cancelled; a sibling that waits on a
 // dependency shows the depends_on reason in the dashboard's schedule.
 func TestTreeDoneWithCancelled(t *testing.T) {
@@ -175,8 +176,26 @@ func TestTreeDoneWithCancelled(t *testing.T) {
 	st := fixtureStatus()
 	fc.snap = api.StreamMsg{Type: api.StreamSnapshot, Seq: 1, Loops: loops, Status: &st}
 	m := loaded(t, fc, 120, 30)
-	if got, want := m.treeText(m.loops["p"]), "tree 3/4 done, 1 cancelled · done: loopr/p-p ready to merge"; got != want {
+	if got, want := m.treeText(m.loops["p"]), "ready to land: loopr land p · tree 3/4 done, 1 cancelled · loopr/p-p"; got != want {
 		t.Errorf("treeText = %q, want %q", got, want)
+	}
+
+	m80 := loaded(t, fc, 80, 24)
+	if v := ansi.Strip(m80.View()); !strings.Contains(v, "ready to land") {
+		t.Errorf("at 80 columns the done tree's row does not say ready to land:\n%s", v)
+	}
+	m.loops["t1"].Workdir, m.loops["t1"].Base = "/w/.loopr/worktrees/t1", loop.Base{Branch: "main", Commit: "0123456789abcdef"}
+	m.sel = "t1"
+	details := ansi.Strip(strings.Join(m.detailsLines(100, 30), "\n"))
+	for _, want := range []string{"/w/.loopr/worktrees/t1 (removed)", "main@0123456789ab"} {
+		if !strings.Contains(details, want) {
+			t.Errorf("details of a complete task lack %q:\n%s", want, details)
+		}
+	}
+	p := m.loops["p"]
+	p.Landed = loop.Landed{Into: "main", At: testNow}
+	if got, want := m.treeText(p), "landed on main · tree 3/4 done, 1 cancelled"; got != want {
+		t.Errorf("treeText of a landed plan = %q, want %q", got, want)
 	}
 
 	t3 := mk("t3", "s", loop.Ralph, loop.Pending)

@@ -88,8 +88,10 @@ func (m *Model) detailsLines(w, h int) []string {
 		{"runnable at", ts(l.RunnableAt), 3},
 		{"deadline", ts(l.Deadline), 5},
 		{"artifact", l.Artifact, 8},
-		{"workdir", l.Workdir, 9},
+		{"workdir", m.workdirText(l), 9},
 		{"branch", l.Branch, 8},
+		{"base", l.Base.String(), 8},
+		{"landed", landedText(l), 7},
 		{"id", l.ID, 12},
 		{"triggered by", l.TriggeredBy, 10},
 		{"lease", lease, 11},
@@ -355,4 +357,30 @@ func budgetLine(b loop.Budget) string {
 		parts = append(parts, transcript.Tokens(b.Tokens)+" tokens")
 	}
 	return strings.Join(parts, ", ")
+}
+
+// workdirText is l's workdir, marked removed once loopr removed it: a
+// finished loop's worktree goes when it finishes, a plan's when its whole
+// tree has (loopmgr's cleanup and TidyTree). A failed loop's is kept.
+func (m *Model) workdirText(l *loop.Loop) string {
+	if l.Workdir == "" || !l.Status.Terminal() || l.Status == loop.Failed {
+		return l.Workdir
+	}
+	if l.Type == loop.Plan && l.Parent == "" && len(m.children[l.ID]) > 0 && m.tree(l).live > 0 {
+		return l.Workdir
+	}
+	return l.Workdir + " (removed)"
+}
+
+// landedText says where and when `loopr land` landed a plan; "" before.
+func landedText(l *loop.Loop) string {
+	ld := l.Landed
+	if ld.Into == "" {
+		return ""
+	}
+	c := ld.Commit
+	if len(c) > 12 {
+		c = c[:12]
+	}
+	return fmt.Sprintf("on %s at %s (%s), %s", ld.Into, c, ld.Mode, ld.At.UTC().Format("2006-01-02 15:04"))
 }
