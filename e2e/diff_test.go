@@ -125,8 +125,8 @@ func TestDiff(t *testing.T) {
 // diffTUI opens the diff view of task in `loopr tui` in a real 80×24
 // terminal against the daemon: the files with their counts, the code with
 // its line numbers, tab to the next file, a line cut rather than wrapped,
-// and c on a line saying how to comment (this build's dashboard sends
-// none), esc back to the tree.
+// and c on a line sending a comment that reaches the task, esc back to
+// the tree.
 func diffTUI(t *testing.T, r repo, task loop.Loop) {
 	t.Helper()
 	tm := newTmux(t)
@@ -148,7 +148,16 @@ func diffTUI(t *testing.T, r repo, task loop.Loop) {
 	tm.waitScreen("next file", "file 2/2", "1 + package alpha", `3 + const Name = "alpha"`)
 	tm.keys("j")
 	tm.keys("c")
-	tm.waitScreen("comment refused", "use loopr comment "+loop.ShortID(task.ID)+" alpha.go:1")
+	tm.waitScreen("comment prompt", "comment on alpha.go:1")
+	tm.keys("-l", "name it Alpha")
+	tm.keys("Enter")
+	tm.waitScreen("comment sent", "comment sent on alpha.go:1")
+	// It reached the task, on the line the cursor was on.
+	var got []api.Comment
+	mustJSON(t, ok(t, r.dir, "comments", "--json", task.ID), &got)
+	if len(got) != 1 || got[0].Loop != task.ID || got[0].Path != "alpha.go" || got[0].Line != 1 || got[0].Text != "name it Alpha" {
+		t.Errorf("comments after c in the diff view: %+v; want one on alpha.go:1 of %s", got, task.ID)
+	}
 	tm.keys("Escape")
 	tm.waitGone("diff closed", "DIFF")
 	tm.keys("q")
