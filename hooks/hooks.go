@@ -75,6 +75,7 @@ type Result struct {
 	Err      error  // nil: every command exited 0
 	Command  string // the command that failed
 	LastLine string // the last non-empty line of the output
+	Tail     string // the end of the output (4 KiB at most)
 	Log      string
 	Duration time.Duration
 }
@@ -131,7 +132,7 @@ func Run(ctx context.Context, s Spec) Result {
 			}
 		}
 		if err != nil {
-			res.Err, res.Command, res.LastLine = err, cmd, out.lastLine()
+			res.Err, res.Command, res.LastLine, res.Tail = err, cmd, out.lastLine(), out.tailText()
 			fmt.Fprintf(log, "== %v\n", err)
 			return res
 		}
@@ -243,9 +244,18 @@ func (b *bounded) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// tailText returns the last tailSize bytes written.
+func (b *bounded) tailText() string {
+	t := b.tail.Bytes()
+	if len(t) > tailSize {
+		t = t[len(t)-tailSize:]
+	}
+	return strings.ToValidUTF8(string(t), "?")
+}
+
 // lastLine returns the last non-empty line written.
 func (b *bounded) lastLine() string {
-	lines := strings.Split(strings.ToValidUTF8(b.tail.String(), "?"), "\n")
+	lines := strings.Split(b.tailText(), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		if l := strings.TrimSpace(lines[i]); l != "" {
 			return l

@@ -2,6 +2,7 @@ package loopmgr
 
 import (
 	"context"
+	"os"
 
 	"github.com/loopr-dev/loopr/loop"
 )
@@ -74,9 +75,17 @@ func (m *Manager) worktree(ctx context.Context, l loop.Loop) (branchRec, error) 
 		}
 		base = pb
 	}
-	if !ownBranch(l.Type) {
-		rec.dir, err = g.AddDetachedWorktree(ctx, l.ID, base)
+	path, err := g.WorktreePath(l.ID)
+	if err != nil {
 		return rec, err
+	}
+	_, statErr := os.Stat(path)
+	isNew := statErr != nil // made now: worktree.copy and after_create follow
+	if !ownBranch(l.Type) {
+		if rec.dir, err = g.AddDetachedWorktree(ctx, l.ID, base); err != nil || !isNew {
+			return rec, err
+		}
+		return rec, m.newWorktree(ctx, l, rec.dir)
 	}
 	b, err := g.Branch(ctx, l.ID, l.Title)
 	if err != nil {
@@ -90,6 +99,13 @@ func (m *Manager) worktree(ctx context.Context, l loop.Loop) (branchRec, error) 
 	}
 	if rec.dir, err = g.AddWorktree(ctx, l.ID, b, base); err != nil {
 		return rec, err
+	}
+	if isNew {
+		nl := l
+		nl.Branch = b
+		if err := m.newWorktree(ctx, nl, rec.dir); err != nil {
+			return rec, err
+		}
 	}
 	if base != "HEAD" && !fresh {
 		rec.refresh = m.refresh(ctx, l, rec.dir, b, base)
