@@ -112,7 +112,7 @@ func (m *Manager) drainMerges(ctx context.Context) bool {
 		sink := &mergeSink{m: m, ctx: ctx, into: into}
 		st, err := m.o.Queue.Run(ctx, mergequeue.Plan{
 			Into: into, Batch: c.Merge.Batch, Validate: c.Merge.Validate,
-			Items: func() ([]mergequeue.Item, error) { return m.mergingItems(root.ID, sink) },
+			Items:  func() ([]mergequeue.Item, error) { return m.mergingItems(root.ID, sink) },
 			Fence:  func(_ context.Context, items []mergequeue.Item) error { return m.stillMerging(items) },
 			Before: m.beforeMerge,
 			Sink:   sink,
