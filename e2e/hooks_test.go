@@ -242,3 +242,72 @@ hooks:
 		t.Errorf("config check: exit %d, stderr %q; want 2 and %q", res.code, res.stderr, want)
 	}
 }
+
+// TestHookMergeAndLifecycle: before_merge refusing a task's first merge
+// sends it back as a failing merge.validate would (an iteration spent, the
+// hook's output as feedback), then it lands; after_merge runs once per
+// landed task; after_create runs once per new worktree, not per
+// iteration; before_remove runs before each worktree goes.
+func TestHookMergeAndLifecycle(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	starts, marks, seen := filepath.Join(tmp, "starts"), filepath.Join(tmp, "marks"), filepath.Join(tmp, "seen")
+	r := newRepo(t, hookConfig(t, `hooks:
+  after_create: {run: ["echo \"after_create $LOOPR_LOOP_ID\" >> \"$E2E_SEEN\""]}
+  before_merge: {run: ["echo \"before_merge $LOOPR_LOOP_ID\" >> \"$E2E_SEEN\"", "! mkdir \"$E2E_MARKS/$LOOPR_LOOP_ID\" 2>/dev/null || { echo 'smoke test failed'; exit 1; }"]}
+  after_merge: {run: ["echo \"after_merge $LOOPR_LOOP_ID\" >> \"$E2E_SEEN\""]}
+  before_remove: {run: ["echo \"before_remove $LOOPR_LOOP_ID\" >> \"$E2E_SEEN\"; test -d \"$LOOPR_WORKTREE\""]}
+`))
+	if err := os.Mkdir(marks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemonEnv(t, r, "E2E_STARTS="+starts, "E2E_SEEN="+seen, "E2E_MARKS="+marks, "E2E_NO_CLASH=1")
+	var plan loop.Loop
+	mustJSON(t, ok(t, r.dir, "plan", "Merged", "--json"), &plan)
+	waitEvery(t, 180*time.Second, slowPoll, "the plan tree to settle", func() bool {
+		if d.exited() {
+			t.Fatalf("daemon exited:\n%s", tail(d.output(), 40))
+		}
+		st := status(t, r)
+		return st.Counts[loop.Complete] > 0 && settled(st)
+	})
+	loops := list(t, r)
+	// after_merge and before_remove run after the records say complete.
+	count := map[string]int{}
+	waitFor(t, 60*time.Second, "every worktree's before_remove", func() bool {
+		b, _ := os.ReadFile(seen)
+		clear(count)
+		n := 0
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			count[line]++
+			if strings.HasPrefix(line, "before_remove ") {
+				n++
+			}
+		}
+		return n >= len(loops)
+	})
+	for _, l := range loops {
+		if l.Status != loop.Complete {
+			t.Errorf("%s %s is %s (%s); want complete", l.Type, l.ID, l.Status, l.Reason)
+		}
+		if n := count["after_create "+l.ID]; n != 1 {
+			t.Errorf("after_create ran %d times for %s %s; want once", n, l.Type, l.ID)
+		}
+		if n := count["before_remove "+l.ID]; n != 1 {
+			t.Errorf("before_remove ran %d times for %s %s; want once", n, l.Type, l.ID)
+		}
+		if l.Type != loop.Ralph {
+			continue
+		}
+		if l.Iteration != 2 || count["before_merge "+l.ID] != 2 || count["after_merge "+l.ID] != 1 {
+			t.Errorf("task %s: iteration %d, before_merge %d, after_merge %d; want 2, 2, 1 (its first merge refused)",
+				l.ID, l.Iteration, count["before_merge "+l.ID], count["after_merge "+l.ID])
+		}
+		if ev := ok(t, r.dir, "events", l.ID); !strings.Contains(ev, "hook before_merge failed") || !strings.Contains(ev, "smoke test failed") {
+			t.Errorf("task %s's journal does not say the hook refused its merge:\n%s", l.ID, ev)
+		}
+	}
+	if n := agentStarts(t, starts); n != 9 {
+		t.Errorf("%d agent starts; want 9 (plan, spec, phase, 3 tasks twice)", n)
+	}
+}
