@@ -311,3 +311,49 @@ func TestHookMergeAndLifecycle(t *testing.T) {
 		t.Errorf("%d agent starts; want 9 (plan, spec, phase, 3 tasks twice)", n)
 	}
 }
+
+// TestHookAfterCreateAndAfterRunBlock: a failing after_create (block)
+// removes the new worktree and spends nothing: the next attempt makes it
+// anew and runs the hook again. A failing after_run (block) fails the
+// iteration it follows, with the hook's output in the next prompt's
+// feedback.
+func TestHookAfterCreateAndAfterRunBlock(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	starts, marks, seen := filepath.Join(tmp, "starts"), filepath.Join(tmp, "marks"), filepath.Join(tmp, "seen")
+	r := newRepo(t, hookConfig(t, `hooks:
+  after_create: {run: ["echo \"after_create $LOOPR_LOOP_ID\" >> \"$E2E_SEEN\"", "! mkdir \"$E2E_MARKS/create\" 2>/dev/null || { echo 'npm ci failed'; exit 1; }"]}
+  after_run: {run: ["! mkdir \"$E2E_MARKS/run\" 2>/dev/null || { echo 'the service did not stop'; exit 1; }"]}
+`))
+	if err := os.Mkdir(marks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	startDaemonEnv(t, r, "E2E_STARTS="+starts, "E2E_SEEN="+seen, "E2E_MARKS="+marks)
+	var l loop.Loop
+	mustJSON(t, ok(t, r.dir, "add", "--type", "ralph", "--task", "Write the file", "--json"), &l)
+	var got loop.Loop
+	waitFor(t, 90*time.Second, "the loop to complete", func() bool {
+		got = show(t, r, l.ID)
+		return got.Status.Terminal()
+	})
+	if got.Status != loop.Complete || got.Iteration != 2 {
+		t.Errorf("%s at iteration %d (reason %q); want complete at iteration 2 (after_run failed the first)", got.Status, got.Iteration, got.Reason)
+	}
+	if n := agentStarts(t, starts); n != 2 {
+		t.Errorf("%d agent starts; want 2 (none behind the failed after_create)", n)
+	}
+	b, _ := os.ReadFile(seen)
+	if n := strings.Count(string(b), "after_create "+l.ID); n != 2 {
+		t.Errorf("after_create ran %d times; want 2 (the worktree made anew after it failed)", n)
+	}
+	ev := ok(t, r.dir, "events", l.ID)
+	for _, want := range []string{"hook after_create failed", "npm ci failed", "iteration 1 failed: hook after_run failed", "the service did not stop"} {
+		if !strings.Contains(ev, want) {
+			t.Errorf("the journal lacks %q:\n%s", want, ev)
+		}
+	}
+	prompt, err := os.ReadFile(filepath.Join(r.home, "loops", l.ID, "iterations", "002", "prompt.md"))
+	if err != nil || !strings.Contains(string(prompt), "the service did not stop") {
+		t.Errorf("iteration 2's prompt lacks the after_run hook's output (%v)", err)
+	}
+}
