@@ -159,26 +159,17 @@ worktree:
 		t.Fatal(err)
 	}
 	d := startDaemonEnv(t, r, "E2E_STARTS="+starts, "E2E_SEEN="+seen, "E2E_NO_CLASH=1", "BASH_ENV="+filepath.Join(tmp, "rc"))
-	var plan loop.Loop
-	mustJSON(t, ok(t, r.dir, "plan", "Hooked", "--json"), &plan)
-	waitEvery(t, 180*time.Second, slowPoll, "the plan tree to settle", func() bool {
-		if d.exited() {
-			t.Fatalf("daemon exited:\n%s", tail(d.output(), 40))
-		}
-		st := status(t, r)
-		return st.Counts[loop.Complete] > 0 && settled(st)
-	})
-	loops := list(t, r)
+	loops := runAgentTree(t, r, d)
 	if len(loops) != 6 {
 		t.Fatalf("%d loops; want 6:\n%s", len(loops), describe(loops))
 	}
-	planBranch := ""
+	planBranch, plan := "", loop.Loop{}
 	for _, l := range loops {
 		if l.Status != loop.Complete {
 			t.Errorf("loop %s %s is %s (%s); want complete despite the warning hook", l.Type, l.ID, l.Status, l.Reason)
 		}
-		if l.ID == plan.ID {
-			planBranch = l.Branch
+		if l.Type == loop.Plan {
+			planBranch, plan = l.Branch, l
 		}
 	}
 	byLoop := map[string][]string{}
@@ -262,16 +253,7 @@ func TestHookMergeAndLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := startDaemonEnv(t, r, "E2E_STARTS="+starts, "E2E_SEEN="+seen, "E2E_MARKS="+marks, "E2E_NO_CLASH=1")
-	var plan loop.Loop
-	mustJSON(t, ok(t, r.dir, "plan", "Merged", "--json"), &plan)
-	waitEvery(t, 180*time.Second, slowPoll, "the plan tree to settle", func() bool {
-		if d.exited() {
-			t.Fatalf("daemon exited:\n%s", tail(d.output(), 40))
-		}
-		st := status(t, r)
-		return st.Counts[loop.Complete] > 0 && settled(st)
-	})
-	loops := list(t, r)
+	loops := runAgentTree(t, r, d)
 	// after_merge and before_remove run after the records say complete.
 	count := map[string]int{}
 	waitFor(t, 60*time.Second, "every worktree's before_remove", func() bool {
