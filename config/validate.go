@@ -305,61 +305,6 @@ func (v *checker) loop(key string, s LoopSettings) {
 	v.hooks(key+".hooks", s.Hooks)
 }
 
-// hooks checks a hooks map: known names, commands that are not empty, a
-// positive timeout and a known on_error.
-func (v *checker) hooks(key string, hs map[string]Hook) {
-	for _, name := range slices.Sorted(maps.Keys(hs)) {
-		hk := joinKey(key, name)
-		if !slices.Contains(HookNames, name) {
-			v.fail(hk, "unknown hook %q (known: %s)", name, strings.Join(HookNames, ", "))
-		}
-		h := hs[name]
-		for i, cmd := range h.Run {
-			if strings.TrimSpace(cmd) == "" {
-				v.fail(fmt.Sprintf("%s.run[%d]", hk, i), "must not be empty")
-			}
-		}
-		v.positive(hk+".timeout_secs", h.TimeoutSecs)
-		switch h.OnError {
-		case OnErrorBlock, OnErrorWarn, OnErrorSuspend:
-		default:
-			v.fail(hk+".on_error", "unknown value %q (want block, warn or suspend)", h.OnError)
-		}
-	}
-}
-
-// copies checks worktree.copy: paths (or globs) inside the workspace.
-func (v *checker) copies(list []string) {
-	for i, p := range list {
-		key := fmt.Sprintf("worktree.copy[%d]", i)
-		clean := filepath.Clean(p)
-		switch {
-		case strings.TrimSpace(p) == "":
-			v.fail(key, "must not be empty")
-		case filepath.IsAbs(p):
-			v.fail(key, "%q: must be relative to the workspace", p)
-		case clean == "." || clean == ".." || strings.HasPrefix(clean, "../"):
-			v.fail(key, "%q: must name files inside the workspace", p)
-		}
-		if _, err := filepath.Match(p, ""); err != nil {
-			v.fail(key, "%q: bad glob: %v", p, err)
-		}
-	}
-}
-
-// merge checks the merge queue's settings.
-func (v *checker) merge(m Merge) {
-	for i, cmd := range m.Validate {
-		if strings.TrimSpace(cmd) == "" {
-			v.fail(fmt.Sprintf("merge.validate[%d]", i), "must not be empty")
-		}
-	}
-	v.positive("merge.batch", m.Batch)
-	if m.Batch > MaxMergeBatch {
-		v.fail("merge.batch", "must be <= %d", MaxMergeBatch)
-	}
-}
-
 // validGroup reports whether g can name a conflict group.
 func validGroup(g string) bool {
 	return len(g) <= 64 && strings.IndexFunc(g, func(r rune) bool {
