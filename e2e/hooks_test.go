@@ -324,6 +324,9 @@ func TestHookAfterCreateAndAfterRunBlock(t *testing.T) {
 	if n := agentStarts(t, starts); n != 2 {
 		t.Errorf("%d agent starts; want 2 (none behind the failed after_create)", n)
 	}
+	if got.Base.Commit == "" || got.Branch == "" {
+		t.Errorf("branch %q base %+v; want both recorded although the first worktree was removed", got.Branch, got.Base)
+	}
 	b, _ := os.ReadFile(seen)
 	if n := strings.Count(string(b), "after_create "+l.ID); n != 2 {
 		t.Errorf("after_create ran %d times; want 2 (the worktree made anew after it failed)", n)

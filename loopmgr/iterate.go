@@ -113,6 +113,13 @@ func (m *Manager) prepare(ctx context.Context, a *active, l loop.Loop, profile s
 		j.Loop.Workdir = j.Workdir
 		br.record(&j.Loop)
 	}
+	if br.made {
+		// After the record: a failing after_create removes the worktree,
+		// and the next attempt, which makes it anew, knows the branch's base.
+		if err := m.newWorktree(ctx, j.Loop, j.Workdir); err != nil {
+			return j, err
+		}
+	}
 	return j, nil
 }
 

@@ -16,6 +16,7 @@ type branchRec struct {
 	branch      string
 	base        loop.Base
 	refresh     *refreshed // what the refresh from the plan branch did; nil when none ran
+	made        bool       // the worktree was made now: worktree.copy and after_create are due
 }
 
 // record sets l's branch and, when l has none yet, its base.
@@ -80,12 +81,10 @@ func (m *Manager) worktree(ctx context.Context, l loop.Loop) (branchRec, error) 
 		return rec, err
 	}
 	_, statErr := os.Stat(path)
-	isNew := statErr != nil // made now: worktree.copy and after_create follow
+	rec.made = statErr != nil
 	if !ownBranch(l.Type) {
-		if rec.dir, err = g.AddDetachedWorktree(ctx, l.ID, base); err != nil || !isNew {
-			return rec, err
-		}
-		return rec, m.newWorktree(ctx, l, rec.dir)
+		rec.dir, err = g.AddDetachedWorktree(ctx, l.ID, base)
+		return rec, err
 	}
 	b, err := g.Branch(ctx, l.ID, l.Title)
 	if err != nil {
@@ -99,13 +98,6 @@ func (m *Manager) worktree(ctx context.Context, l loop.Loop) (branchRec, error) 
 	}
 	if rec.dir, err = g.AddWorktree(ctx, l.ID, b, base); err != nil {
 		return rec, err
-	}
-	if isNew {
-		nl := l
-		nl.Branch = b
-		if err := m.newWorktree(ctx, nl, rec.dir); err != nil {
-			return rec, err
-		}
 	}
 	if base != "HEAD" && !fresh {
 		rec.refresh = m.refresh(ctx, l, rec.dir, b, base)
