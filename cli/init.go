@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
+	"github.com/loopr-dev/loopr/hooks"
 	"github.com/loopr-dev/loopr/preflight"
 	"github.com/loopr-dev/loopr/workspace"
 )
@@ -153,6 +155,9 @@ preflight) instead of spending their iterations.`,
 			if err := e.resolve(); err != nil {
 				return err
 			}
+			if err := e.checkHooks(cmd.Context()); err != nil {
+				return err
+			}
 			ps := preflight.Check(e.cfg, preflight.Env{Workspace: e.paths.Workspace})
 			noGit := control.GitOff(e.cfg, e.paths.Workspace, nil)
 			if jsonOut {
@@ -191,6 +196,32 @@ preflight) instead of spending their iterations.`,
 	check.Flags().BoolVar(&jsonOut, "json", false, "print the problems as JSON (exit 1 when there are any)")
 	c.AddCommand(check)
 	return c
+}
+
+// checkHooks runs `sh -n` on every hook command of the configuration and
+// returns a *UsageError listing the ones that do not parse, each as a
+// configuration error with its line and key.
+func (e *env) checkHooks(ctx context.Context) error {
+	cmds := e.cfg.HookCommands()
+	if len(cmds) == 0 {
+		return nil
+	}
+	var lines map[string]int
+	if e.paths.Config != "" {
+		if data, err := config.ReadFile(e.paths.Config); err == nil {
+			lines = config.KeyLines(data)
+		}
+	}
+	var errs []error
+	for _, c := range cmds {
+		if err := hooks.Syntax(ctx, c.Command); err != nil {
+			errs = append(errs, &config.Error{File: filepath.Base(e.paths.Config), Line: lines[c.Key], Key: c.Key, Msg: err.Error()})
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &UsageError{errors.Join(errs...)}
 }
 
 // printProblems prints preflight problems as an aligned table.

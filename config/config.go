@@ -87,6 +87,11 @@ type Config struct {
 	// Notify runs a command of the user's when a loop needs a person, is
 	// parked (failed), or a plan's whole tree is done.
 	Notify Notify `yaml:"notify"`
+	// Hooks are shell commands run at points of a loop's life (HookNames),
+	// by name; loops.<type>.hooks replaces them for that type.
+	Hooks map[string]Hook `yaml:"hooks,omitempty"`
+	// Worktree is the `worktree:` section: what every new worktree gets.
+	Worktree Worktree `yaml:"worktree"`
 	// UserTypes is the file's `types:` section: extra loop types by name.
 	// (Not named Types: that is the method listing every type.)
 	UserTypes map[string]TypeSettings `yaml:"types,omitempty"`
@@ -347,6 +352,9 @@ type LoopSettings struct {
 	// their sections say nothing (no **Depends on:** line): Parallel, all
 	// at once, or Sequential, each after the one before it is done.
 	Children string `yaml:"children,omitempty"`
+	// Hooks, when it names any hook, replaces the top-level hooks: for
+	// loops of this type, only these run.
+	Hooks map[string]Hook `yaml:"hooks,omitempty"`
 }
 
 // The values of loops.<type>.children.

@@ -60,6 +60,21 @@ func (c *Config) normalize() {
 	if len(c.Agents) == 0 {
 		c.Agents = nil
 	}
+	if len(c.Hooks) == 0 {
+		c.Hooks = nil
+	}
+	for t, s := range c.Loops {
+		if s.Hooks != nil && len(s.Hooks) == 0 {
+			s.Hooks = nil
+			c.Loops[t] = s
+		}
+	}
+	for t, u := range c.UserTypes {
+		if u.Hooks != nil && len(u.Hooks) == 0 {
+			u.Hooks = nil
+			c.UserTypes[t] = u
+		}
+	}
 }
 
 // Overlay decodes n, a mapping inside a larger YAML document in file
@@ -92,6 +107,7 @@ func (c *Config) clone() *Config {
 	out.UserTypes = maps.Clone(c.UserTypes)
 	out.Quotas = maps.Clone(c.Quotas)
 	out.Agents = maps.Clone(c.Agents)
+	out.Hooks = maps.Clone(c.Hooks)
 	return &out
 }
 
@@ -207,9 +223,12 @@ func (d *decoder) value(n *yaml.Node, key string, keyLine int, v reflect.Value) 
 		if n.Kind != yaml.MappingNode {
 			return wrong()
 		}
-		if v.IsNil() {
-			v.Set(reflect.MakeMap(v.Type()))
+		// A new map: the old one may be shared (a default, Overlay's base).
+		fresh := reflect.MakeMap(v.Type())
+		for it := v.MapRange(); it.Next(); {
+			fresh.SetMapIndex(it.Key(), it.Value())
 		}
+		v.Set(fresh)
 		et := v.Type().Elem()
 		return d.pairs(n, key, func(name, sub string, k, val *yaml.Node) error {
 			e := reflect.New(et).Elem()
@@ -219,6 +238,8 @@ func (d *decoder) value(n *yaml.Node, key string, keyLine int, v reflect.Value) 
 				e.Set(reflect.ValueOf(DefaultTypeSettings()))
 			} else if et == reflect.TypeFor[Agent]() {
 				e.Set(reflect.ValueOf(DefaultAgent()))
+			} else if et == reflect.TypeFor[Hook]() {
+				e.Set(reflect.ValueOf(DefaultHook()))
 			}
 			if err := d.value(val, sub, k.Line, e); err != nil {
 				return err
@@ -402,4 +423,18 @@ func Describe(n *yaml.Node) string {
 		return strconv.Quote(s)
 	}
 	return "an alias"
+}
+
+// KeyLines returns the line of every key of the loopr.yml in data, by
+// dotted key as in errors (list elements as key[i]): for messages about a
+// valid file's values found later (`loopr config check`). Keys after a
+// problem that makes Parse fail are missing.
+func KeyLines(data []byte) map[string]int {
+	d := &decoder{pos: map[string]int{}}
+	root, err := d.document(data)
+	if err != nil || root == nil {
+		return d.pos
+	}
+	_ = d.value(root, "", 0, reflect.ValueOf(Default()).Elem())
+	return d.pos
 }

@@ -187,6 +187,8 @@ func (c *Config) check(v *checker) error {
 	if len(c.Notify.Command) > 0 {
 		v.argv("notify.command", c.Notify.Command)
 	}
+	v.hooks("hooks", c.Hooks)
+	v.copies(c.Worktree.Copy)
 
 	for _, t := range slices.Sorted(maps.Keys(c.UserTypes)) {
 		key := joinKey("types", t)
@@ -300,19 +302,7 @@ func (v *checker) loop(key string, s LoopSettings) {
 	if c := s.Children; c != "" && c != Parallel && c != Sequential {
 		v.fail(key+".children", "%q: must be %s or %s", c, Parallel, Sequential)
 	}
-}
-
-// merge checks the merge queue's settings.
-func (v *checker) merge(m Merge) {
-	for i, cmd := range m.Validate {
-		if strings.TrimSpace(cmd) == "" {
-			v.fail(fmt.Sprintf("merge.validate[%d]", i), "must not be empty")
-		}
-	}
-	v.positive("merge.batch", m.Batch)
-	if m.Batch > MaxMergeBatch {
-		v.fail("merge.batch", "must be <= %d", MaxMergeBatch)
-	}
+	v.hooks(key+".hooks", s.Hooks)
 }
 
 // validGroup reports whether g can name a conflict group.

@@ -27,6 +27,8 @@ func TestLayering(t *testing.T) {
 		{"tui", []string{"go.etcd.io/bbolt", mod + "store", mod + "loopmgr", mod + "control", mod + "daemon"}},
 		{"api", []string{"go.etcd.io/bbolt", mod + "store", mod + "control"}},
 		{"client", []string{"go.etcd.io/bbolt", mod + "store", mod + "loopmgr", mod + "control"}},
+		// hooks runs what loopmgr decides: it reaches nothing above it.
+		{"hooks", []string{"go.etcd.io/bbolt", mod + "store", mod + "loopmgr", mod + "control", mod + "daemon", mod + "mergequeue"}},
 	}
 	for _, r := range rules {
 		// For every loopr package r.pkg depends on (itself included), check

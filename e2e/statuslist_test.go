@@ -57,6 +57,7 @@ func TestStatusAndListEveryState(t *testing.T) {
 		loop.NeedsStalled:    "2 iterations in a row stalled",
 		loop.NeedsLimit:      "agent claude limited for 4h12m with no fallback",
 		loop.NeedsBudget:     "tree budget spent: $2.10 of $2.00" + loop.TreeBudgetRoot + root + ")",
+		loop.NeedsHook:       "hook before_run failed: `make db`: exit status 3 (last line: the db is down)",
 	}
 	for i, reason := range loop.NeedsReasons {
 		add(fmt.Sprintf("01JD3K9Q5ZB7X000000000NH%02d", i), "ralph", loop.NeedsHuman, "日本語のタイトル: "+string(reason)+" with a title far longer than a line has room for",
@@ -70,8 +71,8 @@ func TestStatusAndListEveryState(t *testing.T) {
 
 	status := ok(t, dir, "status")
 	block, _, found := strings.Cut(status, "\n\n")
-	if !found || !strings.HasPrefix(block, "NEEDS YOU (7)\n") {
-		t.Fatalf("status does not start with the 7 loops that need you (5, a plan to approve and a task to review):\n%s", status)
+	if !found || !strings.HasPrefix(block, "NEEDS YOU (8)\n") {
+		t.Fatalf("status does not start with the 8 loops that need you (6, a plan to approve and a task to review):\n%s", status)
 	}
 	review := loop.ShortID(fmt.Sprintf("01JD3K9Q5ZB7X000000000ST%02d", slices.Index(loop.Statuses, loop.AwaitingReview)))
 	if !regexp.MustCompile(`(?m)^  ` + review + ` +review +\S+ ago  Task in awaiting_review\n    .*loopr diff ` + review + `.*\n    → loopr approve ` + review + `$`).MatchString(block) {
@@ -99,7 +100,7 @@ func TestStatusAndListEveryState(t *testing.T) {
 			t.Errorf("NEEDS YOU lacks %s (%s): its line, what it waits for and %q:\n%s", id, reason, action, block)
 		}
 	}
-	counts := regexp.MustCompile(`(?m)^loops +pending 1, paused 1, running 1, merging 1, awaiting_approval 1, awaiting_review 1, needs_human 5\n +complete 1, failed 1, cancelled 1, expired 1, invalidated 1$`)
+	counts := regexp.MustCompile(`(?m)^loops +pending 1, paused 1, running 1, merging 1, awaiting_approval 1, awaiting_review 1, needs_human 6\n +complete 1, failed 1, cancelled 1, expired 1, invalidated 1$`)
 	if !counts.MatchString(status) {
 		t.Errorf("status counts are not on two lines (in play, finished):\n%s", status)
 	}

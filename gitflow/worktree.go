@@ -217,6 +217,19 @@ func (r *Repo) registered(ctx context.Context, dir string) (worktree, bool, erro
 }
 
 // worktreesRoot returns <home>/worktrees, made if missing.
+// WorktreePath returns where the worktree of loop id is (or would be):
+// <home>/worktrees/<id>.
+func (r *Repo) WorktreePath(id string) (string, error) {
+	if err := checkID(id); err != nil {
+		return "", err
+	}
+	root, err := r.worktreesRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, id), nil
+}
+
 func (r *Repo) worktreesRoot() (string, error) {
 	home, err := filepath.Abs(r.Home)
 	if err != nil || r.Home == "" {

@@ -344,10 +344,15 @@ const (
 	NeedsStalled    NeedsReason = "stalled"     // the agent stalled twice in a row
 	NeedsQuestion   NeedsReason = "question"    // the agent asked a question
 	NeedsLimit      NeedsReason = "limit"       // its agent profile is limited for long, with no fallback
+	NeedsHook       NeedsReason = "hook"        // a hook with on_error: suspend failed
 )
 
+// HookHold starts the Reason of a pending loop that a failing before_run
+// hook (on_error: block) holds back: the backoff gate shows it.
+const HookHold = "hook "
+
 // NeedsReasons lists every NeedsReason.
-var NeedsReasons = []NeedsReason{NeedsBudget, NeedsNoProgress, NeedsStalled, NeedsQuestion, NeedsLimit}
+var NeedsReasons = []NeedsReason{NeedsBudget, NeedsNoProgress, NeedsStalled, NeedsQuestion, NeedsLimit, NeedsHook}
 
 // Needs is why a loop waits for a person, and since when.
 type Needs struct {

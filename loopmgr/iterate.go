@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/artifact"
+	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/internal/safefile"
@@ -112,6 +113,13 @@ func (m *Manager) prepare(ctx context.Context, a *active, l loop.Loop, profile s
 		j.Loop.Workdir = j.Workdir
 		br.record(&j.Loop)
 	}
+	if br.made {
+		// After the record: a failing after_create removes the worktree,
+		// and the next attempt, which makes it anew, knows the branch's base.
+		if err := m.newWorktree(ctx, j.Loop, j.Workdir); err != nil {
+			return j, err
+		}
+	}
 	return j, nil
 }
 
@@ -186,10 +194,13 @@ func (m *Manager) finish(ctx context.Context, r result) {
 		}
 	}
 	res := r.res
+	hook := hookResultOf(r)
 	if r.err != nil {
 		res = runner.Result{Outcome: runner.Failed, Reason: r.err.Error(), Feedback: r.err.Error()}
 		if a.stopping || errors.Is(r.err, context.Canceled) {
 			res.Outcome = runner.Cancelled
+		} else if hook != nil {
+			res.Outcome = hookOutcome // before_run or after_create stopped it
 		}
 		// git.remote out of reach before the agent ran: no fault of the
 		// loop's, so no iteration spent (up to retry.transient_max). Any
@@ -229,12 +240,19 @@ func (m *Manager) finish(ctx context.Context, r result) {
 		res = runner.Result{Outcome: runner.Failed, Reason: why, Feedback: "The agent exited 0 and validation passed, but the task's branch holds no change: " +
 			"no commit and nothing left to commit since the branch was made (loops." + l.Type + ".require_changes). Make the change the task asks for; loopr commits what you leave."}
 	}
+	if r.hook != nil && (res.Outcome == runner.Passed || res.Outcome == runner.Failed) {
+		if r.hook.OnError == config.OnErrorSuspend {
+			res.Outcome = hookOutcome
+		} else {
+			res = afterRunFailed(res, *r.hook)
+		}
+	}
 	if res.Transient && res.Outcome == runner.Failed && r.git.err == nil {
 		res.Outcome = transientOutcome
 	}
 	if res.Setup && res.Outcome == runner.Failed && r.git.err == nil {
 		res.Outcome = setupOutcome
-	} else {
+	} else if res.Outcome != hookOutcome || r.hook != nil {
 		delete(m.setupFails, l.ID)
 	}
 	var err error
@@ -243,6 +261,8 @@ func (m *Manager) finish(ctx context.Context, r result) {
 		err = m.transient(l.ID, a.iteration, res, now)
 	case setupOutcome:
 		err = m.setupFailed(l.ID, a.iteration, res, now)
+	case hookOutcome:
+		err = m.hookStopped(l.ID, a.iteration, *hook, now)
 	case runner.Cancelled:
 		if a.stopping {
 			err = m.requeue(l.ID, a.iteration, now, "daemon stopping: requeued at the same iteration")
@@ -661,6 +681,9 @@ func (m *Manager) cleanup(ctx context.Context, l loop.Loop, completed bool) {
 			m.log.Warn("remove worktree: find the branch", "loop", l.ID, "err", err)
 			branch = ""
 		}
+	}
+	if !m.beforeRemove(ctx, l) {
+		return
 	}
 	if err := m.o.Git.RemoveWorktree(ctx, l.ID, branch); err != nil {
 		m.log.Warn("remove worktree", "loop", l.ID, "err", err)

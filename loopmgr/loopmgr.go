@@ -33,6 +33,7 @@ import (
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
+	"github.com/loopr-dev/loopr/hooks"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/mergequeue"
 	"github.com/loopr-dev/loopr/ratelimit"
@@ -140,6 +141,9 @@ type result struct {
 	res runner.Result
 	err error // preparation failed before the agent ran
 	git saved // the git work done after the agent, off the manager goroutine
+	// hook is an after_run hook that failed with on_error block or
+	// suspend (a before_run or after_create one comes as err).
+	hook *hooks.Result
 }
 
 // TickStats describes the last scheduling tick.
@@ -565,6 +569,9 @@ func (m *Manager) lease(tx *store.Tx, id string, now time.Time, agents *schedule
 	}
 	if err := control.Move(tx, cur, loop.Running, now, msg, func(n *loop.Loop) {
 		n.Lease = lease
+		if strings.HasPrefix(n.Reason, loop.HookHold) {
+			n.Reason = "" // the hook that held it runs again now
+		}
 		if m.o.Git == nil && worker == "" {
 			// Known now: recorded with the start, not by a second
 			// fsynced transaction before the agent may run (prepare).
@@ -628,14 +635,19 @@ func (m *Manager) launch(ctx context.Context, ls leased, profile string, now tim
 	m.log.Info("loop started", "loop", id, "type", l.Type, "iteration", l.Iteration, "agent", profile, "title", l.Title)
 	go func() {
 		job, err := m.prepare(rctx, a, l, profile)
+		if err == nil {
+			err = m.beforeRun(rctx, job)
+		}
 		var res runner.Result
 		var sv saved
+		var hook *hooks.Result
 		if err == nil {
 			res = m.o.Runner.Run(rctx, job)
 			sv = m.save(rctx, a, job, res)
 			res = m.afterSave(rctx, job, res, sv)
+			hook = m.afterRun(rctx, job, res)
 		}
-		m.results <- result{id: id, job: job, res: res, err: err, git: sv}
+		m.results <- result{id: id, job: job, res: res, err: err, git: sv, hook: hook}
 	}()
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
@@ -111,9 +112,10 @@ func (m *Manager) drainMerges(ctx context.Context) bool {
 		sink := &mergeSink{m: m, ctx: ctx, into: into}
 		st, err := m.o.Queue.Run(ctx, mergequeue.Plan{
 			Into: into, Batch: c.Merge.Batch, Validate: c.Merge.Validate,
-			Items: func() ([]mergequeue.Item, error) { return m.mergingItems(root.ID, sink) },
-			Fence: func(_ context.Context, items []mergequeue.Item) error { return m.stillMerging(items) },
-			Sink:  sink,
+			Items:  func() ([]mergequeue.Item, error) { return m.mergingItems(root.ID, sink) },
+			Fence:  func(_ context.Context, items []mergequeue.Item) error { return m.stillMerging(items) },
+			Before: m.beforeMerge,
+			Sink:   sink,
 		})
 		if st.Trials > 0 {
 			m.log.Info("merge queue: drained", "into", into, "landed", st.Landed, "sent back", st.Rejected,
@@ -296,6 +298,9 @@ func (s *mergeSink) tidy() {
 				m.log.Warn("delete the merged branch on the remote", "loop", l.ID, "branch", l.Branch, "err", err)
 			}
 		}
+		if l.Workdir != "" {
+			m.runHook(s.ctx, l, config.AfterMerge, l.Workdir, l.Workdir) // after the fact: a failure is journaled only
+		}
 		m.cleanup(s.ctx, l, true)
 	}
 	s.order = nil
@@ -316,6 +321,9 @@ func (s *mergeSink) Rejected(it mergequeue.Item, conflict error, failed *mergequ
 		cur.Commit = ""
 		if failed != nil {
 			cur.AddEvidence(failed.Evidence...)
+		}
+		if failed != nil && failed.Suspend {
+			return m.toNeeds(tx, cur, loop.NeedsHook, failed.Reason+"\nEnd of its output:\n"+failed.Output, res.Feedback, now)
 		}
 		return m.failIn(tx, cur, res, now)
 	})
@@ -338,6 +346,10 @@ func (s *mergeSink) feedback(conflict error, failed *mergequeue.Attempt) runner.
 	case conflict != nil:
 		res.Reason = "merge: " + conflict.Error()
 		res.Feedback = res.Reason
+	case hookRefused(failed):
+		res.Reason = fmt.Sprintf("the merge into %s: %s", s.into, failed.Reason)
+		res.Feedback = fmt.Sprintf("Your branch passed its own validation and merged into the plan branch %s (commit %s), but the before_merge hook refused the result, "+
+			"so it was not merged: %s\nEnd of its output:\n%s", s.into, shortCommit(failed.Head), failed.Reason, failed.Output)
 	default:
 		with := "alone"
 		if n := len(failed.Merged); n > 1 {

@@ -2,6 +2,7 @@ package loopmgr
 
 import (
 	"context"
+	"os"
 
 	"github.com/loopr-dev/loopr/loop"
 )
@@ -15,6 +16,7 @@ type branchRec struct {
 	branch      string
 	base        loop.Base
 	refresh     *refreshed // what the refresh from the plan branch did; nil when none ran
+	made        bool       // the worktree was made now: worktree.copy and after_create are due
 }
 
 // record sets l's branch and, when l has none yet, its base.
@@ -74,6 +76,12 @@ func (m *Manager) worktree(ctx context.Context, l loop.Loop) (branchRec, error) 
 		}
 		base = pb
 	}
+	path, err := g.WorktreePath(l.ID)
+	if err != nil {
+		return rec, err
+	}
+	_, statErr := os.Stat(path)
+	rec.made = statErr != nil
 	if !ownBranch(l.Type) {
 		rec.dir, err = g.AddDetachedWorktree(ctx, l.ID, base)
 		return rec, err

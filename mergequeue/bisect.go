@@ -32,6 +32,9 @@ type Attempt struct {
 	Reason   string          // one line: the command that failed and how
 	Output   string          // the end of its output
 	Evidence []loop.Evidence // merge.validate's commands, on Head
+	// Suspend: a before_merge hook with on_error: suspend refused it
+	// (Plan.Before): its loop waits for a person.
+	Suspend bool
 }
 
 // Try merges batch onto the plan branch's tip, validates the result and,

@@ -58,7 +58,20 @@ type Plan struct {
 	// Fence, if set, is called under the locks right before the plan
 	// branch moves to land items: an error moves nothing and ends the run.
 	Fence func(ctx context.Context, items []Item) error
-	Sink  Sink
+	// Before, if set, runs on the merged result in dir once
+	// merge.validate passed (or without it), before the plan branch
+	// moves: the before_merge hooks. A Refusal fails the attempt as a
+	// failing merge.validate does (a batch is split to find the item).
+	Before func(ctx context.Context, dir string, merged []Item) *Refusal
+	Sink   Sink
+}
+
+// Refusal is Plan.Before's verdict against a batch.
+type Refusal struct {
+	Reason, Output string
+	// Suspend: the caller parks the item's loop for a person instead of
+	// sending it back (on_error: suspend).
+	Suspend bool
 }
 
 // MaxOutput bounds the output of merge.validate kept for a rejected
@@ -113,6 +126,17 @@ func (q *Queue) try(ctx context.Context, ig *gitflow.Integration, p Plan, batch 
 		case f != nil:
 			a.Reason, a.Output = f.Reason, out.String()
 			q.logger().Info("merge queue: merge.validate failed", "into", p.Into, "branches", len(merged), "reason", f.Reason)
+			return a, nil
+		}
+	}
+	if p.Before != nil {
+		r := p.Before(ctx, ig.Dir(), merged)
+		if ctx.Err() != nil {
+			return a, fmt.Errorf("before_merge on %s: %w", p.Into, context.Cause(ctx))
+		}
+		if r != nil {
+			a.Reason, a.Output, a.Suspend = r.Reason, r.Output, r.Suspend
+			q.logger().Info("merge queue: before_merge refused", "into", p.Into, "branches", len(merged), "reason", r.Reason)
 			return a, nil
 		}
 	}

@@ -159,7 +159,11 @@ func backoffText(l *loop.Loop, now time.Time) string {
 	if l.Scheduled() {
 		what = "scheduled for "
 	}
-	return what + clock(l.RunnableAt, now) + " (" + Wait(l.RunnableAt.Sub(now)) + ")"
+	t := what + clock(l.RunnableAt, now) + " (" + Wait(l.RunnableAt.Sub(now)) + ")"
+	if strings.HasPrefix(l.Reason, loop.HookHold) {
+		t += ": " + l.Reason // a before_run hook failed: which, and its last line
+	}
+	return t
 }
 
 // deadlineText reads "deadline passed 11:58:00 (2m ago)".
