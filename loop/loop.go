@@ -138,6 +138,9 @@ type Loop struct {
 	// Comments are people's line comments that reached this loop (see
 	// Comment), oldest first, at most MaxComments.
 	Comments []Comment `json:"comments,omitempty"`
+	// Session is the agent session of the loop's latest run (Session):
+	// what the next run resumes, and what `loopr attach` opens.
+	Session *Session `json:"session,omitempty"`
 }
 
 // Evidence is one validation command's run: what ran, how it ended, how

@@ -68,13 +68,16 @@ const (
 	extComments = 17
 )
 
+// Tag of the agent session (issue 23).
+const extSession = 18
+
 // hasExt reports whether l has any field of the extension block.
 func hasExt(l *loop.Loop) bool {
 	return l.Agent != "" || l.Usage != (loop.Usage{}) || l.Budget != (loop.Budget{}) ||
 		l.Needs != nil || l.Answer != "" || l.RateLimitStreak != 0 || l.TransientRetries != 0 ||
 		l.Stalls != 0 || l.FailureFingerprint != "" || l.FailureRepeats != 0 || l.Branch != "" || l.Base != (loop.Base{}) ||
 		len(l.DependsOn) > 0 || !l.SubtreeDoneAt.IsZero() ||
-		l.Commit != "" || len(l.Evidence) > 0 || l.Review || len(l.Comments) > 0
+		l.Commit != "" || len(l.Evidence) > 0 || l.Review || len(l.Comments) > 0 || l.Session != nil
 }
 
 // ext appends the extension block of l.
@@ -157,6 +160,14 @@ func (w *recWriter) ext(l *loop.Loop) {
 	if len(l.Comments) > 0 {
 		f.b = append(f.b, extComments)
 		f.comments(l.Comments)
+	}
+	if s := l.Session; s != nil {
+		f.b = append(f.b, extSession)
+		f.str(s.ID)
+		f.str(s.Profile)
+		f.str(s.Workdir)
+		f.int(s.Iteration)
+		f.str(s.Ended)
 	}
 	w.b = binary.AppendUvarint(w.b, uint64(len(f.b)))
 	w.b = append(w.b, f.b...)
@@ -246,6 +257,10 @@ func (r *recReader) ext(l *loop.Loop) {
 			if !r.headOnly && f.err == nil {
 				l.Comments = comments(block, &f)
 			}
+		case extSession:
+			s := &loop.Session{ID: f.str(), Profile: f.str(), Workdir: f.str()}
+			s.Iteration, s.Ended = f.int(), f.str()
+			l.Session = s
 		default:
 			f.err = fmt.Errorf("unknown extension field %d (written by a newer loopr?)", tag)
 		}
