@@ -105,13 +105,22 @@ func ValidSession(id string) bool { return id != "" && cleanSession(id) == id }
 // ID", codex 0.171 "no rollout found for thread id ID", and the like.
 var unknownRe = regexp.MustCompile(`(?i)no conversation found|no rollout found|session not found|no session found|unknown session|session .{0,80} (?:not found|does not exist)`)
 
-// Unknown reports whether the output of a failed resume says the CLI does
-// not know the session: the caller starts the CLI fresh instead.
-func Unknown(out []byte) bool {
+// Unknown returns what the output of a failed resume says when the CLI
+// does not know the session (from the message to the end of its line,
+// one line, clipped), or "": the caller starts the CLI fresh instead.
+func Unknown(out []byte) string {
 	if len(out) > 64<<10 {
 		out = out[len(out)-64<<10:] // it exits at once: the message is at the end
 	}
-	return unknownRe.Match(out)
+	loc := unknownRe.FindIndex(out)
+	if loc == nil {
+		return ""
+	}
+	msg := out[loc[0]:]
+	if i := bytes.IndexAny(msg, "\n\"\r"); i >= 0 {
+		msg = msg[:i]
+	}
+	return clip(oneLine(string(msg)), 160)
 }
 
 // StartArgv returns argv for a fresh run that should be session id: for

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -61,16 +62,16 @@ func TestUnknownSession(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !Unknown(out) {
-			t.Errorf("Unknown(%s) = false, want true", file)
+		if got := Unknown(out); !strings.Contains(got, "11111111-2222-3333-4444-555555555555") {
+			t.Errorf("Unknown(%s) = %q, want the message naming the session", file, got)
 		}
 	}
 	ok, err := os.ReadFile("testdata/claude-2.1.332/ok.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if Unknown(ok) {
-		t.Error("Unknown(claude ok.jsonl) = true, want false")
+	if got := Unknown(ok); got != "" {
+		t.Errorf("Unknown(claude ok.jsonl) = %q, want none", got)
 	}
 }
 
