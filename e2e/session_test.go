@@ -249,12 +249,20 @@ func TestClaudeSessionResumes(t *testing.T) {
 	// A session claude does not have: its sessions are removed while the
 	// loop waits out its limit.
 	s.waitCut(t, "unknown")
+	var sess *loop.Session
 	waitEvery(t, time.Minute, slowPoll, "the unknown scenario to wait", func() bool {
 		l := show(t, s.repo, string(unknown.ID))
-		return l.Status == loop.Pending && l.Session != nil && l.Session.Ended == loop.SessionRateLimited
+		sess = l.Session
+		return l.Status == loop.Pending && sess != nil && sess.Ended == loop.SessionRateLimited
 	})
-	if err := os.RemoveAll(filepath.Join(os.Getenv("HOME"), ".claude", "projects")); err != nil {
-		t.Fatal(err)
+	files, _ := filepath.Glob(filepath.Join(os.Getenv("HOME"), ".claude", "projects", "*", sess.ID+".jsonl"))
+	if len(files) == 0 {
+		t.Fatalf("claude kept no file of session %s", sess.ID)
+	}
+	for _, f := range files {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	q := s.waitStatus(t, string(asked.ID), loop.NeedsHuman)
@@ -276,7 +284,8 @@ func TestClaudeSessionResumes(t *testing.T) {
 		t.Errorf("the rate-limited loop's resumed call: %q, want the resume prompt after a limit", limitSeen)
 	}
 	if !strings.Contains(askSeen, "Green, with a stripe.") {
-		t.Errorf("the answered loop's resumed call: %q, want the answer", askSeen)
+		t.Errorf("the answered loop's resumed call: %q, want the answer; its prompt:\n%s\nrecord: %+v", askSeen,
+			iterFile(s.repo, string(asked.ID), 1, "prompt.md"), show(t, s.repo, string(asked.ID)).Session)
 	}
 	if unknownSeen != "" {
 		t.Errorf("a resumed call of the unknown session reached the API: %q", unknownSeen)
