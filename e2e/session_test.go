@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/internal/fakeanthropic"
+	"github.com/loopr-dev/loopr/internal/fakeresponses"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -304,3 +305,86 @@ func TestClaudeSessionResumes(t *testing.T) {
 }
 
 var scenarioRe = regexp.MustCompile(`scenario:(\w+)`)
+
+// TestCodexSessionCrash: after a daemon killed with SIGKILL mid-iteration
+// is restarted, the relaunched codex continues the same thread (`codex
+// exec … resume <id> -`): its thread.started event names it, and its
+// first call carries the history and loopr's resume prompt.
+func TestCodexSessionCrash(t *testing.T) {
+	codex := agentCLI(t, "codex", "LOOPR_E2E_CODEX", "@openai/codex", "0.171.0")
+	if inNetns(t) {
+		return
+	}
+	logVersion(t, codex)
+	var mu sync.Mutex
+	cut := make(chan struct{})
+	var resumedPrompt string
+	api := &fakeresponses.Server{Script: func(r *fakeresponses.Request) fakeresponses.Reply {
+		prompt := r.Prompt()
+		if !strings.Contains(prompt, "scenario:crash") {
+			return fakeresponses.Reply{Text: "ok", Usage: codexUsage}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		resumed := strings.Contains(prompt, resumeMarker)
+		switch turn := r.Turn(); {
+		case turn == 0:
+			return fakeresponses.Reply{Command: "cat notes1.txt", Usage: codexUsage}
+		case turn == 1 && !resumed:
+			if cut != nil {
+				close(cut)
+				cut = nil
+			}
+			return fakeresponses.Reply{Delay: 10 * time.Minute} // the daemon is killed meanwhile
+		case turn == 1:
+			resumedPrompt = prompt
+			return fakeresponses.Reply{Command: "printf 'token bucket\\n' > limiter.txt", Usage: codexUsage}
+		}
+		return fakeresponses.Reply{Text: passingAnswer, Usage: codexUsage}
+	}}
+	codexEnv(t, codex, serveAPI(t, api))
+	r := newRepo(t, strings.Replace(agentTreeConfig, "preset: claude", "preset: codex", 1))
+	if err := os.WriteFile(filepath.Join(r.dir, "notes1.txt"), []byte(notes), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.git(t, "add", "-A")
+	r.git(t, "-c", "user.name=e2e", "-c", "user.email=e2e@localhost", "-c", "commit.gpgsign=false", "commit", "-q", "--no-verify", "-m", "notes")
+	d := startDaemon(t, r)
+	var l loop.Loop
+	mustJSON(t, ok(t, r.dir, "add", "--type", loop.Ralph, "--title", "limiter", "--task", "Write limiter.txt (scenario:crash).", "--json"), &l)
+	mu.Lock()
+	wait := cut
+	mu.Unlock()
+	select {
+	case <-wait:
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("codex never reached its second call; daemon log:\n%s", tail(d.output(), 30))
+	}
+	var before *loop.Session
+	waitEvery(t, time.Minute, slowPoll, "the thread on the record", func() bool {
+		before = show(t, r, string(l.ID)).Session
+		return before != nil && before.ID != ""
+	})
+	d.crash(t)
+	d = startDaemon(t, r)
+	waitEvery(t, 4*time.Minute, slowPoll, "the loop to complete", func() bool {
+		if d.exited() {
+			t.Fatalf("daemon exited:\n%s", tail(d.output(), 40))
+		}
+		l = show(t, r, string(l.ID))
+		return l.Status == loop.Complete || l.Status == loop.Failed
+	})
+	if l.Status != loop.Complete || l.Iteration != 2 {
+		t.Fatalf("loop %s at iteration %d after the crash, want complete at 2", l.Status, l.Iteration)
+	}
+	if log := iterFile(r, string(l.ID), 2, "agent.log"); !strings.Contains(log, `"thread_id":"`+before.ID+`"`) {
+		t.Errorf("the relaunched codex did not continue thread %s:\n%s", before.ID, tail(log, 5))
+	}
+	mu.Lock()
+	p := resumedPrompt
+	mu.Unlock()
+	if !strings.Contains(p, "You were interrupted") || !strings.Contains(p, "scenario:crash") {
+		t.Errorf("no resumed call with the history and the interrupted prompt reached the API: %q", p)
+	}
+	stopCleanly(t, r, d)
+}
