@@ -102,8 +102,10 @@ func ValidSession(id string) bool { return id != "" && cleanSession(id) == id }
 
 // unknownRe matches what the CLIs print when asked to resume a session
 // they do not have: claude 2.1 "No conversation found with session ID:
-// ID", codex 0.171 "no rollout found for thread id ID", and the like.
-var unknownRe = regexp.MustCompile(`(?i)no conversation found|no rollout found|session not found|no session found|unknown session|session .{0,80} (?:not found|does not exist)`)
+// ID", codex 0.171 "no rollout found for thread id ID", gemini 0.61
+// "Error resuming session: No previous sessions found for this project."
+// (exit 42), opencode 1.18 "Error: Session not found".
+var unknownRe = regexp.MustCompile(`(?i)no conversation found|no rollout found|error resuming session|no previous sessions found|invalid session identifier|session not found|no session found|unknown session|session .{0,80} (?:not found|does not exist)`)
 
 // Unknown returns what the output of a failed resume says when the CLI
 // does not know the session (from the message to the end of its line,

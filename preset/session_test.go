@@ -66,6 +66,15 @@ func TestUnknownSession(t *testing.T) {
 			t.Errorf("Unknown(%s) = %q, want the message naming the session", file, got)
 		}
 	}
+	for _, file := range []string{"gemini-0.61.0/no-session.txt", "opencode-1.18.33/no-session.txt"} {
+		out, err := os.ReadFile(filepath.Join("testdata", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Unknown(out); got == "" {
+			t.Errorf("Unknown(%s) = none, want the CLI's message", file)
+		}
+	}
 	ok, err := os.ReadFile("testdata/claude-2.1.332/ok.jsonl")
 	if err != nil {
 		t.Fatal(err)
