@@ -144,14 +144,17 @@ func (s *sessionRig) waitStatus(t *testing.T, id string, want loop.Status) loop.
 	return l
 }
 
-// uncachedAfter sums the fake's counts of the calls received after at.
-func (s *sessionRig) countsAfter(at time.Time) (input, uncached int64) {
+// countsAfter sums the fake's counts of the calls received after at.
+func (s *sessionRig) countsAfter(t *testing.T, at time.Time) (input, uncached int64) {
+	n := 0
 	for _, c := range s.api.Counts() {
 		if c.Received.After(at) {
 			input += c.Input
 			uncached += c.Uncached
+			n++
 		}
 	}
+	t.Logf("%d calls after the restart", n)
 	return input, uncached
 }
 
@@ -171,7 +174,7 @@ func crashAndResume(t *testing.T, s *sessionRig) (l loop.Loop, before *loop.Sess
 	restart := time.Now()
 	s.d = startDaemon(t, s.repo)
 	l = s.waitStatus(t, string(l.ID), loop.Complete)
-	input, uncached = s.countsAfter(restart)
+	input, uncached = s.countsAfter(t, restart)
 	return l, before, input, uncached
 }
 
