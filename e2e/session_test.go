@@ -210,6 +210,9 @@ func TestClaudeSessionCrash(t *testing.T) {
 	if l.Session == nil || l.Session.ID != before.ID || l.Session.Ended != loop.SessionPassed {
 		t.Errorf("record's session after the pass = %+v, want %s passed", l.Session, before.ID)
 	}
+	if out := ok(t, s.repo.dir, "show", string(l.ID)); !strings.Contains(out, before.ID+" (profile default, iteration 2, passed)") {
+		t.Errorf("loopr show does not name the session:\n%s", out)
+	}
 	st := stopCleanly(t, s.repo, s.d)
 	found := false
 	for _, ev := range journal(t, st) {
