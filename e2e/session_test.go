@@ -394,3 +394,55 @@ func TestCodexSessionCrash(t *testing.T) {
 	}
 	stopCleanly(t, r, d)
 }
+
+// TestCommandSessionAlways: a command profile opts in to sessions
+// (session_pattern, resume_args) with agent.resume: always; an iteration
+// that fails validation is followed by one that resumes the session, its
+// prompt the newest failure, and passes.
+func TestCommandSessionAlways(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	script := filepath.Join(dir, "agent.sh")
+	body := `d=` + dir + `
+echo "$*" >> "$d/argv"
+cat > "$d/prompt.$LOOPR_ITERATION"
+if [ "$1" = --resume ]; then echo "session: $2"; touch fixed.txt; else echo "session: s-$$"; fi
+echo "iteration $LOOPR_ITERATION" > work.txt
+`
+	if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(treeConfig(t, 3, "test -f fixed.txt"), "agent:\n  command: ", "agent:\n  preset: command\n  resume: always\n"+
+		"  session_pattern: '^session: (\\S+)$'\n  resume_args: [--resume, '{session}']\n  command: ", 1)
+	cfg = strings.Replace(cfg, `"`+abs(t, "testdata/agent.sh")+`"`, `"`+script+`"`, 1)
+	r := newRepo(t, cfg)
+	d := startDaemon(t, r)
+	var l loop.Loop
+	mustJSON(t, ok(t, r.dir, "add", "--type", loop.Ralph, "--title", "fix", "--task", "Write fixed.txt.", "--json"), &l)
+	waitEvery(t, 2*time.Minute, slowPoll, "the loop to settle", func() bool {
+		if d.exited() {
+			t.Fatalf("daemon exited:\n%s", tail(d.output(), 40))
+		}
+		l = show(t, r, string(l.ID))
+		return l.Status == loop.Complete || l.Status == loop.Failed
+	})
+	if l.Status != loop.Complete || l.Iteration != 2 {
+		t.Fatalf("loop %s at iteration %d (%s), want complete at 2", l.Status, l.Iteration, l.Reason)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "argv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := strings.TrimSpace(iterFile(r, string(l.ID), 1, "session"))
+	if args := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n"); len(args) != 2 || args[0] != "" || first == "" || args[1] != "--resume "+first {
+		t.Errorf("argv of the runs = %q, want a fresh start then --resume %s", args, first)
+	}
+	p, err := os.ReadFile(filepath.Join(dir, "prompt.2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(p), resumeMarker) || !strings.Contains(string(p), "test -f fixed.txt") || strings.Contains(string(p), "## Your task") {
+		t.Errorf("iteration 2's prompt is not the resume prompt with the failure:\n%s", p)
+	}
+	stopCleanly(t, r, d)
+}
