@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/loopr-dev/loopr/internal/fakeanthropic"
 	"github.com/loopr-dev/loopr/internal/fakeresponses"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/store"
 )
 
 // Sessions (agent.resume) with the real claude against the fake API. Each
@@ -91,20 +93,37 @@ func startSessionRig(t *testing.T, claude, resume string) *sessionRig {
 	cfg := "agent:\n  preset: claude\n  timeout_secs: 120\n  resume: " + resume + "\n"
 	s.claudeRig = startClaudeRig(t, claude, "ANTHROPIC_API_KEY=test-key", s.script)
 	// The notes files the model reads, committed for the worktrees.
-	for _, name := range []string{"notes1.txt", "notes2.txt"} {
-		if err := os.WriteFile(filepath.Join(s.repo.dir, name), []byte(notes+name+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	yml := strings.Replace(agentTreeConfig, "agent:\n  preset: claude\n  timeout_secs: 120\n", cfg, 1)
-	if err := os.WriteFile(filepath.Join(s.repo.dir, "loopr.yml"), []byte(yml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s.repo.git(t, "add", "-A")
-	s.repo.git(t, "-c", "user.name=e2e", "-c", "user.email=e2e@localhost", "-c", "commit.gpgsign=false", "commit", "-q", "--no-verify", "-m", "notes")
+	commitFiles(t, s.repo, map[string]string{
+		"notes1.txt": notes + "notes1.txt\n", "notes2.txt": notes + "notes2.txt\n",
+		"loopr.yml": strings.Replace(agentTreeConfig, "agent:\n  preset: claude\n  timeout_secs: 120\n", cfg, 1),
+	})
 	s.d.stop()
 	s.d = startDaemon(t, s.repo) // with the configuration just written
 	return s
+}
+
+// commitFiles writes files (name → content) in r's workspace and commits
+// them, for the worktrees made from it.
+func commitFiles(t *testing.T, r repo, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(r.dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.git(t, "add", "-A")
+	r.git(t, "-c", "user.name=e2e", "-c", "user.email=e2e@localhost", "-c", "commit.gpgsign=false", "commit", "-q", "--no-verify", "-m", "files")
+}
+
+// journalHas reports whether an event of loop id says every one of parts.
+func journalHas(t *testing.T, st *store.Store, id string, parts ...string) bool {
+	t.Helper()
+	for _, ev := range journal(t, st) {
+		if ev.Loop == id && !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(ev.Message, p) }) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *sessionRig) add(t *testing.T, scenario string) loop.Loop {
@@ -214,11 +233,7 @@ func TestClaudeSessionCrash(t *testing.T) {
 		t.Errorf("loopr show does not name the session:\n%s", out)
 	}
 	st := stopCleanly(t, s.repo, s.d)
-	found := false
-	for _, ev := range journal(t, st) {
-		found = found || ev.Loop == l.ID && strings.Contains(ev.Message, "resumed its session "+before.ID)
-	}
-	if !found {
+	if !journalHas(t, st, l.ID, "resumed its session "+before.ID) {
 		t.Error("the journal does not say the agent resumed its session")
 	}
 
@@ -301,11 +316,7 @@ func TestClaudeSessionResumes(t *testing.T) {
 		t.Errorf("attempt-2/agent.log of the unknown session = %q, want claude's refusal", tail(log, 3))
 	}
 	st := stopCleanly(t, s.repo, s.d)
-	found := false
-	for _, ev := range journal(t, st) {
-		found = found || ev.Loop == unknown.ID && strings.Contains(ev.Message, "could not resume session") && strings.Contains(ev.Message, "No conversation found")
-	}
-	if !found {
+	if !journalHas(t, st, unknown.ID, "could not resume session", "No conversation found") {
 		t.Error("the journal has no note of the session claude could not resume")
 	}
 }
@@ -350,11 +361,7 @@ func TestCodexSessionCrash(t *testing.T) {
 	}}
 	codexEnv(t, codex, serveAPI(t, api))
 	r := newRepo(t, strings.Replace(agentTreeConfig, "preset: claude", "preset: codex", 1))
-	if err := os.WriteFile(filepath.Join(r.dir, "notes1.txt"), []byte(notes), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r.git(t, "add", "-A")
-	r.git(t, "-c", "user.name=e2e", "-c", "user.email=e2e@localhost", "-c", "commit.gpgsign=false", "commit", "-q", "--no-verify", "-m", "notes")
+	commitFiles(t, r, map[string]string{"notes1.txt": notes})
 	d := startDaemon(t, r)
 	var l loop.Loop
 	mustJSON(t, ok(t, r.dir, "add", "--type", loop.Ralph, "--title", "limiter", "--task", "Write limiter.txt (scenario:crash).", "--json"), &l)
