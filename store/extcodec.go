@@ -69,7 +69,7 @@ const (
 )
 
 // Tag of the agent session (issue 23).
-const extSession = 18
+const extSession = 19 // 18 is landed (issue 22)
 
 // hasExt reports whether l has any field of the extension block.
 func hasExt(l *loop.Loop) bool {
