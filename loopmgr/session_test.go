@@ -1,7 +1,13 @@
 package loopmgr
 
 import (
+	"context"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/loopr-dev/loopr/api"
 
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/loop"
@@ -59,5 +65,64 @@ func TestSessionEnded(t *testing.T) {
 		if got := sessionEnded(tc.res, tc.stopping); got != tc.want {
 			t.Errorf("sessionEnded(%+v, %v) = %q, want %q", tc.res, tc.stopping, got, tc.want)
 		}
+	}
+}
+
+// TestSessionCarriedBetweenRuns: the session a run reports is on the
+// record with how the run ended, and the next run's job resumes it after
+// a rate limit and an answer, not after a failure (mode interrupted) nor
+// after a reset.
+func TestSessionCarriedBetweenRuns(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var resumes []string // each run's Resume: "why:session", or "fresh"
+	h := newHarness(t, func(c *config.Config) {
+		c.RateLimit.InitialBackoffSecs, c.RateLimit.MaxBackoffSecs, c.RateLimit.RecoveryPeriodSecs = 1, 1, 0
+	}, func(_ context.Context, j runner.Job) runner.Result {
+		mu.Lock()
+		defer mu.Unlock()
+		r := "fresh"
+		if j.Resume != nil {
+			r = j.Resume.Why + ":" + j.Resume.Session
+		}
+		resumes = append(resumes, r)
+		switch len(resumes) {
+		case 1:
+			return runner.Result{Outcome: runner.RateLimited, Session: "s-1", RateLimitAfter: time.Millisecond}
+		case 2:
+			return runner.Result{Outcome: runner.Failed, Session: "s-1", Question: "blue or green?", Reason: "asked"}
+		case 3:
+			return runner.Result{Outcome: runner.Failed, Session: "s-1", Reason: "validate failed", Feedback: "test failed"}
+		}
+		return runner.Result{Outcome: runner.Failed, Session: "s-2", Reason: "validate failed"}
+	})
+	h.start()
+	l := h.create(api.CreateRequest{Type: loop.Ralph, Task: "x", MaxIterations: 2})
+	h.waitFor("the question", func() bool { return h.status(l.ID) == loop.NeedsHuman })
+	if s := h.get(l.ID).Session; s == nil || s.ID != "s-1" || s.Ended != loop.SessionAsked || s.Profile != config.DefaultProfile || s.Workdir != h.home {
+		t.Fatalf("session after the question = %+v, want s-1 asked on the default profile in %s", s, h.home)
+	}
+	if _, err := h.svc.Act(l.ID, api.ActionAnswer, api.ActionRequest{Answer: "green"}); err != nil {
+		t.Fatal(err)
+	}
+	h.mgr.Wake()
+	h.waitFor("parked", func() bool { return h.status(l.ID) == loop.Failed })
+	if _, err := h.svc.Act(l.ID, api.ActionReset, api.ActionRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if s := h.get(l.ID).Session; s != nil {
+		t.Errorf("session after a reset = %+v, want none", s)
+	}
+	h.mgr.Wake()
+	h.waitFor("parked again", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(resumes) >= 6 && h.status(l.ID) == loop.Failed
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"fresh", "rate_limited:s-1", "asked:s-1", "fresh", "fresh", "fresh"}
+	if diff := cmp.Diff(want, resumes); diff != "" {
+		t.Errorf("the runs' resumes mismatch (-want +got):\n%s", diff)
 	}
 }
