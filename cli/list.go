@@ -350,6 +350,13 @@ func printLoop(e *env, l loop.Loop, tu api.TreeUsage) {
 	}
 	row("answer", l.Answer)
 	row("agent", l.Agent)
+	if s := l.Session; s != nil {
+		ended := s.Ended
+		if ended == "" {
+			ended = "running"
+		}
+		row("session", fmt.Sprintf("%s (profile %s, iteration %d, %s)", s.ID, s.Profile, s.Iteration, ended))
+	}
 	if l.Budget != (loop.Budget{}) {
 		row("budget", budgetText(l.Budget))
 	}

@@ -245,6 +245,43 @@ type Agent struct {
 	// Fallback names the profiles that take a loop's next iteration while
 	// this one is limited, in order (followed transitively).
 	Fallback []string `yaml:"fallback"`
+	// Resume says when an iteration continues the agent's session of the
+	// loop's last run instead of starting the CLI cold (ResumeModes):
+	// off, interrupted (after a rate-limit wait, a daemon restart, a stall
+	// kill, a transient error, `loopr answer`) or always (after a failed
+	// iteration too).
+	Resume string `yaml:"resume"`
+	// ResumeArgs and SessionPattern let the command preset resume: the
+	// args appended to the command ({session} is the id), and the Go
+	// regexp whose first group finds the session id in its output.
+	ResumeArgs     []string `yaml:"resume_args"`
+	SessionPattern string   `yaml:"session_pattern"`
+}
+
+// The agent.resume modes.
+const (
+	ResumeOff         = "off"
+	ResumeInterrupted = "interrupted"
+	ResumeAlways      = "always"
+)
+
+// ResumeModes lists the values of agent.resume.
+var ResumeModes = []string{ResumeOff, ResumeInterrupted, ResumeAlways}
+
+// ResumeMode is Resume, "" read as the default, interrupted.
+func (a Agent) ResumeMode() string {
+	if a.Resume == "" {
+		return ResumeInterrupted
+	}
+	return a.Resume
+}
+
+// SessionRegexp compiles SessionPattern; nil, nil when it is empty.
+func (a Agent) SessionRegexp() (*regexp.Regexp, error) {
+	if a.SessionPattern == "" {
+		return nil, nil
+	}
+	return regexp.Compile(a.SessionPattern)
 }
 
 // DefaultProfile is the name of the profile `agent:` defines.
@@ -261,6 +298,7 @@ func DefaultAgent() Agent {
 		RateLimitPattern:  DefaultRateLimitPattern,
 		StallTimeoutSecs:  600,
 		RetryTimeoutSecs:  60,
+		Resume:            ResumeInterrupted,
 	}
 }
 

@@ -368,6 +368,31 @@ func (v *checker) agent(key string, a Agent) {
 	} else if re != nil && re.MatchString("") {
 		v.fail(key+".rate_limit_pattern", "matches empty output, so every run would count as rate limited")
 	}
+	v.resume(key, a)
+}
+
+// resume checks a profile's session keys: agent.resume, and the command
+// preset's resume_args and session_pattern, which go together.
+func (v *checker) resume(key string, a Agent) {
+	if a.Resume != "" && !slices.Contains(ResumeModes, a.Resume) {
+		v.fail(key+".resume", "must be one of %s, not %q", strings.Join(ResumeModes, ", "), a.Resume)
+	}
+	re, err := a.SessionRegexp()
+	switch {
+	case err != nil:
+		v.fail(key+".session_pattern", "must be a valid Go regexp: %s", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+	case re != nil && re.NumSubexp() < 1:
+		v.fail(key+".session_pattern", "must have a group, (...), around the session id")
+	case re != nil && len(a.ResumeArgs) == 0:
+		v.fail(key+".resume_args", `must be set with session_pattern, e.g. ["--resume", "{session}"]`)
+	case len(a.ResumeArgs) > 0 && re == nil:
+		v.fail(key+".session_pattern", "must be set with resume_args: a Go regexp whose first group is the session id in the agent's output")
+	case len(a.ResumeArgs) > 0 && !slices.ContainsFunc(a.ResumeArgs, func(s string) bool { return strings.Contains(s, "{session}") }):
+		v.fail(key+".resume_args", "must contain {session}, where the session id goes")
+	}
+	if (re != nil || len(a.ResumeArgs) > 0) && a.Preset != preset.Command {
+		v.fail(key+".resume_args", "only the command preset takes resume_args and session_pattern (preset %s resumes its own way)", a.Preset)
+	}
 }
 
 // profileRef checks that name ("" = the default) names an agent profile.

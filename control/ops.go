@@ -252,6 +252,7 @@ func (s *Service) Act(id, action string, req api.ActionRequest) (api.ActionResul
 			err = s.move(tx, l, loop.Pending, now, "reset by user", func(n *loop.Loop) {
 				n.Iteration, n.Reason, n.RunnableAt = 1, "", time.Time{}
 				n.RateLimitStreak, n.TransientRetries = 0, 0
+				n.Session = nil // a fresh start: the next run does not resume the agent's session
 			})
 		case api.ActionPause:
 			err = s.move(tx, l, loop.Paused, now, "paused by user", nil)

@@ -232,6 +232,7 @@ func (d *daemon) newManager() {
 		Now:          time.Now,
 		Log:          d.log,
 		OnAgentStart: func(id string, pid int) { mgr.RecordPID(id, pid) },
+		OnSession:    func(id, session string) { mgr.RecordSession(id, session) },
 		AgentSlots:   make(chan struct{}, max(1, d.config().APICallCap())),
 	}
 	var queue *mergequeue.Queue

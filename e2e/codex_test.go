@@ -63,8 +63,29 @@ func TestCodexCLI(t *testing.T) {
 	}}
 	addr := serveAPI(t, api)
 
-	// Codex reads its provider from $CODEX_HOME/config.toml: the fake API,
-	// no retries of its own (loopr waits).
+	codexEnv(t, codex, addr)
+	r := newRepo(t, strings.Replace(agentTreeConfig, "preset: claude", "preset: codex", 1))
+	d := startDaemon(t, r)
+	loops := runAgentTree(t, r, d)
+	checkAgentTree(t, r, loops, loop.Usage{InputTokens: codexUsage.InputTokens - codexUsage.CachedTokens,
+		OutputTokens: codexUsage.OutputTokens, CacheReadTokens: codexUsage.CachedTokens}, false)
+	mu.Lock()
+	f := first
+	mu.Unlock()
+	if f.IsZero() {
+		t.Fatal("the fake API never refused a call")
+	}
+	s := stopCleanly(t, r, d)
+	limited := checkLimitSeen(t, "codex", loops, s, loop.Spec, f)
+	if log := iterFile(r, string(limited.ID), 1, "attempt-1/agent.log"); !strings.Contains(log, "hit your usage limit") || !strings.Contains(log, `"turn.failed"`) {
+		t.Errorf("spec attempt-1/agent.log lacks codex's usage limit:\n%s", tail(log, 5))
+	}
+}
+
+// codexEnv points codex at the fake API at addr: $CODEX_HOME/config.toml
+// names it as the provider, with no retries of its own (loopr waits).
+func codexEnv(t *testing.T, codex, addr string) {
+	t.Helper()
 	home := t.TempDir()
 	codexHome := filepath.Join(home, ".codex")
 	if err := os.MkdirAll(codexHome, 0o755); err != nil {
@@ -89,21 +110,5 @@ stream_max_retries = 0
 		"PATH": filepath.Dir(codex) + string(os.PathListSeparator) + os.Getenv("PATH"),
 	} {
 		t.Setenv(k, v)
-	}
-	r := newRepo(t, strings.Replace(agentTreeConfig, "preset: claude", "preset: codex", 1))
-	d := startDaemon(t, r)
-	loops := runAgentTree(t, r, d)
-	checkAgentTree(t, r, loops, loop.Usage{InputTokens: codexUsage.InputTokens - codexUsage.CachedTokens,
-		OutputTokens: codexUsage.OutputTokens, CacheReadTokens: codexUsage.CachedTokens}, false)
-	mu.Lock()
-	f := first
-	mu.Unlock()
-	if f.IsZero() {
-		t.Fatal("the fake API never refused a call")
-	}
-	s := stopCleanly(t, r, d)
-	limited := checkLimitSeen(t, "codex", loops, s, loop.Spec, f)
-	if log := iterFile(r, string(limited.ID), 1, "attempt-1/agent.log"); !strings.Contains(log, "hit your usage limit") || !strings.Contains(log, `"turn.failed"`) {
-		t.Errorf("spec attempt-1/agent.log lacks codex's usage limit:\n%s", tail(log, 5))
 	}
 }

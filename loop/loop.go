@@ -141,6 +141,9 @@ type Loop struct {
 	// Landed says when `loopr land` last merged this plan's branch into
 	// its base branch, and how; zero until then.
 	Landed Landed `json:"landed,omitzero"`
+	// Session is the agent session of the loop's latest run (Session):
+	// what the next run resumes, and what `loopr attach` opens.
+	Session *Session `json:"session,omitempty"`
 }
 
 // Landed records a landing (`loopr land`): the branch merged into, the

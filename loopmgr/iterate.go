@@ -120,6 +120,7 @@ func (m *Manager) prepare(ctx context.Context, a *active, l loop.Loop, profile s
 			return j, err
 		}
 	}
+	m.resumeSettings(&j, ag, profile)
 	return j, nil
 }
 
@@ -222,6 +223,15 @@ func (m *Manager) finish(ctx context.Context, r result) {
 	defer func() { m.charge = nil }()
 	m.answering = &answering{id: l.ID, iteration: a.iteration, upTo: l.LastPendingSeq()}
 	defer func() { m.answering = nil }()
+	if r.err == nil && !res.Setup {
+		e := &ending{id: l.ID, iteration: a.iteration, ended: sessionEnded(res, a.stopping)}
+		if res.Session != "" {
+			e.session = &loop.Session{ID: res.Session, Profile: a.agent, Workdir: r.job.Workdir, Iteration: a.iteration}
+		}
+		m.ending = e
+		defer func() { m.ending = nil }()
+		m.journalSession(l.ID, a.iteration, res)
+	}
 	if r.git.err != nil {
 		// The work is not on the loop's branch: the iteration cannot
 		// pass, and its worktree is kept (cleanup is skipped below).
@@ -368,6 +378,7 @@ func (m *Manager) ours(tx *store.Tx, id string, iteration int) (loop.Loop, error
 	if cur.Status != loop.Running || cur.Lease == nil || cur.Lease.Owner != m.o.Owner || cur.Iteration != iteration {
 		return cur, errStale
 	}
+	m.endSession(&cur)
 	if m.clustered() {
 		// The fence: the loop's lease key, read here, is compared at
 		// commit; a worker that lost it records nothing.

@@ -100,6 +100,7 @@ type Manager struct {
 	lastRec    map[string]time.Time // last start of each agent profile during its rate-limit recovery; owned by Run
 	charge     *charge              // the usage of the result being recorded (finish); owned by Run
 	answering  *answering           // the comments the result being recorded answers (finish); owned by Run
+	ending     *ending              // the session of the result being recorded (finish); owned by Run
 	held       bool                 // some loops wait in needs_human for a limit (limits.go); owned by Run
 	lastHold   time.Time            // last look for loops to hold or release (limits.go); owned by Run
 	unrec      map[string]int       // loop → iteration whose result was not recorded (unrecorded.go); owned by Run

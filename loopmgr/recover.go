@@ -69,6 +69,11 @@ func (m *Manager) recover(ctx context.Context) error {
 			if err != nil || cur.Status != loop.Running {
 				return err
 			}
+			if sess := cur.Session; sess != nil && sess.Ended == "" {
+				ended := *sess // its agent was killed mid-run: resumed (agent.resume)
+				ended.Ended = loop.SessionInterrupted
+				cur.Session = &ended
+			}
 			return m.failLoop(tx, cur, reason, "The previous attempt was interrupted (daemon crash); start again from the current state of the workdir.", now)
 		})
 		if err != nil {

@@ -12,10 +12,12 @@
 //	    prompt.md        the rendered prompt (the agent's stdin)
 //	    agent.log        the agent's stdout and stderr, bounded (head and tail)
 //	    usage.json       tokens, cost and agent seconds the run reported (loop.Usage)
+//	    session          the agent CLI's session id of the run, one line (SessionFile)
 //	    validation.log   the artifact check and every validate command, bounded
 //	    <type>.md        the artifact, written by the agent ($LOOPR_ARTIFACT)
 //	    attempt-<k>/     the files of an earlier run of the same iteration
-//	                     (a rate-limited or interrupted attempt)
+//	                     (a rate-limited or interrupted attempt, or a resume
+//	                     the CLI refused: it did not know the session)
 //	<home>/loops/<id>/accepted/<NNN>-<type>.md
 //	                     loopr's copy of the artifact that passed, which
 //	                     approve and the children's prompts read
@@ -41,8 +43,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -98,6 +102,14 @@ type Settings struct {
 	// retried says (preset.Retried); 0: the CLI retries as long as it
 	// likes.
 	RetryTimeout time.Duration
+	// ResumeArgs and SessionPattern are the command preset's way to
+	// resume a session (preset.ResumeArgv) and to find its id in the
+	// output (preset.SessionLine); the other presets know their own.
+	ResumeArgs     []string
+	SessionPattern *regexp.Regexp
+	// ResumePromptFile overrides the embedded resume prompt template
+	// (prompts/resume.md); the caller resolves relative paths.
+	ResumePromptFile string
 }
 
 func (s Settings) withDefaults() Settings {
@@ -125,6 +137,10 @@ type Job struct {
 	ParentArtifactText string // its content; read from ParentArtifact when empty
 	Settings           Settings
 	Refresh            Refresh // a merge from the plan branch left for the agent to conclude
+	// Resume, when set, continues that agent session with the short
+	// resume prompt; a CLI that does not know the session is started
+	// fresh with the whole prompt, in the same Run (Result.SessionNote).
+	Resume *Resume
 }
 
 // Outcome classifies how an iteration ended.
@@ -186,6 +202,13 @@ type Result struct {
 	// last one the failing one, when one failed); the caller adds the
 	// commit they validated.
 	Evidence []loop.Evidence
+	// Session is the agent's session id of the run, once its CLI
+	// reported it ("" when it did not); Resumed says the run continued
+	// Job.Resume's session, and SessionNote why it could not (the CLI
+	// did not know the session: the run started fresh instead).
+	Session     string
+	Resumed     bool
+	SessionNote string
 }
 
 // Runner runs iterations. The zero value is ready to use; several Runs may
@@ -211,6 +234,12 @@ type Runner struct {
 	// group (cgroups, the subreaper; package contain). nil: the group and
 	// nothing more.
 	Jail *contain.Jail
+	// OnSession, when set, is called with the agent's session id once the
+	// run knows it (claude's is set up front; the others' come with the
+	// CLI's first event), while the agent runs: the caller records it, so
+	// a daemon restarted after a crash can resume it. It must not block
+	// for long.
+	OnSession func(loopID, session string)
 }
 
 // IterationDir returns <home>/loops/<id>/iterations/<NNN>.
@@ -271,6 +300,9 @@ type iteration struct {
 	question   string
 	output     string        // agent.log as read back after the agent exited
 	report     preset.Report // what the output says (preset.Parse)
+
+	sessMu  sync.Mutex
+	session string // the run's session id (setSession)
 }
 
 func (it *iteration) run(ctx context.Context) Result {
@@ -282,23 +314,25 @@ func (it *iteration) run(ctx context.Context) Result {
 		return it.cancelled("cancelled before the agent started")
 	}
 
-	// 1. The prompt.
-	prompt, err := PromptFor(*j)
-	if err != nil {
-		return it.fail(err.Error(), "", "")
+	// 1 and 2. The prompt and the agent: a resume, or a fresh start.
+	p, failed := it.start(ctx, j.Resume)
+	if failed != nil {
+		return *failed
 	}
-	stdin, err := writePrompt(it.promptPath, prompt)
-	if err != nil {
-		it.res.Setup = true
-		return it.fail(fmt.Sprintf("write prompt: %v", err), "", "")
-	}
-	defer stdin.Close()
-
-	// 2. The agent.
-	p, err := it.runAgent(ctx, stdin)
-	if err != nil { // its log could not be created: the agent never ran
-		it.res.Setup = true
-		return it.fail(err.Error(), "", "")
+	if msg := it.unknownSession(p); msg != "" {
+		// The CLI does not know the session (expired, deleted, made
+		// elsewhere): start fresh, in this same attempt; the failed
+		// resume's files move to attempt-<k>/.
+		it.res.SessionNote = fmt.Sprintf("the agent could not resume session %s (%s): started fresh", j.Resume.Session, msg)
+		it.log.Warn("session unknown to the agent: starting fresh", "session", j.Resume.Session)
+		if err := prepareDir(it.res.Dir); err != nil {
+			it.res.Setup = true
+			return it.fail(fmt.Sprintf("iteration directory: %v", err), "", "")
+		}
+		it.res.Resumed, it.session, it.res.Session = false, "", ""
+		if p, failed = it.start(ctx, nil); failed != nil {
+			return *failed
+		}
 	}
 	it.res.ExitCode = p.exitCode
 	it.report = it.parseOutput(p)
@@ -366,6 +400,66 @@ func (it *iteration) run(ctx context.Context) Result {
 		it.log.Warn("validation log", "err", err)
 	}
 	return res
+}
+
+// start writes the prompt and runs the agent: resuming session r with the
+// resume prompt when r is set and the preset can, else fresh with the
+// whole prompt. A non-nil Result ends the iteration (the agent never ran).
+func (it *iteration) start(ctx context.Context, r *Resume) (procResult, *Result) {
+	j := &it.j
+	argv := j.Settings.Agent
+	if r != nil {
+		var ok bool
+		if argv, ok = preset.ResumeArgv(it.s.Preset, argv, r.Session, it.s.ResumeArgs); !ok {
+			r = nil
+			argv = j.Settings.Agent
+		}
+	}
+	var prompt string
+	var err error
+	if r != nil {
+		prompt, err = ResumePromptFor(*j, *r)
+		it.res.Resumed = true
+	} else {
+		prompt, err = PromptFor(*j)
+		if id := newSessionID(); !slices.Equal(preset.StartArgv(it.s.Preset, argv, id), argv) {
+			argv = preset.StartArgv(it.s.Preset, argv, id)
+			it.setSession(id)
+		}
+	}
+	if err != nil {
+		res := it.fail(err.Error(), "", "")
+		return procResult{}, &res
+	}
+	stdin, err := writePrompt(it.promptPath, prompt)
+	if err != nil {
+		it.res.Setup = true
+		res := it.fail(fmt.Sprintf("write prompt: %v", err), "", "")
+		return procResult{}, &res
+	}
+	defer stdin.Close()
+	p, err := it.runAgent(ctx, stdin, argv)
+	if err != nil { // its log could not be created: the agent never ran
+		it.res.Setup = true
+		res := it.fail(err.Error(), "", "")
+		return procResult{}, &res
+	}
+	if r != nil {
+		it.setSession(r.Session) // unless the CLI named the session it continued
+	}
+	it.sessMu.Lock()
+	it.res.Session = it.session
+	it.sessMu.Unlock()
+	return p, nil
+}
+
+// unknownSession returns the CLI's message when the resumed run p failed
+// because the CLI does not know the session; "" otherwise.
+func (it *iteration) unknownSession(p procResult) string {
+	if !it.res.Resumed || p.exitCode == 0 || p.cancelled || p.startErr != nil {
+		return ""
+	}
+	return preset.Unknown([]byte(readTail(it.agentLog, 64<<10)))
 }
 
 // prepare checks the job, makes paths absolute, and creates the iteration
@@ -492,7 +586,7 @@ func writePrompt(path, prompt string) (*os.File, error) {
 // runAgent waits for an agent slot and runs the agent with the prompt on
 // stdin. The error is for failures of loopr itself (the log could not be
 // created); what the agent did is in the procResult.
-func (it *iteration) runAgent(ctx context.Context, stdin *os.File) (procResult, error) {
+func (it *iteration) runAgent(ctx context.Context, stdin *os.File, argv []string) (procResult, error) {
 	out, err := createLog(it.agentLog, it.s.MaxLogBytes)
 	if err != nil {
 		return procResult{}, fmt.Errorf("agent log: %w", err)
@@ -514,11 +608,11 @@ func (it *iteration) runAgent(ctx context.Context, stdin *os.File) (procResult, 
 
 	it.res.AgentStart = it.r.now()
 	p := runProcess(ctx, procSpec{
-		argv:       preset.WithArtifactDir(it.s.Preset, it.s.Agent, filepath.Dir(it.artifact)),
+		argv:       preset.WithArtifactDir(it.s.Preset, argv, filepath.Dir(it.artifact)),
 		dir:        it.j.Workdir,
 		env:        it.env,
 		stdin:      stdin,
-		out:        out,
+		out:        io.MultiWriter(out, &sessionWatch{preset: it.s.Preset, it: it}),
 		timeout:    it.s.Timeout,
 		grace:      it.s.Grace,
 		stall:      it.s.StallTimeout,

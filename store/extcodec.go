@@ -73,6 +73,9 @@ const (
 // Tag of `loopr land`'s record on a plan (issue 22).
 const extLanded = 18
 
+// Tag of the agent session (issue 23).
+const extSession = 19 // 18 is landed (issue 22)
+
 // hasExt reports whether l has any field of the extension block.
 func hasExt(l *loop.Loop) bool {
 	return l.Agent != "" || l.Usage != (loop.Usage{}) || l.Budget != (loop.Budget{}) ||
@@ -80,7 +83,7 @@ func hasExt(l *loop.Loop) bool {
 		l.Stalls != 0 || l.FailureFingerprint != "" || l.FailureRepeats != 0 || l.Branch != "" || l.Base != (loop.Base{}) ||
 		len(l.DependsOn) > 0 || !l.SubtreeDoneAt.IsZero() ||
 		l.Commit != "" || len(l.Evidence) > 0 || l.Review || len(l.Comments) > 0 ||
-		l.Landed != (loop.Landed{})
+		l.Landed != (loop.Landed{}) || l.Session != nil
 }
 
 // ext appends the extension block of l.
@@ -171,6 +174,14 @@ func (w *recWriter) ext(l *loop.Loop) {
 		f.str(ld.Mode)
 		f.str(ld.From)
 		f.time(ld.At)
+	}
+	if s := l.Session; s != nil {
+		f.b = append(f.b, extSession)
+		f.str(s.ID)
+		f.str(s.Profile)
+		f.str(s.Workdir)
+		f.int(s.Iteration)
+		f.str(s.Ended)
 	}
 	w.b = binary.AppendUvarint(w.b, uint64(len(f.b)))
 	w.b = append(w.b, f.b...)
@@ -263,6 +274,10 @@ func (r *recReader) ext(l *loop.Loop) {
 		case extLanded:
 			l.Landed = loop.Landed{Into: f.str(), Commit: f.str(), Mode: f.str(), From: f.str()}
 			l.Landed.At = f.time()
+		case extSession:
+			s := &loop.Session{ID: f.str(), Profile: f.str(), Workdir: f.str()}
+			s.Iteration, s.Ended = f.int(), f.str()
+			l.Session = s
 		default:
 			f.err = fmt.Errorf("unknown extension field %d (written by a newer loopr?)", tag)
 		}

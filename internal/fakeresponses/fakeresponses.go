@@ -80,6 +80,9 @@ type Reply struct {
 	// Status, when not 0 or 200, answers with that HTTP error and Body.
 	Status int
 	Body   string
+	// Delay holds the reply back (a slow provider, or one the test cuts
+	// off by killing the CLI).
+	Delay time.Duration
 }
 
 // UsageLimit is the 429 of a ChatGPT plan whose usage limit is spent.
@@ -123,6 +126,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 			rep = s.Script(req)
 		}
 	})
+	if rep.Delay > 0 {
+		select {
+		case <-time.After(rep.Delay):
+		case <-hr.Context().Done():
+			return
+		}
+	}
 	if rep.Status != 0 && rep.Status != http.StatusOK {
 		fakeapi.WriteError(w, rep.Status, nil, rep.Body)
 		return
