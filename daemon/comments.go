@@ -10,15 +10,7 @@ import (
 // addComment serves POST /v1/loops/{id}/comments: a line comment, carried
 // to the loop that wrote the line (package review), which it re-opens.
 func (d *daemon) addComment(w http.ResponseWriter, r *http.Request) error {
-	id, err := plainLoopID(r)
-	if err != nil {
-		return err
-	}
-	var req api.CommentRequest
-	if err := decodeBody(w, r, &req, false); err != nil {
-		return err
-	}
-	done, err := d.beginWrite()
+	id, req, done, err := loopWrite[api.CommentRequest](d, w, r, false)
 	if err != nil {
 		return err
 	}

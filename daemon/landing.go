@@ -11,15 +11,7 @@ import (
 // here, under the merge queue's locks on the plan branch (package
 // landing), for as long as merge.validate takes.
 func (d *daemon) land(w http.ResponseWriter, r *http.Request) error {
-	id, err := plainLoopID(r)
-	if err != nil {
-		return err
-	}
-	var req api.LandRequest
-	if err := decodeBody(w, r, &req, true); err != nil {
-		return err
-	}
-	done, err := d.beginWrite()
+	id, req, done, err := loopWrite[api.LandRequest](d, w, r, true)
 	if err != nil {
 		return err
 	}

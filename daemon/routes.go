@@ -552,6 +552,22 @@ func loopID(r *http.Request) (string, error) {
 	return id, nil
 }
 
+// loopWrite reads a write to one loop: its id from the path, its body
+// into a T (allowEmpty: no body is a zero T), then begins the write
+// (refused while the daemon stops); done ends it.
+func loopWrite[T any](d *daemon, w http.ResponseWriter, r *http.Request, allowEmpty bool) (id string, req T, done func(), err error) {
+	if id, err = plainLoopID(r); err != nil {
+		return "", req, nil, err
+	}
+	if err = decodeBody(w, r, &req, allowEmpty); err != nil {
+		return "", req, nil, err
+	}
+	if done, err = d.beginWrite(); err != nil {
+		return "", req, nil, err
+	}
+	return id, req, done, nil
+}
+
 // plainLoopID is loopID for a route that takes no query parameters.
 func plainLoopID(r *http.Request) (string, error) {
 	if err := checkQuery(r.URL.Query()); err != nil {
@@ -644,15 +660,7 @@ func (d *daemon) conflicts(w http.ResponseWriter, r *http.Request) error {
 
 // setBudget changes a loop's budget and resumes the loops it freed.
 func (d *daemon) setBudget(w http.ResponseWriter, r *http.Request) error {
-	id, err := plainLoopID(r)
-	if err != nil {
-		return err
-	}
-	var req api.BudgetRequest
-	if err := decodeBody(w, r, &req, false); err != nil {
-		return err
-	}
-	done, err := d.beginWrite()
+	id, req, done, err := loopWrite[api.BudgetRequest](d, w, r, false)
 	if err != nil {
 		return err
 	}
