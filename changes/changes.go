@@ -111,8 +111,19 @@ func taskSides(ctx context.Context, g Git, l, root loop.Loop, planBranch string)
 	if err != nil {
 		return "", from, to, err
 	}
+	planName := planBranch // how the command names it
 	if !ok {
-		return "", from, to, noDiff("loop %s: its plan's branch %s is gone (deleted?): nothing to compare with", sid, planBranch)
+		// Landed by a fast forward, the base branch's commit is the plan
+		// branch's tip as it was.
+		if root.Landed.Mode == loop.LandFastForward && root.Landed.Commit != "" {
+			if plan, ok, err = g.Resolve(ctx, root.Landed.Commit); err != nil {
+				return "", from, to, err
+			}
+		}
+		if !ok {
+			return "", from, to, noDiff("loop %s: its plan's branch %s is gone (deleted?): nothing to compare with (the plan's whole diff: loopr diff %s)", sid, planBranch, loop.ShortID(root.ID))
+		}
+		planName = short(plan)
 	}
 	tip, ok, err := g.Ref(ctx, l.Branch)
 	if err != nil {
@@ -124,7 +135,7 @@ func taskSides(ctx context.Context, g Git, l, root loop.Loop, planBranch string)
 			return "", from, to, err
 		}
 		if base != tip || l.Commit == "" { // not merged yet (or nothing to find)
-			return api.DiffTask, side{api.DiffRef{Branch: planBranch, Commit: base}, planBranch}, side{api.DiffRef{Branch: l.Branch, Commit: tip}, l.Branch}, nil
+			return api.DiffTask, side{api.DiffRef{Branch: planBranch, Commit: base}, planName}, side{api.DiffRef{Branch: l.Branch, Commit: tip}, l.Branch}, nil
 		}
 	}
 	commit := l.Commit
@@ -146,7 +157,7 @@ func taskSides(ctx context.Context, g Git, l, root loop.Loop, planBranch string)
 	if err != nil {
 		return "", from, to, err
 	}
-	kind, onto, ontoName := api.DiffTask, plan, planBranch
+	kind, onto, ontoName := api.DiffTask, plan, planName
 	if merged {
 		kind, onto, ontoName = api.DiffMerged, before, short(before)
 	}
@@ -168,11 +179,20 @@ func rootSides(ctx context.Context, g Git, l loop.Loop) (from, to side, err erro
 	if err != nil {
 		return from, to, err
 	}
-	if !ok {
-		return from, to, noDiff("loop %s: its branch %s is gone (deleted?): nothing to show", sid, l.Branch)
-	}
+	toSide := side{api.DiffRef{Branch: l.Branch, Commit: tip}, l.Branch}
 	var start string
+	if !ok {
+		// Landed, then deleted: what the landing brought into the base branch.
+		if tip, start, ok, err = landedSides(ctx, g, l); err != nil {
+			return from, to, err
+		}
+		if !ok {
+			return from, to, noDiff("loop %s: its branch %s is gone (deleted?): nothing to show", sid, l.Branch)
+		}
+		toSide = side{api.DiffRef{Commit: tip}, short(tip)}
+	}
 	switch {
+	case start != "":
 	case l.Base.Commit != "":
 		c, found, err := g.Resolve(ctx, l.Base.Commit)
 		if err != nil {
@@ -198,7 +218,26 @@ func rootSides(ctx context.Context, g Git, l loop.Loop) (from, to side, err erro
 	if err != nil {
 		return from, to, err
 	}
-	return side{api.DiffRef{Branch: l.Base.Branch, Commit: base}, short(start)}, side{api.DiffRef{Branch: l.Branch, Commit: tip}, l.Branch}, nil
+	return side{api.DiffRef{Branch: l.Base.Branch, Commit: base}, short(start)}, toSide, nil
+}
+
+// landedSides returns, for a root loop that landed, the commit it landed
+// at and, after a merge commit, the base branch's tip it was made on
+// ("" after a fast forward: the loop's base is where it started); ok is
+// false when it did not land or those commits are gone.
+func landedSides(ctx context.Context, g Git, l loop.Loop) (tip, start string, ok bool, err error) {
+	if l.Landed.Commit == "" || (l.Landed.Mode != loop.LandFastForward && l.Landed.Mode != loop.LandMerge) {
+		return "", "", false, nil
+	}
+	if tip, ok, err = g.Resolve(ctx, l.Landed.Commit); err != nil || !ok {
+		return "", "", false, err
+	}
+	if l.Landed.Mode == loop.LandMerge {
+		if start, ok, err = g.Resolve(ctx, l.Landed.From); err != nil || !ok {
+			return "", "", false, err
+		}
+	}
+	return tip, start, true, nil
 }
 
 // compute runs the diff and parses it.

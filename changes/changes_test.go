@@ -243,3 +243,61 @@ func TestOfRemote(t *testing.T) {
 		t.Errorf("Of() to %s, files mismatch (-want +got):\n%s", d.To.Commit, diff)
 	}
 }
+
+// TestOfLanded: after `loopr land` the plan's branch may be deleted: the
+// plan's diff and its merged tasks' are read from the landing instead (the
+// base branch's commit it landed at), as they were before the deletion.
+func TestOfLanded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, mode := range []string{loop.LandFastForward, loop.LandMerge} {
+		t.Run(mode, func(t *testing.T) {
+			r := newRepo(t)
+			base := r.git("rev-parse", "HEAD")
+			r.git("checkout", "-q", "-b", "loopr/p-plan")
+			plan := loop.Loop{ID: "01PLAN000000000000000000AA", Type: loop.Plan, Branch: "loopr/p-plan", Base: loop.Base{Branch: "main", Commit: base}}
+			r.git("checkout", "-q", "-b", "loopr/t-one")
+			tip := r.commit("task one", map[string]string{"a.go": "package a\n"})
+			task := loop.Loop{ID: "01TASK000000000000000000AA", Type: loop.Ralph, Parent: plan.ID, Branch: "loopr/t-one", Commit: tip}
+			r.git("checkout", "-q", "loopr/p-plan")
+			r.git("merge", "-q", "--no-ff", "--no-edit", "loopr/t-one")
+			r.commit("plan's own", map[string]string{"p.md": "plan\n"})
+			r.git("checkout", "-q", "main")
+			from := r.git("rev-parse", "HEAD")
+			if mode == loop.LandMerge {
+				from = r.commit("the user moves on", map[string]string{"README.md": "changed on main\n"})
+				r.git("merge", "-q", "--no-ff", "--no-edit", "loopr/p-plan")
+			} else {
+				r.git("merge", "-q", "--ff-only", "loopr/p-plan")
+			}
+			plan.Landed = loop.Landed{Into: "main", Commit: r.git("rev-parse", "HEAD"), Mode: mode, From: from}
+			r.git("branch", "-q", "-D", "loopr/p-plan", "loopr/t-one")
+
+			d, err := changes.Of(ctx, r.g, plan, plan, plan.Branch, changes.DefaultLimit)
+			if err != nil {
+				t.Fatalf("Of(landed plan, branch deleted) = %v", err)
+			}
+			want := []string{"added a.go +1 -0", "added p.md +1 -0"}
+			if diff := cmp.Diff(want, paths(d)); diff != "" {
+				t.Errorf("Of(landed plan) files mismatch (-want +got):\n%s", diff)
+			}
+			if d.To.Commit != plan.Landed.Commit || !strings.Contains(d.Command, plan.Landed.Commit[:12]) {
+				t.Errorf("Of(landed plan) to %+v, command %q; want the landed commit %s", d.To, d.Command, plan.Landed.Commit)
+			}
+			d, err = changes.Of(ctx, r.g, task, plan, plan.Branch, changes.DefaultLimit)
+			if mode == loop.LandMerge {
+				// The plan branch's tip is not recorded: say so, and where to look.
+				if !strings.Contains(fmt.Sprint(err), "loopr diff "+loop.ShortID(plan.ID)) {
+					t.Errorf("Of(task of a plan landed by a merge, branches deleted) = %v, want it to point at the plan's diff", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Of(merged task, plan landed and deleted) = %v", err)
+			}
+			if diff := cmp.Diff([]string{"added a.go +1 -0"}, paths(d)); diff != "" {
+				t.Errorf("Of(merged task) files mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
