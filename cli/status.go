@@ -62,8 +62,8 @@ func printStatus(out io.Writer, st api.Status, now time.Time) error {
 	if st.Store != "" {
 		fmt.Fprintf(w, "store\t%s\n", st.Store)
 	}
-	// The counts, on two lines: the loops still in play, then the
-	// finished ones (one line of ten statuses ran past 130 columns).
+	// The counts: the loops still in play, then the finished ones (one
+	// line of ten statuses ran past 130 columns), each wrapped at 80.
 	var live, done []string
 	for _, s := range loop.Statuses {
 		if (s == loop.Merging || s == loop.AwaitingReview) && st.Counts[s] == 0 {
@@ -76,8 +76,11 @@ func printStatus(out io.Writer, st api.Status, now time.Time) error {
 			live = append(live, c)
 		}
 	}
-	fmt.Fprintf(w, "loops\t%s\n", strings.Join(live, ", "))
-	fmt.Fprintf(w, "\t%s\n", strings.Join(done, ", "))
+	label := "loops"
+	for _, l := range append(wrapList(live, countsWidth), wrapList(done, countsWidth)...) {
+		fmt.Fprintf(w, "%s\t%s\n", label, l)
+		label = ""
+	}
 	usage := []string{fmt.Sprintf("total %d/%d", st.Running, st.MaxLoops)}
 	for _, t := range st.Types {
 		cp := "-"
@@ -232,4 +235,30 @@ func pad(s string, n int) string {
 		return s + strings.Repeat(" ", n-k)
 	}
 	return s
+}
+
+// countsWidth is the room the counts have at 80 columns, right of the
+// widest label ("spent today" and two spaces).
+const countsWidth = 80 - 13
+
+// wrapList joins items with ", " into lines of at most width columns (an
+// item longer than that on a line of its own).
+func wrapList(items []string, width int) []string {
+	var lines []string
+	var cur string
+	for i, it := range items {
+		if i < len(items)-1 {
+			it += ","
+		}
+		switch {
+		case cur == "":
+			cur = it
+		case len(cur)+1+len(it) <= width:
+			cur += " " + it
+		default:
+			lines = append(lines, cur)
+			cur = it
+		}
+	}
+	return append(lines, cur)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -100,5 +101,32 @@ problems: loops of these types do not start (reason preflight) until fixed
 		if n := utf8.RuneCountInString(line); n > 80 && !strings.HasPrefix(line, "spent today") && !strings.HasPrefix(line, "budget") {
 			t.Errorf("%d columns: %q", n, line)
 		}
+	}
+}
+
+// TestStatusCountsWrap: with loops merging and awaiting review too, the
+// counts in play (eight statuses) wrap under the label instead of running
+// past 80 columns, and every status is still said.
+func TestStatusCountsWrap(t *testing.T) {
+	t.Parallel()
+	st := api.Status{Home: "/w/.loopr", Counts: map[loop.Status]int{loop.Pending: 12, loop.Paused: 1, loop.Running: 4,
+		loop.AwaitingApproval: 1, loop.AwaitingReview: 23, loop.NeedsHuman: 6, loop.Merging: 3, loop.Complete: 120}}
+	var out bytes.Buffer
+	if err := printStatus(&out, st, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, line := range strings.Split(text, "\n") {
+		if n := utf8.RuneCountInString(line); n > 80 && !strings.HasPrefix(line, "spent today") {
+			t.Errorf("%d columns: %q", n, line)
+		}
+	}
+	for _, s := range loop.Statuses {
+		if want := fmt.Sprintf("%s %d", s, st.Counts[s]); !strings.Contains(text, want) {
+			t.Errorf("status lacks %q:\n%s", want, text)
+		}
+	}
+	if !strings.Contains(text, "\n             merging 3,") && !strings.Contains(text, "\n             awaiting_review 23,") {
+		t.Errorf("the counts are not wrapped under the label:\n%s", text)
 	}
 }
