@@ -67,6 +67,12 @@ func (r *Repo) FileAt(ctx context.Context, commit, p string) ([]byte, error) {
 	return []byte(out), err
 }
 
+// Binary reports whether content is binary as git decides it: a NUL byte
+// in its first 8000 bytes.
+func Binary(content []byte) bool {
+	return bytes.IndexByte(content[:min(len(content), 8000)], 0) >= 0
+}
+
 // LineCount is the number of lines of content (a last line without a
 // newline counts).
 func LineCount(content []byte) int {

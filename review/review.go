@@ -132,6 +132,9 @@ func route(ctx context.Context, svc *control.Service, g Git, on loop.Loop, req a
 	if err != nil {
 		return "", c, lineError(req, branch, tip, err)
 	}
+	if gitflow.Binary(content) {
+		return "", c, control.Invalid("PATH:LINE", "%s:%d on %s (at %.12s): %s is a binary file: comment on a line of a text file", req.Path, req.Line, branch, tip, req.Path)
+	}
 	if n := gitflow.LineCount(content); req.Line > n {
 		return "", c, control.Invalid("PATH:LINE", "%s:%d: %s has %d lines on %s (at %.12s)", req.Path, req.Line, req.Path, n, branch, tip)
 	}
@@ -163,7 +166,9 @@ func route(ctx context.Context, svc *control.Service, g Git, on loop.Loop, req a
 // plan's branch.
 func tipOf(ctx context.Context, g Git, on, root loop.Loop, own bool) (string, string, error) {
 	var tries []string
+	recorded := false // a branch the record names: one that is missing was deleted
 	if own {
+		recorded = on.Branch != ""
 		b := on.Branch
 		if b == "" {
 			var err error
@@ -174,6 +179,7 @@ func tipOf(ctx context.Context, g Git, on, root loop.Loop, own bool) (string, st
 		tries = append(tries, b)
 	}
 	if root.Type == loop.Plan && (root.ID != on.ID || !own) {
+		recorded = recorded || root.Branch != ""
 		b := root.Branch
 		if b == "" {
 			var err error
@@ -191,6 +197,13 @@ func tipOf(ctx context.Context, g Git, on, root loop.Loop, own bool) (string, st
 		if ok {
 			return b, tip, nil
 		}
+	}
+	if recorded {
+		verb := "is"
+		if len(tries) > 1 {
+			verb = "are"
+		}
+		return "", "", control.Invalid("id", "%s %s: %s %s gone (deleted?): there is no line to comment on", on.Type, on.ID, strings.Join(tries, " and "), verb)
 	}
 	return "", "", control.Invalid("id", "%s %s has no branch yet (%s): there is no line to comment on", on.Type, on.ID, strings.Join(tries, ", "))
 }

@@ -36,6 +36,9 @@ func (g *fakeGit) BranchTip(_ context.Context, b string) (string, bool, error) {
 	return t, ok, nil
 }
 func (g *fakeGit) FileAt(_ context.Context, _, p string) ([]byte, error) {
+	if p == "logo.png" {
+		return []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\n"), nil
+	}
 	if p != "x.go" {
 		return nil, fmt.Errorf("%w: %s is not a file", gitflow.ErrNoLine, p)
 	}
@@ -149,6 +152,7 @@ func TestAddRefuses(t *testing.T) {
 		{"a loop of no tree", "P", api.CommentRequest{Path: "x.go", Line: 4, Text: "t"}, "of loop ZZ"},
 		{"empty text", "P", api.CommentRequest{Path: "x.go", Line: 3, Text: " "}, "text: required"},
 		{"line 0", "P", api.CommentRequest{Path: "x.go", Line: 0, Text: "t"}, "lines count from 1"},
+		{"a binary file", "P", api.CommentRequest{Path: "logo.png", Line: 1, Text: "t"}, "logo.png is a binary file"},
 	} {
 		_, err := review.Add(context.Background(), svc, g, tt.id, tt.req)
 		if err == nil || !control.IsUsage(err) || !strings.Contains(err.Error(), tt.want) {
@@ -195,5 +199,27 @@ func TestAddWaitsOrSendsBack(t *testing.T) {
 		if a.Iteration != tt.iteration || len(a.PendingComments()) != 1 {
 			t.Errorf("A from %s: iteration %d, %d comments waiting; want %d and 1", tt.from, a.Iteration, len(a.PendingComments()), tt.iteration)
 		}
+	}
+}
+
+// TestAddBranchGone: a loop whose recorded branch was deleted (a plan
+// after land and git branch -D) is refused saying the branch is gone, not
+// that it has none yet.
+func TestAddBranchGone(t *testing.T) {
+	t.Parallel()
+	svc, _ := tree(t)
+	if err := svc.Store.Update(func(tx *store.Tx) error {
+		p, err := tx.Get("P")
+		if err != nil {
+			return err
+		}
+		p.Branch = "loopr/p-deleted"
+		return tx.Put(p)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := review.Add(context.Background(), svc, &fakeGit{}, "P", api.CommentRequest{Path: "x.go", Line: 3, Text: "t"})
+	if !control.IsUsage(err) || !strings.Contains(fmt.Sprint(err), "loopr/p-deleted is gone") || strings.Contains(fmt.Sprint(err), "yet") {
+		t.Errorf("Add(plan whose branch was deleted) = %v; want a usage error saying loopr/p-deleted is gone", err)
 	}
 }
