@@ -2,8 +2,10 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -108,15 +110,67 @@ sent (waiting for that loop's next iteration) or answered by iteration N
 					fmt.Fprintf(e.stdout, "no comments on %s or below it\n", loop.ShortID(id))
 					return nil
 				}
-				w := table(e.stdout)
-				fmt.Fprintln(w, "LOOP\tTYPE\t#\tWHERE\tSTATE\tTEXT")
-				for _, c := range cs {
-					fmt.Fprintf(w, "%s\t%s\t%d\t%s:%d\t%s\t%s\n", loop.ShortID(c.Loop), c.Type, c.Seq, c.Path, c.Line, c.State, oneLine(c.Text, 60))
-				}
-				return w.Flush()
+				return printComments(e.stdout, cs, terminalWidth(e.stdout))
 			})
 		},
 	}
 	c.Flags().BoolVar(&jsonOut, "json", false, "print the comments as JSON")
 	return c
+}
+
+// printComments prints comments as a table whose text is cut to fit width
+// columns on a terminal (0: not one, 60 runes); when the other columns
+// leave it fewer than 20, each text goes on the line under its row.
+func printComments(out io.Writer, cs []api.Comment, width int) error {
+	rows := [][]string{{"LOOP", "TYPE", "#", "WHERE", "STATE"}}
+	for _, c := range cs {
+		rows = append(rows, []string{loop.ShortID(c.Loop), c.Type, fmt.Sprint(c.Seq), fmt.Sprintf("%s:%d", c.Path, c.Line), c.State})
+	}
+	textW := lastColumn(rows, width, 60)
+	if width > 0 && textW <= 20 {
+		var b strings.Builder
+		for i, r := range alignRows(rows) {
+			b.WriteString(r + "\n")
+			if i > 0 {
+				fmt.Fprintf(&b, "    %s\n", oneLine(cs[i-1].Text, max(width-4, 20)))
+			}
+		}
+		_, err := io.WriteString(out, b.String())
+		return err
+	}
+	w := table(out)
+	for i, r := range rows {
+		text := "TEXT"
+		if i > 0 {
+			text = oneLine(cs[i-1].Text, textW)
+		}
+		fmt.Fprintf(w, "%s\t%s\n", strings.Join(r, "\t"), text)
+	}
+	return w.Flush()
+}
+
+// alignRows pads rows' cells to their column's width, two spaces apart, as
+// table does, for a table with lines of other text between its rows.
+func alignRows(rows [][]string) []string {
+	var wid []int
+	for _, r := range rows {
+		for c, cell := range r {
+			if c == len(wid) {
+				wid = append(wid, 0)
+			}
+			wid[c] = max(wid[c], utf8.RuneCountInString(cell))
+		}
+	}
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		var b strings.Builder
+		for c, cell := range r {
+			b.WriteString(cell)
+			if c < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", wid[c]-utf8.RuneCountInString(cell)+2))
+			}
+		}
+		out[i] = b.String()
+	}
+	return out
 }

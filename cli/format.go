@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/loopr-dev/loopr/internal/termsafe"
 	"github.com/loopr-dev/loopr/loop"
@@ -45,6 +46,24 @@ func age(d time.Duration) string {
 		}
 		return fmt.Sprintf("%dd%dh", days, h)
 	}
+}
+
+// lastColumn is the room a table's last column has at width columns
+// (0: not a terminal, def) right of rows' other columns (each two spaces
+// apart, as table pads them), at least 20.
+func lastColumn(rows [][]string, width, def int) int {
+	if width <= 0 || len(rows) == 0 {
+		return def
+	}
+	used := 0
+	for col := range rows[0] {
+		wid := 0
+		for _, r := range rows {
+			wid = max(wid, utf8.RuneCountInString(r[col]))
+		}
+		used += wid + 2
+	}
+	return max(width-used, 20)
 }
 
 // oneLine squeezes s to a single line of at most n runes for table cells,

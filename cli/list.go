@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
@@ -152,18 +151,7 @@ func (e *env) printList(ctx context.Context, b Backend, req api.ListRequest, loo
 		rows = append(rows, []string{loop.ShortID(l.ID), l.Type, string(l.Status),
 			fmt.Sprintf("%d/%d", l.Iteration, l.MaxIterations), age(now.Sub(l.CreatedAt)), costText(tree[l.ID]), parent})
 	}
-	titleW := 60
-	if w := terminalWidth(e.stdout); w > 0 {
-		used := 0
-		for col := range rows[0] {
-			wid := 0
-			for _, r := range rows {
-				wid = max(wid, utf8.RuneCountInString(r[col]))
-			}
-			used += wid + 2
-		}
-		titleW = max(w-used, 20)
-	}
+	titleW := lastColumn(rows, terminalWidth(e.stdout), 60)
 	w := table(e.stdout)
 	for i, r := range rows {
 		title := "TITLE"
