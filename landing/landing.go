@@ -124,12 +124,12 @@ func (ld *Lander) land(ctx context.Context, plan loop.Loop, branch, into string,
 		}
 		return res, nil
 	case req.DryRun:
-		res.Steps = append(res.Steps, dryStep(l))
+		res.Steps = append(res.Steps, dryStep(l, len(ld.Svc.Config().Merge.Validate))...)
 		return res, nil
 	}
 	cfg := ld.Svc.Config()
 	if cmds := cfg.Merge.Validate; len(cmds) > 0 {
-		res.Steps = append(res.Steps, fmt.Sprintf("merge.validate: %d command(s) on %s in a temporary worktree", len(cmds), short(l.Result)))
+		res.Steps = append(res.Steps, fmt.Sprintf("merge.validate: %s on %s in a temporary worktree", count(len(cmds), "command"), short(l.Result)))
 		ev, err := ld.validate(ctx, plan, l, cmds)
 		res.Evidence = ev
 		if err != nil {
@@ -143,7 +143,7 @@ func (ld *Lander) land(ctx context.Context, plan loop.Loop, branch, into string,
 		}
 		return res, fmt.Errorf("land %s into %s: %w", branch, into, err)
 	}
-	how := "a fast forward"
+	how := "fast-forward"
 	if l.Mode == loop.LandMerge {
 		how = "a merge commit"
 	}
@@ -155,20 +155,32 @@ func (ld *Lander) land(ctx context.Context, plan loop.Loop, branch, into string,
 	return res, ld.record(plan, l)
 }
 
-// dryStep says what a landing would do.
-func dryStep(l gitflow.Landing) string {
+// dryStep says what a landing would do: what, then where.
+func dryStep(l gitflow.Landing, validate int) []string {
 	how := "fast-forward"
 	if l.Mode == loop.LandMerge {
 		how = "merge commit (" + l.Into + " moved since the plan started)"
 	}
-	where := "move the ref (not checked out anywhere)"
+	steps := []string{fmt.Sprintf("would land %s on %s: %s, %s, %s", l.Branch, l.Into, how, count(l.CommitCount, "commit"), count(len(l.Files), "file"))}
+	if validate > 0 {
+		steps = append(steps, fmt.Sprintf("would run merge.validate (%s) on the result first", count(validate, "command")))
+	}
+	where := "would move the ref: " + l.Into + " is checked out nowhere"
 	if l.Checkout != "" {
-		where = "update the checkout " + l.Checkout
+		where = "would update the checkout " + l.Checkout
 		if n := len(l.Dirty); n > 0 {
-			where += fmt.Sprintf(", whose %d uncommitted file(s) the landing does not touch", n)
+			where += fmt.Sprintf(" (%s there, which the landing does not touch)", count(n, "uncommitted file"))
 		}
 	}
-	return fmt.Sprintf("would land %s on %s: %s, %d commit(s), %d file(s); %s", l.Branch, l.Into, how, l.CommitCount, len(l.Files), where)
+	return append(steps, where)
+}
+
+// count is "1 file", "2 files".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // validate runs merge.validate on the landing's result in a temporary

@@ -125,3 +125,22 @@ func TestLandPartialAndUpToDate(t *testing.T) {
 		t.Errorf("landed = %+v after landing again, want the first landing %+v kept", again.Landed, first.Landed)
 	}
 }
+
+// TestLandDryRunSteps: a dry run says what would happen in short lines a
+// person reads (what, then where), with counts in words, not "file(s)".
+func TestLandDryRunSteps(t *testing.T) {
+	t.Parallel()
+	ld, plan, dir := setup(t, nil)
+	os.WriteFile(filepath.Join(dir, "mine.txt"), []byte("mine\n"), 0o644)
+	res, err := ld.Land(context.Background(), plan.ID, api.LandRequest{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"would land loopr/p-plan0001 on main: fast-forward, 1 commit, 1 file",
+		"would update the checkout " + dir + " (1 uncommitted file there, which the landing does not touch)",
+	}
+	if strings.Join(res.Steps, "\n") != strings.Join(want, "\n") {
+		t.Errorf("dry run steps:\n%s\nwant:\n%s", strings.Join(res.Steps, "\n"), strings.Join(want, "\n"))
+	}
+}
