@@ -117,11 +117,15 @@ func (e *env) openPR(ctx context.Context, b Backend, ref string, o prOptions) er
 // and the local one may lag behind).
 func (e *env) pushBranch(ctx context.Context, remote, branch string) error {
 	tracking := "refs/remotes/" + remote + "/" + branch
+	_, local := e.git(ctx, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch)
 	if _, err := e.git(ctx, "fetch", "--quiet", remote, "+refs/heads/"+branch+":"+tracking); err == nil {
-		if _, err := e.git(ctx, "merge-base", "--is-ancestor", "refs/heads/"+branch, tracking); err == nil {
+		if _, err := e.git(ctx, "merge-base", "--is-ancestor", "refs/heads/"+branch, tracking); err == nil || local != nil {
 			fmt.Fprintf(e.stdout, "%s: %s already holds it\n", branch, remote)
 			return nil
 		}
+	}
+	if local != nil {
+		return &UsageError{fmt.Errorf("the plan's branch %s is gone (deleted?) and %s does not hold it: nothing to push", branch, remote)}
 	}
 	fmt.Fprintf(e.stdout, "pushing %s to %s…\n", branch, remote)
 	if out, err := e.git(ctx, "push", "--quiet", remote, "refs/heads/"+branch+":refs/heads/"+branch); err != nil {
