@@ -79,6 +79,9 @@ func parseLineRef(s string) (api.CommentRequest, error) {
 	if err != nil || n < 1 {
 		return api.CommentRequest{}, &UsageError{fmt.Errorf("PATH:LINE: %q: the line must be a number from 1, e.g. cmd/main.go:42", s)}
 	}
+	for strings.HasPrefix(s[:i], "./") { // tab completion at the root: the same path
+		s, i = s[2:], i-2
+	}
 	return api.CommentRequest{Path: s[:i], Line: n}, nil
 }
 

@@ -40,3 +40,20 @@ func TestCommentsFit(t *testing.T) {
 		}
 	}
 }
+
+// TestParseLineRef: PATH:LINE as a shell or an editor writes it; a
+// leading ./ (tab completion at the root) is the same path.
+func TestParseLineRef(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{"cmd/main.go:42": "cmd/main.go", "./cmd/main.go:42": "cmd/main.go", "a:b.go:42": "a:b.go"} {
+		req, err := parseLineRef(in)
+		if err != nil || req.Path != want || req.Line != 42 {
+			t.Errorf("parseLineRef(%q) = %+v, %v; want %s line 42", in, req, err, want)
+		}
+	}
+	for _, in := range []string{"main.go", "main.go:0", ":3", "main.go:x"} {
+		if _, err := parseLineRef(in); err == nil {
+			t.Errorf("parseLineRef(%q) = nil error", in)
+		}
+	}
+}
