@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -47,6 +48,10 @@ type Landing struct {
 	Checkout string
 	Dirty    []string
 	Touched  []string
+	// Busy says, when Into is checked out nowhere, that a worktree is in
+	// the middle of a rebase of it ("a rebase of main is in progress in
+	// DIR"): moving Into then would leave the rebase unable to finish.
+	Busy string
 }
 
 // MaxLandCommits bounds Landing.Commits.
@@ -155,11 +160,34 @@ func (r *Repo) landCheckout(ctx context.Context, l *Landing) error {
 	}
 	i := slices.IndexFunc(list, func(wt worktree) bool { return wt.branch == l.Into })
 	if i < 0 {
+		l.Busy = r.busyWith(ctx, list, l.Into)
 		return nil
 	}
 	l.Checkout = list[i].path
 	l.Dirty, err = r.Uncommitted(ctx, l.Checkout)
 	return err
+}
+
+// busyWith says which detached worktree of list is rebasing branch (git
+// records the branch's name while HEAD is detached), "" when none is. A worktree git cannot read (removed by hand) is skipped.
+func (r *Repo) busyWith(ctx context.Context, list []worktree, branch string) string {
+	for _, wt := range list {
+		if wt.branch != "" {
+			continue
+		}
+		out, err := r.git(ctx, wt.path, "rev-parse", "--path-format=absolute",
+			"--git-path", "rebase-merge/head-name", "--git-path", "rebase-apply/head-name")
+		if err != nil {
+			continue
+		}
+		for _, p := range lines(out) {
+			b, err := os.ReadFile(p)
+			if err == nil && strings.TrimPrefix(strings.TrimSpace(string(b)), "refs/heads/") == branch {
+				return fmt.Sprintf("a rebase of %s is in progress in %s", branch, wt.path)
+			}
+		}
+	}
+	return ""
 }
 
 // Uncommitted lists the paths with uncommitted changes in the worktree

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -104,5 +106,36 @@ func TestMoveBaseGitRefusesOverwrite(t *testing.T) {
 	}
 	if got := gitT(t, r.Root, "rev-parse", "main"); got != l.Result {
 		t.Errorf("main = %s, want %s", got, l.Result)
+	}
+}
+
+// TestPrepareLandRebasing: while the user rebases main (its HEAD detached,
+// so main is "checked out nowhere"), moving main would leave the rebase
+// unable to finish; PrepareLand says a rebase of main is in progress and
+// where, in a linked worktree too.
+func TestPrepareLandRebasing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := landRepo(t)
+	other := filepath.Join(t.TempDir(), "other")
+	gitT(t, r.Root, "checkout", "-q", "--detach")
+	gitT(t, r.Root, "worktree", "add", "-q", other, "main")
+	for _, f := range []string{"a.txt", "b.txt"} {
+		write(t, other, f, f+"\n")
+		gitT(t, other, "add", f)
+		gitT(t, other, "commit", "-q", "-m", f)
+	}
+	l, err := r.PrepareLand(ctx, "loopr/p", "refs/heads/loopr/p", "main", "m", true)
+	if err != nil || l.Busy != "" || l.Checkout != other {
+		t.Fatalf("PrepareLand(main checked out in %s) = %+v, %v; want it there, not busy", other, l, err)
+	}
+	cmd := exec.Command("git", "-C", other, "-c", "user.name=T", "-c", "user.email=t@example.com", "rebase", "-q", "-i", "HEAD~2")
+	cmd.Env = append(os.Environ(), "GIT_SEQUENCE_EDITOR=sed -i s/^pick/edit/")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git rebase -i: %v\n%s", err, out)
+	}
+	l, err = r.PrepareLand(ctx, "loopr/p", "refs/heads/loopr/p", "main", "m", true)
+	if err != nil || !strings.Contains(l.Busy, "rebase") || !strings.Contains(l.Busy, other) {
+		t.Errorf("PrepareLand(main being rebased in %s) = busy %q, %v; want a rebase there named", other, l.Busy, err)
 	}
 }

@@ -111,6 +111,8 @@ func (ld *Lander) land(ctx context.Context, plan loop.Loop, branch, into string,
 	res := api.LandResult{Plan: plan.ID, Branch: branch, Into: into, Mode: l.Mode, From: l.From, Onto: l.Onto, Result: l.Result,
 		Commits: orEmpty(l.Commits), CommitCount: l.CommitCount, Files: orEmpty(l.Files), Checkout: l.Checkout, DryRun: req.DryRun}
 	switch {
+	case l.Busy != "":
+		return res, refuse("%s: moving %s now would leave it unable to finish; finish it (--continue or --abort), then land again (nothing moved)", l.Busy, into)
 	case len(l.Conflicts) > 0:
 		return res, refuse("%s moved since the plan started and conflicts with %s in %s: merge %s into %s yourself, then land again (nothing moved)",
 			into, branch, named(l.Conflicts), into, branch)

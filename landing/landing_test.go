@@ -144,3 +144,38 @@ func TestLandDryRunSteps(t *testing.T) {
 		t.Errorf("dry run steps:\n%s\nwant:\n%s", strings.Join(res.Steps, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestLandRefusesWhileRebasing: main, checked out nowhere because the user
+// is rebasing it (HEAD detached), is not moved: land and its dry run
+// refuse, naming the rebase, and the rebase can still finish.
+func TestLandRefusesWhileRebasing(t *testing.T) {
+	t.Parallel()
+	ld, plan, dir := setup(t, nil)
+	git := func(env []string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgsign=false"}, args...)...)
+		cmd.Env = append(os.Environ(), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	for _, f := range []string{"c.txt", "d.txt"} {
+		os.WriteFile(filepath.Join(dir, f), []byte(f), 0o644)
+		git(nil, "add", f)
+		git(nil, "commit", "-q", "-m", f)
+	}
+	git([]string{"GIT_SEQUENCE_EDITOR=sed -i s/^pick/edit/"}, "rebase", "-q", "-i", "HEAD~2")
+	before, _ := exec.Command("git", "-C", dir, "rev-parse", "main").Output()
+	for _, dry := range []bool{true, false} {
+		_, err := ld.Land(context.Background(), plan.ID, api.LandRequest{DryRun: dry})
+		var ie *control.InputError
+		if !errors.As(err, &ie) || !strings.Contains(err.Error(), "a rebase of main is in progress") {
+			t.Errorf("Land(dry %v, main being rebased) = %v; want a refusal naming the rebase", dry, err)
+		}
+	}
+	if after, _ := exec.Command("git", "-C", dir, "rev-parse", "main").Output(); string(after) != string(before) {
+		t.Errorf("main moved during the user's rebase")
+	}
+	git(nil, "rebase", "--continue")
+	git(nil, "rebase", "--continue")
+}
