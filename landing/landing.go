@@ -76,7 +76,11 @@ func (ld *Lander) Land(ctx context.Context, id string, req api.LandRequest) (api
 	if into == branch {
 		return api.LandResult{}, refuse("--into %s: that is the plan branch itself", into)
 	}
-	if ok, err := ld.Git.HasBranch(ctx, into); err != nil || !ok {
+	if ok, err := ld.Git.HasBranch(ctx, into); errors.Is(err, gitflow.ErrInvalidID) {
+		return api.LandResult{}, refuse("cannot land on %s: %v; merge the plan branch yourself (git merge %s), or give --into BRANCH", into, err, branch)
+	} else if err != nil {
+		return api.LandResult{}, err
+	} else if !ok {
 		return api.LandResult{}, refuse("no branch %s to land on (give --into BRANCH)", into)
 	}
 	var res api.LandResult

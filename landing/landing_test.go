@@ -84,6 +84,7 @@ func TestLandRefusals(t *testing.T) {
 		{"a child", func(l *loop.Loop) { l.Parent = "ROOT" }, api.LandRequest{}, "land takes a plan"},
 		{"detached base", func(l *loop.Loop) { l.Base.Branch = "" }, api.LandRequest{}, "give --into"},
 		{"no such base", nil, api.LandRequest{Into: "nope"}, "no branch nope"},
+		{"a base name loopr does not take", nil, api.LandRequest{Into: "fix/ümlaut"}, "git merge loopr/p-plan0001"},
 		{"into itself", nil, api.LandRequest{Into: "loopr/p-plan0001"}, "the plan branch itself"},
 	}
 	for _, tt := range tests {
