@@ -216,12 +216,15 @@ func printReadyToLand(out io.Writer, ready []api.LandReady, now time.Time) {
 	for i, r := range ready {
 		id := loop.ShortID(r.ID)
 		fmt.Fprintf(out, "  %s  %s  %s\n", pad(id, wid), pad(ago[i], wago), oneLine(r.Title, titleW))
-		branch := r.Branch
+		branch, into := r.Branch, ""
 		if r.Into != "" {
 			branch += " → " + r.Into
+		} else {
+			branch += " (started on a detached HEAD)"
+			into = " --into BRANCH"
 		}
 		fmt.Fprintf(out, "    %s\n", branch)
-		fmt.Fprintf(out, "    → loopr land %s   (--dry-run says what it would do)\n", id)
+		fmt.Fprintf(out, "    → loopr land %s%s   (--dry-run says what it would do)\n", id, into)
 	}
 	fmt.Fprintln(out)
 }

@@ -71,8 +71,8 @@ READY TO LAND (2)
     loopr/add-a-url-shortener-service-with-an-http-00000lll → main
     → loopr land 00000lll   (--dry-run says what it would do)
   00000mmm  5m ago  Fix the flaky test
-    loopr/fix-the-flaky-test-00000mmm
-    → loopr land 00000mmm   (--dry-run says what it would do)
+    loopr/fix-the-flaky-test-00000mmm (started on a detached HEAD)
+    → loopr land 00000mmm --into BRANCH   (--dry-run says what it would do)
 
 daemon       running, pid 4242, version 0.1.0, up 1h2m
 home         /w/.loopr
