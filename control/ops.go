@@ -210,6 +210,9 @@ func (s *Service) Act(id, action string, req api.ActionRequest) (api.ActionResul
 	if action == api.ActionIterate && len(req.Feedback) > MaxAnswerBytes {
 		return api.ActionResult{}, Invalid("--feedback", "too long (%d bytes, max %d)", len(req.Feedback), MaxAnswerBytes)
 	}
+	if len(req.Reason) > MaxAnswerBytes {
+		return api.ActionResult{}, Invalid("--reason", "too long (%d bytes, max %d)", len(req.Reason), MaxAnswerBytes)
+	}
 	if action == api.ActionAnswer && len(req.Answer) > MaxAnswerBytes {
 		return api.ActionResult{}, Invalid("answer", "too long (%d bytes, max %d)", len(req.Answer), MaxAnswerBytes)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/store"
 )
@@ -67,5 +68,24 @@ func TestActOnReview(t *testing.T) {
 	}
 	if _, err := svc.Act("R", api.ActionApprove, api.ActionRequest{}); err == nil || !strings.Contains(err.Error(), "not awaiting approval or review") {
 		t.Errorf("approve of a running loop = %v; want a refusal naming approval or review", err)
+	}
+}
+
+// TestActReasonBounded: a reject's --reason is bounded as feedback is: it
+// is kept on the record and shown by show, status and the dashboard.
+func TestActReasonBounded(t *testing.T) {
+	t.Parallel()
+	svc := newService(t, 0)
+	if err := svc.Store.Update(func(tx *store.Tx) error {
+		return tx.Create(loop.Loop{ID: "T", Type: loop.Ralph, Status: loop.AwaitingReview, Title: "t", Iteration: 1, MaxIterations: 1, CreatedAt: now, UpdatedAt: now})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := svc.Act("T", api.ActionReject, api.ActionRequest{Reason: strings.Repeat("r", control.MaxAnswerBytes+1)})
+	if !control.IsUsage(err) || !strings.Contains(err.Error(), "--reason") {
+		t.Errorf("Act(reject, a reason of %d bytes) = %v; want a usage error naming --reason", control.MaxAnswerBytes+1, err)
+	}
+	if l, _ := svc.Get("T"); l.Status != loop.AwaitingReview {
+		t.Errorf("T = %s after a refused reject, want awaiting_review", l.Status)
 	}
 }
