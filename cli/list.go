@@ -322,11 +322,7 @@ func printLoop(e *env, l loop.Loop, tu api.TreeUsage) {
 	row("workdir", n.workdir)
 	row("branch", n.branch)
 	row("base", l.Base.String())
-	if ld := l.Landed; ld.Into != "" {
-		row("landed", fmt.Sprintf("on %s at %s (%s), %s", ld.Into, short12(ld.Commit), ld.Mode, ld.At.UTC().Format("2006-01-02T15:04:05Z07:00")))
-	} else if l.ReadyToLand() {
-		row("landed", "not yet: loopr land "+loop.ShortID(l.ID))
-	}
+	row("landed", landedText(l))
 	row("commit", l.Commit)
 	row("owner", l.Owner)
 	row("fairness_key", l.FairnessKey)
@@ -401,6 +397,28 @@ func evidenceText(ev []loop.Evidence) string {
 type gitNotes struct {
 	workdir, branch         string
 	workdirGone, branchGone bool
+}
+
+// landedText is show's landed row: where and when the plan landed, and
+// the command when its tree is ready to land (again, after a comment
+// re-opened it); "" otherwise.
+func landedText(l loop.Loop) string {
+	cmd := "loopr land " + loop.ShortID(l.ID)
+	if l.Base.Branch == "" {
+		cmd += " --into BRANCH" // started on a detached HEAD
+	}
+	ld := l.Landed
+	switch {
+	case ld.Into == "" && l.ReadyToLand():
+		return "not yet: " + cmd
+	case ld.Into == "":
+		return ""
+	}
+	s := fmt.Sprintf("on %s at %s (%s), %s", ld.Into, short12(ld.Commit), ld.Mode, ld.At.UTC().Format("2006-01-02T15:04:05Z07:00"))
+	if l.ReadyToLand() {
+		s += "; its tree did more since: " + cmd
+	}
+	return s
 }
 
 func (e *env) gitNotes(l loop.Loop) gitNotes {

@@ -130,3 +130,31 @@ func TestStatusCountsWrap(t *testing.T) {
 		t.Errorf("the counts are not wrapped under the label:\n%s", text)
 	}
 }
+
+// TestLandedText: show's landed row names the landing, and the command
+// whenever the tree is ready to land: never landed, done again after a
+// comment re-opened it since, or started on a detached HEAD (--into).
+func TestLandedText(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 1, 25, 12, 0, 0, 0, time.UTC)
+	done := loop.Loop{ID: "01JD3K9Q5ZB7X0000000000PPP", Type: loop.Plan, Status: loop.Complete, SubtreeDoneAt: at, Base: loop.Base{Branch: "main"}}
+	landed := loop.Landed{Into: "main", Commit: strings.Repeat("a", 40), Mode: loop.LandFastForward, At: at.Add(time.Hour)}
+	for _, tt := range []struct {
+		name string
+		mod  func(*loop.Loop)
+		want string
+	}{
+		{"ready", func(*loop.Loop) {}, "not yet: loopr land 00000ppp"},
+		{"detached", func(l *loop.Loop) { l.Base.Branch = "" }, "not yet: loopr land 00000ppp --into BRANCH"},
+		{"landed", func(l *loop.Loop) { l.Landed = landed }, "on main at aaaaaaaaaaaa (fast-forward), 2026-01-25T13:00:00Z"},
+		{"done again", func(l *loop.Loop) { l.Landed, l.SubtreeDoneAt = landed, at.Add(2*time.Hour) },
+			"on main at aaaaaaaaaaaa (fast-forward), 2026-01-25T13:00:00Z; its tree did more since: loopr land 00000ppp"},
+		{"not done", func(l *loop.Loop) { l.SubtreeDoneAt = time.Time{} }, ""},
+	} {
+		l := done
+		tt.mod(&l)
+		if got := landedText(l); got != tt.want {
+			t.Errorf("%s: landedText() = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
