@@ -100,9 +100,10 @@ func TestStatusAndListEveryState(t *testing.T) {
 			t.Errorf("NEEDS YOU lacks %s (%s): its line, what it waits for and %q:\n%s", id, reason, action, block)
 		}
 	}
-	counts := regexp.MustCompile(`(?m)^loops +pending 1, paused 1, running 1, merging 1, awaiting_approval 1, awaiting_review 1, needs_human 6\n +complete 1, failed 1, cancelled 1, expired 1, invalidated 1$`)
+	// The counts in play, wrapped at 80 columns, then the finished ones.
+	counts := regexp.MustCompile(`(?m)^loops +pending 1, paused 1, running 1, merging 1, awaiting_approval 1,\n +awaiting_review 1, needs_human 6\n +complete 1, failed 1, cancelled 1, expired 1, invalidated 1$`)
 	if !counts.MatchString(status) {
-		t.Errorf("status counts are not on two lines (in play, finished):\n%s", status)
+		t.Errorf("status counts are not on three lines of at most 80 columns (in play, wrapped; finished):\n%s", status)
 	}
 
 	list := strings.Split(strings.TrimSuffix(ok(t, dir, "list", "--all"), "\n"), "\n")
