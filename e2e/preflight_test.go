@@ -22,6 +22,7 @@ import (
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/gitflow"
+	"github.com/loopr-dev/loopr/internal/testslack"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -311,7 +312,13 @@ func TestBranchCommitNamesAndTidyTree(t *testing.T) {
 	if got := gitflow.BranchName(plan.ID, plan.Title); got != want {
 		t.Fatalf("BranchName = %q, want %q", got, want)
 	}
-	branches := strings.Fields(r.git(t, "for-each-ref", "--format=%(refname:short)", "refs/heads/loopr/"))
+	// A task's branch is deleted just after its merge is recorded
+	// complete (the tidy-up follows the transaction): poll for it.
+	var branches []string
+	testslack.Wait(30*time.Second, 100*time.Millisecond, func() bool {
+		branches = strings.Fields(r.git(t, "for-each-ref", "--format=%(refname:short)", "refs/heads/loopr/"))
+		return slices.Equal(branches, []string{want})
+	})
 	if !slices.Equal(branches, []string{want}) {
 		t.Errorf("branches %v, want only the plan's %s (ralph branches merged and deleted)", branches, want)
 	}
