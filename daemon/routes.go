@@ -609,6 +609,11 @@ func (d *daemon) act(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer done()
+	if action == api.ActionPause {
+		if res, ok := d.pauseRunning(id); ok {
+			return writeJSON(w, http.StatusOK, res)
+		}
+	}
 	res, err := d.svc.Act(id, action, req)
 	d.hub.poke()
 	if err != nil {
@@ -629,6 +634,20 @@ func (d *daemon) act(w http.ResponseWriter, r *http.Request) error {
 		d.mgr.TidyTree(r.Context(), id) // a cancelled or rejected tree's worktrees go
 	}
 	return writeJSON(w, http.StatusOK, res)
+}
+
+// pauseRunning stops the agent of id when it runs on this daemon: the
+// manager then pauses the loop at the same iteration (Manager.Pause). The
+// loop is answered still running; ok is false when it does not run here.
+func (d *daemon) pauseRunning(id string) (api.ActionResult, bool) {
+	if d.mgr == nil {
+		return api.ActionResult{}, false
+	}
+	l, err := d.svc.Get(id)
+	if err != nil || l.Status != loop.Running || !d.mgr.Pause(l.ID) {
+		return api.ActionResult{}, false
+	}
+	return api.ActionResult{Loop: l, Affected: []string{}}, true
 }
 
 // treeUsage answers what a loop and its descendants consumed.
