@@ -146,7 +146,7 @@ func (e *env) rootCmd() *cobra.Command {
 		e.tuiCmd(), e.demoCmd(), e.agentSimCmd(), e.guardCmd(),
 	)
 	root.AddCommand(e.actionCmds()...)
-	root.AddCommand(e.answerCmd())
+	root.AddCommand(e.answerCmd(), e.attachCmd())
 	root.AddCommand(e.simCmd())
 	root.AddCommand(e.gcCmd(), e.statsCmd())
 	root.AddCommand(e.storeCmd(), e.versionCmd())
