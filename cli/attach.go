@@ -199,3 +199,25 @@ func (e *env) saveManual(ctx context.Context, l loop.Loop, dir string) error {
 	fmt.Fprintln(e.stdout, next)
 	return nil
 }
+
+// attachCommand is `loopr attach ID` for the dashboard's T key: this
+// binary, with the workspace's flags; when it fails it asks for enter
+// before the dashboard comes back, so its message can be read.
+func (e *env) attachCommand(id string) *exec.Cmd {
+	self, err := os.Executable()
+	if err != nil {
+		self = "loopr"
+	}
+	args := []string{"attach", id}
+	if e.homeFlag != "" {
+		args = append(args, "--home", e.homeFlag)
+	}
+	if e.configFlag != "" {
+		args = append(args, "--config", e.configFlag)
+	}
+	// On a failure its message stays on the screen until enter.
+	const keep = `"$0" "$@"; s=$?; if [ $s -ne 0 ]; then printf 'press enter to go back to the dashboard '; read -r _; fi; exit $s`
+	cmd := exec.Command("/bin/sh", append([]string{"-c", keep, self}, args...)...)
+	cmd.Dir = e.cwd
+	return cmd
+}
