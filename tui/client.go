@@ -1,9 +1,9 @@
 package tui
 
 import (
-	"os/exec"
 	"context"
 	"io"
+	"os/exec"
 	"time"
 
 	"github.com/loopr-dev/loopr/api"

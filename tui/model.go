@@ -1,11 +1,11 @@
 package tui
 
 import (
-	"os/exec"
 	"context"
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
