@@ -61,4 +61,10 @@ func TestAttachUnderTmux(t *testing.T) {
 
 	ok(t, r.dir, "resume", l.ID)
 	waitStatus(t, r.dir, l.ID, loop.Complete)
+	if cur := show(); cur.Iteration != 1 {
+		t.Errorf("completed at iteration %d, want 1: the stop and the manual work spent none", cur.Iteration)
+	}
+	if ev := ok(t, r.dir, "events", l.ID); !strings.Contains(ev, "paused") {
+		t.Errorf("the journal does not say the loop was paused:\n%s", ev)
+	}
 }
