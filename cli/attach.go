@@ -56,7 +56,7 @@ ID is a loop id, a unique prefix of one (at least 4 characters), or its short id
 				if err != nil {
 					return err
 				}
-				return e.attach(ctx, l)
+				return e.attach(ctx, b, l)
 			})
 		},
 	}
@@ -151,7 +151,7 @@ func (e *env) attachArgv(l loop.Loop) []string {
 
 // attach runs the session in l's worktree on this terminal, then saves
 // what changed there on the loop's branch and says what comes next.
-func (e *env) attach(ctx context.Context, l loop.Loop) error {
+func (e *env) attach(ctx context.Context, b Backend, l loop.Loop) error {
 	dir, argv := attachDir(l), e.attachArgv(l)
 	fmt.Fprintf(e.stderr, "loopr: opening %s in %s; quit it to hand %s back\n", strings.Join(argv, " "), dir, l.ID)
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -165,12 +165,12 @@ func (e *env) attach(ctx context.Context, l loop.Loop) error {
 		}
 		fmt.Fprintf(e.stderr, "loopr: %s exited %d\n", argv[0], ee.ExitCode())
 	}
-	return e.saveManual(ctx, l, dir)
+	return e.saveManual(ctx, b, l, dir)
 }
 
 // saveManual commits what the user did in dir on l's branch as the
-// iteration's work, and prints what to do next.
-func (e *env) saveManual(ctx context.Context, l loop.Loop, dir string) error {
+// iteration's work, journals it, and prints what to do next.
+func (e *env) saveManual(ctx context.Context, b Backend, l loop.Loop, dir string) error {
 	next := fmt.Sprintf("next: loopr resume %s — the loop goes on at iteration %d", l.ID, l.Iteration)
 	if l.Session != nil {
 		next += ", its agent resuming session " + l.Session.ID
@@ -191,10 +191,17 @@ func (e *env) saveManual(ctx context.Context, l loop.Loop, dir string) error {
 	if err != nil {
 		return fmt.Errorf("save your work on %s: %w (the loop stays paused; commit it there yourself, then loopr resume %s)", l.Branch, err, l.ID)
 	}
+	req := api.ManualRequest{Iteration: l.Iteration, Branch: l.Branch}
 	if committed {
-		fmt.Fprintf(e.stdout, "saved your work on %s as iteration %d's (a manual commit)\n", l.Branch, l.Iteration)
+		if req.Commit, _, err = g.BranchTip(ctx, l.Branch); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "saved your work on %s as iteration %d's (manual commit %s)\n", l.Branch, l.Iteration, req.Commit[:min(len(req.Commit), 12)])
 	} else {
 		fmt.Fprintf(e.stdout, "no change to save on %s\n", l.Branch)
+	}
+	if err := b.RecordManual(ctx, l.ID, req); err != nil {
+		fmt.Fprintf(e.stderr, "loopr: the journal does not say so: %v\n", err)
 	}
 	fmt.Fprintln(e.stdout, next)
 	return nil

@@ -57,7 +57,8 @@ func (d *daemon) routes() http.Handler {
 	handle("POST /v1/loops/{id}/budget", d.setBudget)
 	handle("POST /v1/loops/{id}/comments", d.needDisk(d.addComment)) // comments.go
 	handle("GET /v1/loops/{id}/comments", d.listComments)
-	handle("POST /v1/loops/{id}/land", d.land) // landing.go
+	handle("POST /v1/loops/{id}/manual", d.recordManual) // comments.go
+	handle("POST /v1/loops/{id}/land", d.land)           // landing.go
 	handle("GET /v1/loops/{id}/output", d.output)
 	handle("GET /v1/loops/{id}/log", d.agentLogRoute) // logs.go
 	handle("GET /v1/scheduler", d.scheduler)

@@ -59,12 +59,13 @@ func TestAttachUnderTmux(t *testing.T) {
 		t.Errorf("after attach: %s at iteration %d, want paused at 1", cur.Status, cur.Iteration)
 	}
 
+	manual := r.git(t, "rev-parse", cur.Branch)
 	ok(t, r.dir, "resume", l.ID)
 	waitStatus(t, r.dir, l.ID, loop.Complete)
 	if cur := show(); cur.Iteration != 1 {
 		t.Errorf("completed at iteration %d, want 1: the stop and the manual work spent none", cur.Iteration)
 	}
-	if ev := ok(t, r.dir, "events", l.ID); !strings.Contains(ev, "paused") {
-		t.Errorf("the journal does not say the loop was paused:\n%s", ev)
+	if ev := ok(t, r.dir, "events", l.ID); !strings.Contains(ev, "paused") || !strings.Contains(ev, "manual work by loopr attach: commit "+manual) {
+		t.Errorf("the journal does not say the loop was paused and worked on by hand (commit %s):\n%s", manual, ev)
 	}
 }
