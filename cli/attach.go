@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/preset"
@@ -172,8 +173,10 @@ func (e *env) attach(ctx context.Context, b Backend, l loop.Loop) error {
 // iteration's work, journals it, and prints what to do next.
 func (e *env) saveManual(ctx context.Context, b Backend, l loop.Loop, dir string) error {
 	next := fmt.Sprintf("next: loopr resume %s — the loop goes on at iteration %d", l.ID, l.Iteration)
-	if l.Session != nil {
-		next += ", its agent resuming session " + l.Session.ID
+	if l.Session != nil && e.cfg != nil {
+		if ag, ok := e.cfg.Profile(l.Session.Profile); ok && ag.ResumeMode() != config.ResumeOff {
+			next += ", its agent resuming session " + l.Session.ID
+		}
 	}
 	if e.paths.Workspace == "" || l.Branch == "" {
 		fmt.Fprintln(e.stdout, "nothing committed: the loop has no git branch")
