@@ -510,3 +510,12 @@ type LandResult struct {
 	Steps    []string        `json:"steps"`              // what was done, one line each
 	DryRun   bool            `json:"dry_run,omitzero"`
 }
+
+// ManualRequest (POST /v1/loops/{id}/manual) journals the work a person
+// did by hand on a paused loop (`loopr attach`): the commit loopr made of
+// it on the loop's branch ("" when nothing changed), at its iteration.
+type ManualRequest struct {
+	Iteration int    `json:"iteration"`
+	Branch    string `json:"branch,omitzero"`
+	Commit    string `json:"commit,omitzero"`
+}

@@ -23,7 +23,7 @@ func (e *env) actionCmds() []*cobra.Command {
 	specs := []spec{
 		{api.ActionCancel, "cancel ID", "Cancel a loop and all its descendants", true, false},
 		{api.ActionReset, "reset ID", "Bring a failed (parked) loop back to pending with a fresh budget", false, false},
-		{api.ActionPause, "pause ID", "Hold a pending loop", false, false},
+		{api.ActionPause, "pause ID", "Hold a pending loop; a running loop's agent is stopped first (the iteration is not spent)", false, false},
 		{api.ActionResume, "resume ID", "Release a paused loop", false, false},
 		{api.ActionApprove, "approve ID", "Approve a plan awaiting approval (its specs start) or a task awaiting review (it goes to the merge queue)", false, false},
 		{api.ActionReject, "reject ID [--reason S]", "Reject a plan awaiting approval or a task awaiting review: it fails", true, false},
@@ -87,6 +87,8 @@ func (e *env) printAction(ctx context.Context, b Backend, action string, res api
 		fmt.Fprintf(e.stdout, "cancel %s: stays %s; cancelled %s below it:\n", name, l.Status, count(len(others), "loop"))
 	case action == api.ActionCancel && len(others) > 0:
 		fmt.Fprintf(e.stdout, "cancelled %s and %s below it:\n", name, count(len(others), "loop"))
+	case action == api.ActionPause && l.Status == loop.Running:
+		fmt.Fprintf(e.stdout, "pausing %s: its agent is being stopped; the loop is paused at iteration %d when it has\n", name, l.Iteration)
 	case action == api.ActionApprove:
 		fmt.Fprintf(e.stdout, "approved %s: now %s\n", name, l.Status)
 		if len(others) > 0 {

@@ -183,6 +183,10 @@ func (b *local) Comments(_ context.Context, id string) ([]api.Comment, error) {
 	return review.List(b.svc, id)
 }
 
+func (b *local) RecordManual(_ context.Context, id string, req api.ManualRequest) error {
+	return b.svc.RecordManual(id, req)
+}
+
 func (b *local) Close() error { return b.svc.Store.Close() }
 
 // Land lands a plan without a daemon: no merge queue runs, so nothing

@@ -50,6 +50,7 @@ type Backend interface {
 	ClearLimit(ctx context.Context, agent string) (api.ClearLimitResult, error)
 	Comment(ctx context.Context, id string, req api.CommentRequest) (api.Comment, error)
 	Comments(ctx context.Context, id string) ([]api.Comment, error)
+	RecordManual(ctx context.Context, id string, req api.ManualRequest) error
 	Land(ctx context.Context, id string, req api.LandRequest) (api.LandResult, error)
 	Close() error
 }
@@ -146,7 +147,7 @@ func (e *env) rootCmd() *cobra.Command {
 		e.tuiCmd(), e.demoCmd(), e.agentSimCmd(), e.guardCmd(),
 	)
 	root.AddCommand(e.actionCmds()...)
-	root.AddCommand(e.answerCmd())
+	root.AddCommand(e.answerCmd(), e.attachCmd())
 	root.AddCommand(e.simCmd())
 	root.AddCommand(e.gcCmd(), e.statsCmd())
 	root.AddCommand(e.storeCmd(), e.versionCmd())

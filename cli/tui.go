@@ -90,6 +90,7 @@ func (e *env) tuiOptions(c *client.Client) tui.Options {
 			_, err = cc.Comment(ctx, id, api.CommentRequest{Path: path, Line: line, Text: text})
 			return err
 		},
+		Attach: e.attachCommand,
 		ReadArtifact: func(_ context.Context, l loop.Loop) (string, error) {
 			return e.readAccepted(nil, l)
 		},

@@ -340,6 +340,12 @@ func (c *Client) Comment(ctx context.Context, id string, req api.CommentRequest)
 	return res, err
 }
 
+// RecordManual journals the work a person did by hand on paused loop id
+// (`loopr attach`).
+func (c *Client) RecordManual(ctx context.Context, id string, req api.ManualRequest) error {
+	return c.call(ctx, http.MethodPost, loopPath(id, "manual"), req, nil)
+}
+
 // Comments lists the comments of loop id and of the loops below it
 // (`loopr comments`).
 func (c *Client) Comments(ctx context.Context, id string) ([]api.Comment, error) {

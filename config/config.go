@@ -256,6 +256,11 @@ type Agent struct {
 	// regexp whose first group finds the session id in its output.
 	ResumeArgs     []string `yaml:"resume_args"`
 	SessionPattern string   `yaml:"session_pattern"`
+	// AttachArgs is the argv `loopr attach` runs in the loop's worktree
+	// to open the session interactively ({session} is its id), instead
+	// of the preset's (preset.AttachArgv); empty: the preset's, or the
+	// user's $SHELL when there is no session to open.
+	AttachArgs []string `yaml:"attach_args"`
 }
 
 // The agent.resume modes.

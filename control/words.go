@@ -70,7 +70,7 @@ func ActionWords(action string, l loop.Loop) string {
 		case loop.Paused:
 			return fmt.Sprintf("%s is already paused; loopr resume %s releases it", this, id)
 		case loop.Running:
-			return fmt.Sprintf("pause holds pending loops; %s is running — use loopr cancel to stop it", id)
+			return fmt.Sprintf("%s is running, and no agent of it runs on a daemon here to stop (start loopr daemon, or wait for it to settle) — loopr cancel stops it for good", id)
 		case loop.Merging:
 			return fmt.Sprintf("pause holds pending loops; %s passed and waits in the merge queue, which runs no agent for it — use loopr cancel to drop it", id)
 		case loop.AwaitingApproval, loop.AwaitingReview:

@@ -62,7 +62,7 @@ func TestActionWords(t *testing.T) {
 		{api.ActionReset, plan(loop.Pending), "reset brings back failed loops; 01JX is pending — use loopr pause to hold it"},
 		{api.ActionReset, plan(loop.Paused), "reset brings back failed loops; 01JX is paused — use loopr resume to release it"},
 		{api.ActionResume, plan(loop.Failed), "resume releases paused loops; 01JX has failed — use loopr reset 01JX to run it again"},
-		{api.ActionPause, plan(loop.Running), "pause holds pending loops; 01JX is running — use loopr cancel to stop it"},
+		{api.ActionPause, plan(loop.Running), "01JX is running, and no agent of it runs on a daemon here to stop (start loopr daemon, or wait for it to settle) — loopr cancel stops it for good"},
 		{api.ActionCancel, plan(loop.Expired), "01JX: this plan expired (its deadline passed before it ran), which is final; there is nothing to cancel"},
 		{api.ActionIterate, plan(loop.Pending), "01JX: this plan is pending, not awaiting approval or review; loopr why 01JX says what it waits for"},
 		{api.ActionReset, plan(loop.NeedsHuman), "reset brings back failed loops; 01JX needs you (needs_human) — loopr answer 01JX \"…\" resumes it"},

@@ -43,3 +43,19 @@ func (d *daemon) listComments(w http.ResponseWriter, r *http.Request) error {
 	}
 	return writeJSON(w, http.StatusOK, cs)
 }
+
+// recordManual serves POST /v1/loops/{id}/manual: the journal of what a
+// person did by hand on a paused loop (loopr attach).
+func (d *daemon) recordManual(w http.ResponseWriter, r *http.Request) error {
+	id, req, done, err := loopWrite[api.ManualRequest](d, w, r, false)
+	if err != nil {
+		return err
+	}
+	defer done()
+	err = d.svc.RecordManual(id, req)
+	d.hub.poke()
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, struct{}{})
+}

@@ -57,7 +57,8 @@ func (d *daemon) routes() http.Handler {
 	handle("POST /v1/loops/{id}/budget", d.setBudget)
 	handle("POST /v1/loops/{id}/comments", d.needDisk(d.addComment)) // comments.go
 	handle("GET /v1/loops/{id}/comments", d.listComments)
-	handle("POST /v1/loops/{id}/land", d.land) // landing.go
+	handle("POST /v1/loops/{id}/manual", d.recordManual) // comments.go
+	handle("POST /v1/loops/{id}/land", d.land)           // landing.go
 	handle("GET /v1/loops/{id}/output", d.output)
 	handle("GET /v1/loops/{id}/log", d.agentLogRoute) // logs.go
 	handle("GET /v1/scheduler", d.scheduler)
@@ -609,6 +610,11 @@ func (d *daemon) act(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer done()
+	if action == api.ActionPause {
+		if res, ok := d.pauseRunning(id); ok {
+			return writeJSON(w, http.StatusOK, res)
+		}
+	}
 	res, err := d.svc.Act(id, action, req)
 	d.hub.poke()
 	if err != nil {
@@ -629,6 +635,20 @@ func (d *daemon) act(w http.ResponseWriter, r *http.Request) error {
 		d.mgr.TidyTree(r.Context(), id) // a cancelled or rejected tree's worktrees go
 	}
 	return writeJSON(w, http.StatusOK, res)
+}
+
+// pauseRunning stops the agent of id when it runs on this daemon: the
+// manager then pauses the loop at the same iteration (Manager.Pause). The
+// loop is answered still running; ok is false when it does not run here.
+func (d *daemon) pauseRunning(id string) (api.ActionResult, bool) {
+	if d.mgr == nil {
+		return api.ActionResult{}, false
+	}
+	l, err := d.svc.Get(id)
+	if err != nil || l.Status != loop.Running || !d.mgr.Pause(l.ID) {
+		return api.ActionResult{}, false
+	}
+	return api.ActionResult{Loop: l, Affected: []string{}}, true
 }
 
 // treeUsage answers what a loop and its descendants consumed.

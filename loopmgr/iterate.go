@@ -198,7 +198,7 @@ func (m *Manager) finish(ctx context.Context, r result) {
 	hook := hookResultOf(r)
 	if r.err != nil {
 		res = runner.Result{Outcome: runner.Failed, Reason: r.err.Error(), Feedback: r.err.Error()}
-		if a.stopping || errors.Is(r.err, context.Canceled) {
+		if a.stopping || a.pausing || errors.Is(r.err, context.Canceled) {
 			res.Outcome = runner.Cancelled
 		} else if hook != nil {
 			res.Outcome = hookOutcome // before_run or after_create stopped it
@@ -224,7 +224,7 @@ func (m *Manager) finish(ctx context.Context, r result) {
 	m.answering = &answering{id: l.ID, iteration: a.iteration, upTo: l.LastPendingSeq()}
 	defer func() { m.answering = nil }()
 	if r.err == nil && !res.Setup {
-		e := &ending{id: l.ID, iteration: a.iteration, ended: sessionEnded(res, a.stopping)}
+		e := &ending{id: l.ID, iteration: a.iteration, ended: sessionEnded(res, a.stopping || a.pausing)}
 		if res.Session != "" {
 			e.session = &loop.Session{ID: res.Session, Profile: a.agent, Workdir: r.job.Workdir, Iteration: a.iteration}
 		}
@@ -276,6 +276,8 @@ func (m *Manager) finish(ctx context.Context, r result) {
 	case runner.Cancelled:
 		if a.stopping {
 			err = m.requeue(l.ID, a.iteration, now, "daemon stopping: requeued at the same iteration")
+		} else if a.pausing {
+			err = m.paused(l.ID, a.iteration, now)
 		} else if r.git.err == nil {
 			m.cleanup(ctx, l, false)
 		}
@@ -432,6 +434,24 @@ func (m *Manager) requeue(id string, iteration int, now time.Time, msg string) e
 			return err
 		}
 		return control.Move(tx, cur, loop.Pending, now, msg, nil)
+	})
+}
+
+// paused puts a running loop whose agent `loopr pause` stopped back to
+// pending at the same iteration, then pauses it.
+func (m *Manager) paused(id string, iteration int, now time.Time) error {
+	return m.update(id, func(tx *store.Tx) error {
+		cur, err := m.ours(tx, id, iteration)
+		if err != nil {
+			return err
+		}
+		if err := control.Move(tx, cur, loop.Pending, now, "agent stopped to pause: requeued at the same iteration", nil); err != nil {
+			return err
+		}
+		if cur, err = tx.Get(id); err != nil {
+			return err
+		}
+		return control.Move(tx, cur, loop.Paused, now, "paused by user", nil)
 	})
 }
 

@@ -130,6 +130,7 @@ type active struct {
 	agent     string // the agent profile the iteration runs on
 	started   time.Time
 	stopping  bool // shutdown: requeue without cost
+	pausing   bool // loopr pause/attach: stop, then pause at the same iteration
 	// synced is the tip of the loop's branch on git.remote when the
 	// iteration began ("" = not there): the push after the iteration
 	// expects it. Written and read by the iteration's goroutine only.
@@ -201,6 +202,22 @@ func (m *Manager) Stop(ids []string) {
 		m.kill <- ids
 	}
 	m.Wake()
+}
+
+// Pause stops the agent of running loop id for `loopr pause` (and
+// `loopr attach`): like a daemon stop, the iteration is not spent; the
+// loop is then paused at the same iteration, its session recorded as
+// interrupted. It reports false when no agent of id runs here.
+func (m *Manager) Pause(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	a := m.active[id]
+	if a == nil {
+		return false
+	}
+	a.pausing = true
+	a.cancel()
+	return true
 }
 
 // Running returns the ids of loops with an agent or validation in flight.

@@ -200,3 +200,38 @@ func hasAny(argv []string, flags ...string) bool {
 	}
 	return false
 }
+
+// AttachArgv returns the argv that opens session id interactively, for
+// `loopr attach`: claude --resume ID, codex resume ID, gemini --resume ID,
+// opencode --session ID. attachArgs (the profile's attach_args, any
+// "{session}" replaced by id) replaces it, for any preset. nil means no
+// session to open (none recorded, or the command preset without
+// attach_args, or attach_args naming {session} without one): the caller
+// opens the user's shell instead.
+func AttachArgv(name, id string, attachArgs []string) []string {
+	if len(attachArgs) > 0 {
+		out := make([]string, 0, len(attachArgs))
+		for _, a := range attachArgs {
+			if strings.Contains(a, "{session}") {
+				if !ValidSession(id) {
+					return nil
+				}
+				a = strings.ReplaceAll(a, "{session}", id)
+			}
+			out = append(out, a)
+		}
+		return out
+	}
+	if !ValidSession(id) {
+		return nil
+	}
+	switch name {
+	case Claude, Gemini:
+		return []string{name, "--resume", id}
+	case Codex:
+		return []string{"codex", "resume", id}
+	case OpenCode:
+		return []string{"opencode", "--session", id}
+	}
+	return nil
+}

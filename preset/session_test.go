@@ -123,3 +123,29 @@ func TestResumeArgv(t *testing.T) {
 		t.Errorf("StartArgv(codex) = %q, want the argv unchanged", got)
 	}
 }
+
+func TestAttachArgv(t *testing.T) {
+	t.Parallel()
+	const id = "11111111-2222-3333-4444-555555555555"
+	for _, tc := range []struct {
+		desc, name, id string
+		attachArgs     []string
+		want           []string
+	}{
+		{"claude", Claude, id, nil, []string{"claude", "--resume", id}},
+		{"codex", Codex, id, nil, []string{"codex", "resume", id}},
+		{"gemini", Gemini, id, nil, []string{"gemini", "--resume", id}},
+		{"opencode", OpenCode, id, nil, []string{"opencode", "--session", id}},
+		{"no session: the shell", Claude, "", nil, nil},
+		{"a flag is no session", Claude, "--evil", nil, nil},
+		{"command: the shell", Command, id, nil, nil},
+		{"command with attach_args", Command, "", []string{"./take-over.sh", "-i"}, []string{"./take-over.sh", "-i"}},
+		{"attach_args with the session", Command, id, []string{"my-agent", "--resume={session}"}, []string{"my-agent", "--resume=" + id}},
+		{"attach_args naming a session there is not", Claude, "", []string{"claude", "-r", "{session}"}, nil},
+		{"attach_args replace a preset's", Claude, id, []string{"/opt/claude", "--resume", "{session}"}, []string{"/opt/claude", "--resume", id}},
+	} {
+		if diff := cmp.Diff(tc.want, AttachArgv(tc.name, tc.id, tc.attachArgs)); diff != "" {
+			t.Errorf("%s: AttachArgv() mismatch (-want +got):\n%s", tc.desc, diff)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"io"
+	"os/exec"
 	"time"
 
 	"github.com/loopr-dev/loopr/api"
@@ -72,6 +73,10 @@ type Options struct {
 	// to loop id, from the diff view (c). It runs in a command, off the
 	// update loop. nil: the view says to use `loopr comment`.
 	Comment func(ctx context.Context, id, path string, line int, text string) error
+	// Attach returns the command that takes loop id over by hand
+	// (`loopr attach ID`): the dashboard suspends while it runs on the
+	// terminal (T). nil: the key says it is not available.
+	Attach func(id string) *exec.Cmd
 	// Preset names the preset of loop l's agent profile (claude, codex,
 	// gemini, opencode), for the output pane to render its structured
 	// output. nil or "": the pane goes by the output's first events.

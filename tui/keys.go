@@ -16,7 +16,7 @@ type keyMap struct {
 	Close                                   key.Binding
 	Cancel, Reset, Pause                    key.Binding
 	Approve, Reject, Iterate                key.Binding
-	NextNeeds, Answer                       key.Binding
+	NextNeeds, Answer, Attach               key.Binding
 	Help, Quit, ForceQuit                   key.Binding
 
 	// Prompts.
@@ -59,6 +59,7 @@ func newKeyMap() keyMap {
 		Iterate:   b("i", "iterate with feedback", "i"),
 		NextNeeds: b("n", "next loop that needs you", "n"),
 		Answer:    b("A", "answer a loop that needs you", "A"),
+		Attach:    b("T", "take over by hand (loopr attach)", "T"),
 		Help:      b("?", "help", "?"),
 		Quit:      b("q", "quit", "q"),
 		ForceQuit: b("ctrl+c", "quit (also from a prompt)", "ctrl+c"),
@@ -86,7 +87,7 @@ func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Collapse, k.Expand},
 		{k.Details, k.Why, k.Output, k.Raw, k.Artifact, k.Diff, k.Filter, k.Flat, k.Close, k.Help},
-		{k.Cancel, k.Reset, k.Pause, k.Approve, k.Reject, k.Iterate, k.NextNeeds, k.Answer, k.Quit, k.ForceQuit},
+		{k.Cancel, k.Reset, k.Pause, k.Approve, k.Reject, k.Iterate, k.NextNeeds, k.Answer, k.Attach, k.Quit, k.ForceQuit},
 	}
 }
 

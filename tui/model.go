@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -188,6 +189,7 @@ type Model struct {
 	out          outputPane
 	outRaw       bool                   // R: the output pane shows the log as it was
 	presetOf     func(loop.Loop) string // Options.Preset
+	attach       func(string) *exec.Cmd // Options.Attach
 	flash        flash
 	interrupted  bool // quit by ctrl+c (Run reports it with Options.ReportInterrupt)
 	art          artifactView
@@ -229,6 +231,7 @@ func New(o Options) Model {
 		comment:      o.Comment,
 		noColor:      o.NoColor,
 		presetOf:     o.Preset,
+		attach:       o.Attach,
 		notifyOut:    o.Notify,
 		trees:        map[string]treeStat{},
 		keys:         newKeyMap(),
@@ -386,6 +389,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, m.fetchOutput()
 
+	case attachedMsg:
+		m.flash = attachedFlash(msg)
+		return m, nil
 	case actMsg:
 		return m.actDone(msg)
 
@@ -586,6 +592,8 @@ func (m Model) handleKey(k tea.KeyMsg) (Model, tea.Cmd) {
 		m.nextNeeds()
 	case key.Matches(k, ks.Answer):
 		return m.startAction(api.ActionAnswer)
+	case key.Matches(k, ks.Attach):
+		return m.startAttach()
 	case key.Matches(k, ks.Help):
 		m.showHelp = true
 	case key.Matches(k, ks.Quit):

@@ -202,6 +202,8 @@ func TestUpdateKeys(t *testing.T) {
 		{name: "p pauses a pending loop", at: idIndex, keys: []string{"p"}, wantAc: []actCall{{ID: idIndex, Action: api.ActionPause}}},
 		{name: "p resumes a paused loop", at: idPausedRal, keys: []string{"p"}, wantAc: []actCall{{ID: idPausedRal, Action: api.ActionResume}}},
 		{name: "p on a running loop says why not", at: idLimits, keys: []string{"p"}, check: wantFlash("can't pause: only pending loops pause (and paused ones resume), this phase is running")},
+		{name: "T on a failed loop says why not", at: idSeed, keys: []string{"T"}, check: wantFlash("take over: " + loop.ShortID(idSeed) + " is failed; only a pending, running or paused loop can be taken over")},
+		{name: "T without a way to attach names the command", at: idIndex, keys: []string{"T"}, check: wantFlash("taking over is not available here: run loopr attach " + loop.ShortID(idIndex))},
 		{name: "a asks, then approves", at: idBilling, keys: []string{"a", "y"}, wantAc: []actCall{{ID: idBilling, Action: api.ActionApprove}}},
 		{name: "a asks first", at: idBilling, keys: []string{"a"}, check: func(t *testing.T, m Model) {
 			if m.mode != modeConfirm || !strings.Contains(m.View(), `approve plan "Billing with Stripe"? its specs are created and start y/n`) {
