@@ -123,7 +123,7 @@ func taskSides(ctx context.Context, g Git, l, root loop.Loop, planBranch string)
 		if !ok {
 			return "", from, to, noDiff("loop %s: its plan's branch %s is gone (deleted?): nothing to compare with (the plan's whole diff: loopr diff %s)", sid, planBranch, loop.ShortID(root.ID))
 		}
-		planName = short(plan)
+		planName = loop.ShortCommit(plan)
 	}
 	tip, ok, err := g.Ref(ctx, l.Branch)
 	if err != nil {
@@ -149,7 +149,7 @@ func taskSides(ctx context.Context, g Git, l, root loop.Loop, planBranch string)
 	if !found {
 		return "", from, to, noDiff("loop %s: its branch %s is gone and its commit %.12s is not in the repository", sid, l.Branch, commit)
 	}
-	toSide := side{api.DiffRef{Commit: full}, short(full)}
+	toSide := side{api.DiffRef{Commit: full}, loop.ShortCommit(full)}
 	if ok { // the branch is still there
 		toSide.ref.Branch = l.Branch
 	}
@@ -159,7 +159,7 @@ func taskSides(ctx context.Context, g Git, l, root loop.Loop, planBranch string)
 	}
 	kind, onto, ontoName := api.DiffTask, plan, planName
 	if merged {
-		kind, onto, ontoName = api.DiffMerged, before, short(before)
+		kind, onto, ontoName = api.DiffMerged, before, loop.ShortCommit(before)
 	}
 	base, err := g.MergeBase(ctx, onto, full)
 	if err != nil {
@@ -189,7 +189,7 @@ func rootSides(ctx context.Context, g Git, l loop.Loop) (from, to side, err erro
 		if !ok {
 			return from, to, noDiff("loop %s: its branch %s is gone (deleted?): nothing to show", sid, l.Branch)
 		}
-		toSide = side{api.DiffRef{Commit: tip}, short(tip)}
+		toSide = side{api.DiffRef{Commit: tip}, loop.ShortCommit(tip)}
 	}
 	switch {
 	case start != "":
@@ -218,7 +218,7 @@ func rootSides(ctx context.Context, g Git, l loop.Loop) (from, to side, err erro
 	if err != nil {
 		return from, to, err
 	}
-	return side{api.DiffRef{Branch: l.Base.Branch, Commit: base}, short(start)}, toSide, nil
+	return side{api.DiffRef{Branch: l.Base.Branch, Commit: base}, loop.ShortCommit(start)}, toSide, nil
 }
 
 // landedSides returns, for a root loop that landed, the commit it landed
@@ -266,11 +266,4 @@ func lines(s string) int {
 		}
 	}
 	return n
-}
-
-func short(c string) string {
-	if len(c) > 12 {
-		return c[:12]
-	}
-	return c
 }

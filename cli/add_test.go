@@ -1,13 +1,14 @@
 package cli
 
 import (
-	"github.com/go-json-experiment/json/v1"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-json-experiment/json/v1"
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/loop"

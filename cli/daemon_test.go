@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/go-json-experiment/json/v1"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-json-experiment/json/v1"
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/client"

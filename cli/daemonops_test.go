@@ -2,13 +2,14 @@ package cli
 
 import (
 	"context"
-	"github.com/go-json-experiment/json/v1"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-json-experiment/json/v1"
 
 	"github.com/google/go-cmp/cmp"
 

@@ -3,8 +3,9 @@ package cli
 import (
 	"bytes"
 	"errors"
-	stdjson "github.com/go-json-experiment/json/v1"
 	"testing"
+
+	stdjson "github.com/go-json-experiment/json/v1"
 
 	"github.com/google/go-cmp/cmp"
 

@@ -3,9 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
-	"github.com/go-json-experiment/json/v1"
 	"io"
 	"strings"
+
+	"github.com/go-json-experiment/json/v1"
 
 	"github.com/spf13/cobra"
 

@@ -2,12 +2,13 @@ package cli
 
 import (
 	"fmt"
-	"github.com/go-json-experiment/json/v1"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/v1"
 
 	"github.com/loopr-dev/loopr/internal/termsafe"
 	"github.com/loopr-dev/loopr/loop"

@@ -101,14 +101,6 @@ func printLanding(w io.Writer, res api.LandResult) {
 		fmt.Fprintf(w, "  %s\n", f)
 	}
 	if !res.DryRun {
-		fmt.Fprintf(w, "landed: %s is at %s\n", res.Into, short12(res.Result))
+		fmt.Fprintf(w, "landed: %s is at %s\n", res.Into, loop.ShortCommit(res.Result))
 	}
-}
-
-// short12 clips a commit id to 12 characters.
-func short12(c string) string {
-	if len(c) > 12 {
-		return c[:12]
-	}
-	return c
 }

@@ -376,10 +376,7 @@ func evidenceText(ev []loop.Evidence) string {
 	var b strings.Builder
 	w := table(&b)
 	for _, e := range ev {
-		commit := e.Commit
-		if len(commit) > 12 {
-			commit = commit[:12]
-		}
+		commit := loop.ShortCommit(e.Commit)
 		if commit == "" {
 			commit = "-"
 		}
@@ -414,7 +411,7 @@ func landedText(l loop.Loop) string {
 	case ld.Into == "":
 		return ""
 	}
-	s := fmt.Sprintf("on %s at %s (%s), %s", ld.Into, short12(ld.Commit), ld.Mode, ld.At.UTC().Format("2006-01-02T15:04:05Z07:00"))
+	s := fmt.Sprintf("on %s at %s (%s), %s", ld.Into, loop.ShortCommit(ld.Commit), ld.Mode, ld.At.UTC().Format("2006-01-02T15:04:05Z07:00"))
 	if l.ReadyToLand() {
 		s += "; its tree did more since: " + cmd
 	}

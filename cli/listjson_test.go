@@ -3,13 +3,14 @@ package cli
 import (
 	"bytes"
 	"fmt"
-	"github.com/go-json-experiment/json/v1"
 	"io"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/go-json-experiment/json/v1"
 
 	"github.com/loopr-dev/loopr/loop"
 )

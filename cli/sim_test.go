@@ -1,12 +1,13 @@
 package cli
 
 import (
-	"github.com/go-json-experiment/json/v1"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/go-json-experiment/json/v1"
 )
 
 // TestSimCommand runs `loopr sim` with the workspace's loopr.yml: text and

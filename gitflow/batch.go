@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/loopr-dev/loopr/loop"
 )
 
 // Merging a batch of passed branches (the merge queue, package
@@ -114,7 +116,7 @@ func (ig *Integration) Merge(ctx context.Context, cands []Candidate) (Trial, err
 		return Trial{}, err
 	}
 	if _, err := r.git(ctx, ig.dir, "checkout", "--quiet", "--detach", onto); err != nil {
-		return Trial{}, fmt.Errorf("merge into %s: check out %s in %s: %w", ig.into, short(onto), ig.dir, err)
+		return Trial{}, fmt.Errorf("merge into %s: check out %s in %s: %w", ig.into, loop.ShortCommit(onto), ig.dir, err)
 	}
 	t := Trial{Onto: onto, Failed: map[int]error{}}
 	for i, c := range cands {
@@ -137,7 +139,7 @@ func (ig *Integration) mergeOne(ctx context.Context, c Candidate, onto string, t
 	r := ig.r
 	in, err := r.isAncestor(ctx, c.Commit, onto)
 	if err != nil {
-		t.Failed[i] = fmt.Errorf("merge of %s into %s: commit %s: %w", c.Branch, ig.into, short(c.Commit), err)
+		t.Failed[i] = fmt.Errorf("merge of %s into %s: commit %s: %w", c.Branch, ig.into, loop.ShortCommit(c.Commit), err)
 		return nil
 	}
 	if in {
@@ -185,7 +187,7 @@ func (ig *Integration) commitBatch(ctx context.Context, cands []Candidate, t Tri
 	args := append(identityArgs(), "commit-tree", strings.TrimSpace(out), "-p", t.Onto)
 	for _, i := range t.Merged {
 		args = append(args, "-p", cands[i].Commit)
-		fmt.Fprintf(&msg, "- %s (%s)\n", cands[i].Branch, short(cands[i].Commit))
+		fmt.Fprintf(&msg, "- %s (%s)\n", cands[i].Branch, loop.ShortCommit(cands[i].Commit))
 	}
 	args = append(args, "-m", msg.String())
 	out, err = r.gitEnv(ctx, ig.dir, identityEnv, args...)
@@ -221,7 +223,7 @@ func (ig *Integration) Land(ctx context.Context, t Trial, fence func(context.Con
 			return fmt.Errorf("merge into %s: %w", ig.into, err)
 		}
 		r.fastForward(ctx, ig.into, t.Head)
-		r.logger().Info("merged", "into", ig.into, "remote", r.Remote, "commit", short(t.Head), "branches", len(t.Merged))
+		r.logger().Info("merged", "into", ig.into, "remote", r.Remote, "commit", loop.ShortCommit(t.Head), "branches", len(t.Merged))
 		return nil
 	}
 	unlock, err := r.lockAdmin(ctx)
@@ -237,11 +239,11 @@ func (ig *Integration) Land(ctx context.Context, t Trial, fence func(context.Con
 	_, err = r.git(ctx, r.Root, "update-ref", "-m", "loopr: merge queue", "refs/heads/"+ig.into, t.Head, t.Onto)
 	if err != nil {
 		if cur, ok, terr := r.tip(ctx, "refs/heads/"+ig.into); terr == nil && ok && cur != t.Onto {
-			return fmt.Errorf("merge into %s: %w: it is at %s, not %s", ig.into, ErrPushRejected, short(cur), short(t.Onto))
+			return fmt.Errorf("merge into %s: %w: it is at %s, not %s", ig.into, ErrPushRejected, loop.ShortCommit(cur), loop.ShortCommit(t.Onto))
 		}
 		return fmt.Errorf("merge into %s: move the branch: %w", ig.into, err)
 	}
-	r.logger().Info("merged", "into", ig.into, "commit", short(t.Head), "branches", len(t.Merged))
+	r.logger().Info("merged", "into", ig.into, "commit", loop.ShortCommit(t.Head), "branches", len(t.Merged))
 	return nil
 }
 

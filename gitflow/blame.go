@@ -8,6 +8,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/loopr-dev/loopr/loop"
 )
 
 // Who wrote a line (line comments, package review).
@@ -54,14 +56,14 @@ func (r *Repo) FileAt(ctx context.Context, commit, p string) ([]byte, error) {
 	obj := commit + ":" + p
 	out, err := r.git(ctx, r.Root, "cat-file", "-t", obj)
 	if err != nil || strings.TrimSpace(out) != "blob" {
-		return nil, fmt.Errorf("%w: %s is not a file at %s", ErrNoLine, p, short(commit))
+		return nil, fmt.Errorf("%w: %s is not a file at %s", ErrNoLine, p, loop.ShortCommit(commit))
 	}
 	out, err = r.git(ctx, r.Root, "cat-file", "-s", obj)
 	if err != nil {
 		return nil, err
 	}
 	if n, _ := strconv.Atoi(strings.TrimSpace(out)); n > MaxBlameFile {
-		return nil, fmt.Errorf("%w: %s is %d bytes at %s, more than the %d a comment reads", ErrNoLine, p, n, short(commit), MaxBlameFile)
+		return nil, fmt.Errorf("%w: %s is %d bytes at %s, more than the %d a comment reads", ErrNoLine, p, n, loop.ShortCommit(commit), MaxBlameFile)
 	}
 	out, err = r.git(ctx, r.Root, "cat-file", "blob", obj)
 	return []byte(out), err
@@ -98,7 +100,7 @@ func (r *Repo) BlameLine(ctx context.Context, commit, p string, line int) (strin
 	l := strconv.Itoa(line)
 	out, err := r.git(ctx, r.Root, "blame", "--porcelain", "-L", l+","+l, commit, "--", p)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s:%d at %s: %v", ErrNoLine, p, line, short(commit), err)
+		return "", fmt.Errorf("%w: %s:%d at %s: %v", ErrNoLine, p, line, loop.ShortCommit(commit), err)
 	}
 	first, _, _ := strings.Cut(out, " ")
 	if checkObject(first) != nil {

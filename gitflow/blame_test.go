@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/loopr-dev/loopr/loop"
 )
 
 // TestLoopOfLine: the loop that wrote a line of the plan branch is found by
@@ -49,7 +51,7 @@ func TestLoopOfLine(t *testing.T) {
 		}
 		got, err := r.LoopOfLine(ctx, c, tip)
 		if err != nil || got != tt.want {
-			t.Errorf("LoopOfLine(%s:%d, commit %s) = %q, %v; want %q", tt.path, tt.line, short(c), got, err, tt.want)
+			t.Errorf("LoopOfLine(%s:%d, commit %s) = %q, %v; want %q", tt.path, tt.line, loop.ShortCommit(c), got, err, tt.want)
 		}
 	}
 	for _, bad := range []struct {

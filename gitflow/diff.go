@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/loopr-dev/loopr/loop"
 )
 
 // Reading what loops changed (package changes, `loopr diff`). Nothing here
@@ -50,7 +52,7 @@ func (r *Repo) MergeBase(ctx context.Context, a, b string) (string, error) {
 	}
 	out, err := r.git(ctx, r.Root, "merge-base", a, b)
 	if err != nil {
-		return "", fmt.Errorf("merge base of %s and %s: %w", short(a), short(b), err)
+		return "", fmt.Errorf("merge base of %s and %s: %w", loop.ShortCommit(a), loop.ShortCommit(b), err)
 	}
 	return strings.TrimSpace(out), nil
 }
@@ -68,7 +70,7 @@ func (r *Repo) MergedAt(ctx context.Context, commit, tip string) (merge, before 
 	}
 	out, err := r.git(ctx, r.Root, "rev-list", "--first-parent", "--ancestry-path", commit+".."+tip)
 	if err != nil {
-		return "", "", false, fmt.Errorf("find where %s landed: %w", short(commit), err)
+		return "", "", false, fmt.Errorf("find where %s landed: %w", loop.ShortCommit(commit), err)
 	}
 	lines := strings.Fields(out)
 	if len(lines) == 0 {
@@ -131,7 +133,7 @@ func (r *Repo) Diff(ctx context.Context, from, to string, maxLines, maxBytes int
 	waitErr := cmd.Wait()
 	switch {
 	case readErr != nil:
-		return "", false, fmt.Errorf("git diff %s %s: %w", short(from), short(to), readErr)
+		return "", false, fmt.Errorf("git diff %s %s: %w", loop.ShortCommit(from), loop.ShortCommit(to), readErr)
 	case waitErr != nil && !cut:
 		return "", false, &gitError{args: args[2:], stderr: stderr.String(), err: waitErr}
 	}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/loopr-dev/loopr/loop"
 )
 
 // Landing a plan branch on its base branch (`loopr land`).
@@ -226,7 +228,7 @@ func (r *Repo) mergeTreeWrite(ctx context.Context, a, b string) (tree string, co
 	case 129:
 		return "", nil, fmt.Errorf("%w (%s)", ErrOldGit, r.version(ctx))
 	}
-	return "", nil, fmt.Errorf("dry-run merge of %s and %s: %w", short(a), short(b), err)
+	return "", nil, fmt.Errorf("dry-run merge of %s and %s: %w", loop.ShortCommit(a), loop.ShortCommit(b), err)
 }
 
 // commitTree makes a commit of tree with parents: with the user's git
@@ -277,7 +279,7 @@ func (r *Repo) MoveBase(ctx context.Context, l Landing) error {
 	}
 	if now.Checkout == "" {
 		if _, err := r.git(ctx, r.Root, "update-ref", "-m", "loopr land "+l.Branch, "refs/heads/"+l.Into, l.Result, l.Onto); err != nil {
-			return fmt.Errorf("move %s to %s: %w", l.Into, short(l.Result), err)
+			return fmt.Errorf("move %s to %s: %w", l.Into, loop.ShortCommit(l.Result), err)
 		}
 		return nil
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/loopr-dev/loopr/loop"
 )
 
 // Keeping a loop's branch fresh.
@@ -100,7 +102,7 @@ func (r *Repo) Refresh(ctx context.Context, dir, branch, base, how string) (Refr
 		args := append(identityArgs(), "rebase", "--quiet", "--no-autostash", commit)
 		_, err := r.gitEnv(ctx, dir, identityEnv, args...)
 		if err == nil {
-			r.logger().Info("refreshed by rebase", "branch", branch, "onto", base, "commit", short(commit))
+			r.logger().Info("refreshed by rebase", "branch", branch, "onto", base, "commit", loop.ShortCommit(commit))
 			return res, nil
 		}
 		if aerr := r.abortRebase(context.WithoutCancel(ctx), dir); aerr != nil {
@@ -125,7 +127,7 @@ func (r *Repo) Refresh(ctx context.Context, dir, branch, base, how string) (Refr
 		}
 		return Refreshed{Saved: saved}, fmt.Errorf("refresh %s from %s: %w", branch, base, err)
 	}
-	r.logger().Info("refreshed by merge", "branch", branch, "from", base, "commit", short(commit))
+	r.logger().Info("refreshed by merge", "branch", branch, "from", base, "commit", loop.ShortCommit(commit))
 	return res, nil
 }
 

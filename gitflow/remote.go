@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/loopr-dev/loopr/loop"
 )
 
 // Git across machines (git.remote).
@@ -263,7 +265,7 @@ func (r *Repo) ensureRemotePlan(ctx context.Context, branch string) error {
 		return fmt.Errorf("create plan branch %s on remote %s: %w", branch, r.Remote, err)
 	}
 	r.fastForward(ctx, branch, from)
-	r.logger().Info("created plan branch on the remote", "branch", branch, "remote", r.Remote, "from", short(from))
+	r.logger().Info("created plan branch on the remote", "branch", branch, "remote", r.Remote, "from", loop.ShortCommit(from))
 	return nil
 }
 
@@ -378,7 +380,7 @@ func (r *Repo) SyncBranch(ctx context.Context, branch, base string) (remoteTip s
 		if _, err := r.git(ctx, r.Root, "branch", "--no-track", branch, remote); err != nil {
 			return "", fmt.Errorf("take branch %s from remote %s: %w", branch, r.Remote, err)
 		}
-		r.logger().Info("took loop branch from the remote", "branch", branch, "remote", r.Remote, "at", short(remote))
+		r.logger().Info("took loop branch from the remote", "branch", branch, "remote", r.Remote, "at", loop.ShortCommit(remote))
 		return remote, nil
 	case hasLocal:
 		return "", nil
@@ -400,7 +402,7 @@ func (r *Repo) SyncBranch(ctx context.Context, branch, base string) (remoteTip s
 func (r *Repo) moveBranch(ctx context.Context, branch, old, to string) error {
 	if ff, err := r.isAncestor(ctx, old, to); err == nil && !ff {
 		r.logger().Warn("dropping local commits the remote's branch does not have (an iteration fenced out, or its push failed)",
-			"branch", branch, "remote", r.Remote, "dropped", short(old), "now", short(to))
+			"branch", branch, "remote", r.Remote, "dropped", loop.ShortCommit(old), "now", loop.ShortCommit(to))
 	}
 	unlock, err := r.lockAdmin(ctx)
 	if err != nil {
@@ -426,14 +428,14 @@ func (r *Repo) moveBranch(ctx context.Context, branch, old, to string) error {
 		// another home's, of a worker that lost the loop (it died, or was
 		// fenced); the loop's lease is this worker's now (as AddWorktree's
 		// --force).
-		r.logger().Warn("moving a loop branch checked out in another worktree", "branch", branch, "worktree", dir, "to", short(to))
+		r.logger().Warn("moving a loop branch checked out in another worktree", "branch", branch, "worktree", dir, "to", loop.ShortCommit(to))
 		if _, err := r.git(ctx, r.Root, "update-ref", "-m", "loopr: take "+r.Remote+"'s", "refs/heads/"+branch, to, old); err != nil {
 			return fmt.Errorf("take branch %s from remote %s: %w", branch, r.Remote, err)
 		}
 		return nil
 	}
 	if canon(filepath.Dir(dir)) != canon(root) {
-		return fmt.Errorf("branch %s is checked out in %s, so loopr cannot move it to remote %s's commit %s: check out another branch there", branch, dir, r.Remote, short(to))
+		return fmt.Errorf("branch %s is checked out in %s, so loopr cannot move it to remote %s's commit %s: check out another branch there", branch, dir, r.Remote, loop.ShortCommit(to))
 	}
 	if err := r.clearStaleLock(ctx, dir); err != nil {
 		return err
@@ -513,7 +515,7 @@ func (r *Repo) push(ctx context.Context, branch, commit, expect string) error {
 	if _, err := r.git(ctx, r.Root, track...); err != nil {
 		r.logger().Warn("update tracking ref after push", "ref", r.tracking(branch), "err", err)
 	}
-	r.logger().Info(what, "branch", branch, "remote", r.Remote, "commit", short(commit))
+	r.logger().Info(what, "branch", branch, "remote", r.Remote, "commit", loop.ShortCommit(commit))
 	return nil
 }
 
@@ -614,7 +616,7 @@ func (r *Repo) mergeDetached(ctx context.Context, dir, branch, into, src, onto s
 		return "", err
 	}
 	if _, err := r.git(ctx, dir, "checkout", "--quiet", "--detach", onto); err != nil {
-		return "", fmt.Errorf("merge into %s: check out %s in %s: %w", into, short(onto), dir, err)
+		return "", fmt.Errorf("merge into %s: check out %s in %s: %w", into, loop.ShortCommit(onto), dir, err)
 	}
 	message := fmt.Sprintf("loopr: merge %s into %s", branch, into)
 	args := append(identityArgs(), "merge", "--no-ff", "--no-edit", "--no-verify", "-m", message, src)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/loopr-dev/loopr/internal/testslack"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/loopr-dev/loopr/internal/testslack"
 )
 
 // Git across machines, with real bare repositories and real clones: each

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/loopr-dev/loopr/loop"
 )
 
 // Saving an agent's work.
@@ -32,14 +34,7 @@ type StrayError struct {
 
 func (e *StrayError) Error() string {
 	return fmt.Sprintf("the work was committed on %s (commit %s), which does not descend from %s; it is kept as %s and the worktree is back on %s: merge or cherry-pick what you need from %s onto %s",
-		e.Was, short(e.Commit), e.Branch, e.Ref, e.Branch, short(e.Commit), e.Branch)
-}
-
-func short(c string) string {
-	if len(c) > 12 {
-		return c[:12]
-	}
-	return c
+		e.Was, loop.ShortCommit(e.Commit), e.Branch, e.Ref, e.Branch, loop.ShortCommit(e.Commit), e.Branch)
 }
 
 // SaveWork commits everything in the worktree dir onto branch (the loop's
@@ -131,7 +126,7 @@ func (r *Repo) bringOnto(ctx context.Context, dir, branch, was string) error {
 	head := strings.TrimSpace(out)
 	tip, err := r.resolve(ctx, "refs/heads/"+branch)
 	if err != nil {
-		return fmt.Errorf("branch %s is gone (HEAD was on %s at %s): %w", branch, was, short(head), err)
+		return fmt.Errorf("branch %s is gone (HEAD was on %s at %s): %w", branch, was, loop.ShortCommit(head), err)
 	}
 	if _, err := r.git(ctx, dir, "merge-base", "--is-ancestor", tip, head); err == nil {
 		if _, err := r.git(ctx, dir, "update-ref", "-m", "loopr: bring work onto "+branch, "refs/heads/"+branch, head, tip); err != nil {
@@ -140,7 +135,7 @@ func (r *Repo) bringOnto(ctx context.Context, dir, branch, was string) error {
 		if _, err := r.git(ctx, dir, "checkout", "--quiet", branch); err != nil {
 			return err
 		}
-		r.logger().Warn("brought the agent's commits onto its branch", "dir", dir, "was", was, "branch", branch, "commit", short(head))
+		r.logger().Warn("brought the agent's commits onto its branch", "dir", dir, "was", was, "branch", branch, "commit", loop.ShortCommit(head))
 		return nil
 	} else if exitCode(err) != 1 {
 		return err

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/loopr-dev/loopr/loop"
 )
 
 // saveSetup makes a ralph worktree on loopr/<id> and returns it with the
@@ -157,7 +159,7 @@ func TestSaveWorkStray(t *testing.T) {
 	if got := gitT(t, dir, "rev-parse", LegacyBranch("R1")); got != tip {
 		t.Errorf("%s moved to %s", LegacyBranch("R1"), got)
 	}
-	if !strings.Contains(err.Error(), short(se.Commit)) || !strings.Contains(err.Error(), "does not descend from") {
+	if !strings.Contains(err.Error(), loop.ShortCommit(se.Commit)) || !strings.Contains(err.Error(), "does not descend from") {
 		t.Errorf("error %q does not name the commit", err)
 	}
 }

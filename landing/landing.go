@@ -124,7 +124,7 @@ func (ld *Lander) land(ctx context.Context, plan loop.Loop, branch, into string,
 		return res, refuse("your checkout of %s (%s) has uncommitted changes to %s, which the landing changes: commit or `git stash` them, then land again (nothing moved)",
 			into, l.Checkout, named(l.Touched))
 	case l.Mode == loop.LandUpToDate:
-		res.Steps = append(res.Steps, fmt.Sprintf("%s already holds %s (%s): nothing to merge", into, branch, short(l.From)))
+		res.Steps = append(res.Steps, fmt.Sprintf("%s already holds %s (%s): nothing to merge", into, branch, loop.ShortCommit(l.From)))
 		if !req.DryRun && (plan.Landed.At.IsZero() || plan.ReadyToLand()) { // merged by hand: status stops listing it
 			return res, ld.record(plan, l)
 		}
@@ -135,7 +135,7 @@ func (ld *Lander) land(ctx context.Context, plan loop.Loop, branch, into string,
 	}
 	cfg := ld.Svc.Config()
 	if cmds := cfg.Merge.Validate; len(cmds) > 0 {
-		res.Steps = append(res.Steps, fmt.Sprintf("merge.validate: %s on %s in a temporary worktree", count(len(cmds), "command"), short(l.Result)))
+		res.Steps = append(res.Steps, fmt.Sprintf("merge.validate: %s on %s in a temporary worktree", count(len(cmds), "command"), loop.ShortCommit(l.Result)))
 		ev, err := ld.validate(ctx, plan, l, cmds)
 		res.Evidence = ev
 		if err != nil {
@@ -157,7 +157,7 @@ func (ld *Lander) land(ctx context.Context, plan loop.Loop, branch, into string,
 	if l.Checkout != "" {
 		where = "in the checkout " + l.Checkout
 	}
-	res.Steps = append(res.Steps, fmt.Sprintf("%s: %s → %s (%s, %s)", into, short(l.Onto), short(l.Result), how, where))
+	res.Steps = append(res.Steps, fmt.Sprintf("%s: %s → %s (%s, %s)", into, loop.ShortCommit(l.Onto), loop.ShortCommit(l.Result), how, where))
 	return res, ld.record(plan, l)
 }
 
@@ -231,7 +231,7 @@ func (ld *Lander) record(plan loop.Loop, l gitflow.Landing) error {
 		if err := tx.Put(p); err != nil {
 			return err
 		}
-		msg := fmt.Sprintf("landed %s on %s: %s, %s → %s", l.Branch, l.Into, l.Mode, short(l.Onto), short(l.Result))
+		msg := fmt.Sprintf("landed %s on %s: %s, %s → %s", l.Branch, l.Into, l.Mode, loop.ShortCommit(l.Onto), loop.ShortCommit(l.Result))
 		_, err = tx.AppendEvent(loop.Event{Time: now, Loop: p.ID, Kind: loop.EventLanded, Iteration: p.Iteration, Message: msg})
 		return err
 	})
@@ -251,13 +251,6 @@ func named(files []string) string {
 		return strings.Join(files, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(files[:maxNamed], ", "), len(files)-maxNamed)
-}
-
-func short(c string) string {
-	if len(c) > 12 {
-		return c[:12]
-	}
-	return c
 }
 
 func oneLine(s string) string {

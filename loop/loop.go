@@ -224,10 +224,7 @@ type Base struct {
 // String reads "main@1a2b3c4d5e6f" (the commit clipped to 12 characters),
 // "" for none.
 func (b Base) String() string {
-	c := b.Commit
-	if len(c) > 12 {
-		c = c[:12]
-	}
+	c := ShortCommit(b.Commit)
 	switch {
 	case b.Branch == "":
 		return c
@@ -470,4 +467,13 @@ func (l *Loop) Validate() error {
 		}
 	}
 	return nil
+}
+
+// ShortCommit clips a commit id to the 12 characters people read (as
+// git's abbreviated ids); a shorter string is returned as it is.
+func ShortCommit(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
 }

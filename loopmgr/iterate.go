@@ -468,10 +468,10 @@ func (m *Manager) passed(ctx context.Context, l loop.Loop, iteration int, profil
 		case review && (sv.merge || cur.Branch != ""):
 			to = loop.AwaitingReview
 			msg += fmt.Sprintf("; its branch %s awaits review at %s: loopr diff %s, then loopr approve %s (or reject, iterate)",
-				cur.Branch, shortCommit(sv.commit), short, short)
+				cur.Branch, loop.ShortCommit(sv.commit), short, short)
 		case sv.merge:
 			to = loop.Merging
-			msg += fmt.Sprintf("; its branch %s waits in the merge queue at %s", cur.Branch, shortCommit(sv.commit))
+			msg += fmt.Sprintf("; its branch %s waits in the merge queue at %s", cur.Branch, loop.ShortCommit(sv.commit))
 		case approval:
 			to = loop.AwaitingApproval
 			msg += "; plan awaits approval: loopr approve " + short

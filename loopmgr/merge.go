@@ -241,7 +241,7 @@ func (s *mergeSink) Landed(items []mergequeue.Item, a mergequeue.Attempt) {
 	now := m.now()
 	msg := "already on " + s.into + " (merged by an earlier run of the merge queue)"
 	if a.Head != "" {
-		msg = fmt.Sprintf("merged into %s at %s", s.into, shortCommit(a.Head))
+		msg = fmt.Sprintf("merged into %s at %s", s.into, loop.ShortCommit(a.Head))
 		if n := len(a.Merged); n > 1 {
 			msg += fmt.Sprintf(" in a batch of %d", n)
 		}
@@ -349,7 +349,7 @@ func (s *mergeSink) feedback(conflict error, failed *mergequeue.Attempt) runner.
 	case hookRefused(failed):
 		res.Reason = fmt.Sprintf("the merge into %s: %s", s.into, failed.Reason)
 		res.Feedback = fmt.Sprintf("Your branch passed its own validation and merged into the plan branch %s (commit %s), but the before_merge hook refused the result, "+
-			"so it was not merged: %s\nEnd of its output:\n%s", s.into, shortCommit(failed.Head), failed.Reason, failed.Output)
+			"so it was not merged: %s\nEnd of its output:\n%s", s.into, loop.ShortCommit(failed.Head), failed.Reason, failed.Output)
 	default:
 		with := "alone"
 		if n := len(failed.Merged); n > 1 {
@@ -358,7 +358,7 @@ func (s *mergeSink) feedback(conflict error, failed *mergequeue.Attempt) runner.
 		res.Reason = fmt.Sprintf("merge.validate failed on the merge into %s: %s", s.into, failed.Reason)
 		res.Feedback = fmt.Sprintf("Your branch passed its own validation, but merge.validate failed on the result of merging it into the plan branch %s "+
 			"(commit %s, merged %s), so it was not merged. The plan branch has moved on since your branch started: make your change work with what is on it now.\n"+
-			"End of merge.validate's output:\n%s", s.into, shortCommit(failed.Head), with, failed.Output)
+			"End of merge.validate's output:\n%s", s.into, loop.ShortCommit(failed.Head), with, failed.Output)
 	}
 	return res
 }

@@ -1,7 +1,6 @@
 package loopmgr
 
 import (
-	"github.com/loopr-dev/loopr/internal/testslack"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/loopr-dev/loopr/internal/testslack"
 )
 
 // TestKillOrphansFindsUnrecordedAgents starts what a crashed daemon leaves

@@ -203,7 +203,7 @@ func (m *Manager) afterSave(ctx context.Context, job runner.Job, res runner.Resu
 	if len(out) > runner.DefaultFeedbackBytes {
 		out = strings.ToValidUTF8(out[len(out)-runner.DefaultFeedbackBytes:], "")
 	}
-	return fail("in a clean checkout of "+shortCommit(sv.commit)+" (validate_in: clean): "+f.Reason,
+	return fail("in a clean checkout of "+loop.ShortCommit(sv.commit)+" (validate_in: clean): "+f.Reason,
 		"Validation passed in your worktree but not in a fresh checkout of what was committed: it depends on files that are not committed (untracked or ignored). Commit what the change needs.\nEnd of validation-clean.log:\n"+out)
 }
 
@@ -218,12 +218,4 @@ func (l limitWriter) Write(p []byte) (int, error) {
 		l.w.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil
-}
-
-// shortCommit clips a commit name to 12 characters, for messages.
-func shortCommit(c string) string {
-	if len(c) > 12 {
-		return c[:12]
-	}
-	return c
 }

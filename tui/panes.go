@@ -378,9 +378,6 @@ func landedText(l *loop.Loop) string {
 	if ld.Into == "" {
 		return ""
 	}
-	c := ld.Commit
-	if len(c) > 12 {
-		c = c[:12]
-	}
+	c := loop.ShortCommit(ld.Commit)
 	return fmt.Sprintf("on %s at %s (%s), %s", ld.Into, c, ld.Mode, ld.At.UTC().Format("2006-01-02 15:04"))
 }
