@@ -261,6 +261,20 @@ type Agent struct {
 	// of the preset's (preset.AttachArgv); empty: the preset's, or the
 	// user's $SHELL when there is no session to open.
 	AttachArgs []string `yaml:"attach_args"`
+	// Env sets variables of the agent's environment (and its validate
+	// commands' and hooks'), after the allowlist (see security.go).
+	Env map[string]string `yaml:"env,omitempty"`
+	// EnvPass names more variables of the daemon's environment that reach
+	// the agent, beyond the base set, LOOPR_* and the preset's own; a
+	// trailing * matches a prefix.
+	EnvPass []string `yaml:"env_pass"`
+	// Secrets are variables whose values the daemon reads at each start
+	// of an agent, from a file or its own environment; their values are
+	// redacted wherever loopr stores or sends text.
+	Secrets map[string]Secret `yaml:"secrets,omitempty"`
+	// Sandbox says where the agent runs: as the user (none) or inside
+	// bubblewrap (bwrap), and what network it reaches.
+	Sandbox Sandbox `yaml:"sandbox"`
 }
 
 // The agent.resume modes.
@@ -304,6 +318,9 @@ func DefaultAgent() Agent {
 		StallTimeoutSecs:  600,
 		RetryTimeoutSecs:  60,
 		Resume:            ResumeInterrupted,
+		Env:               map[string]string{},
+		Secrets:           map[string]Secret{},
+		Sandbox:           Sandbox{Runner: SandboxNone, Network: NetworkHost},
 	}
 }
 
@@ -316,8 +333,8 @@ func (a Agent) Argv() []string {
 	return p.Command
 }
 
-// Env returns the extra environment of the profile's preset.
-func (a Agent) Env() []string {
+// PresetEnv returns the extra environment of the profile's preset.
+func (a Agent) PresetEnv() []string {
 	p, _ := preset.Get(a.Preset)
 	return p.Env
 }

@@ -143,7 +143,9 @@ func TestMarshalRoundTrip(t *testing.T) {
 	c.UserTypes = map[string]config.TypeSettings{
 		"review": {Base: 70, MaxRunning: 3, LoopSettings: config.LoopSettings{MaxIterations: 10, Validate: []string{"make lint"}, Agent: "codex", TimeoutSecs: 60, Budget: config.Budget{USD: 2.5}}},
 	}
-	c.Agents = map[string]config.Agent{"codex": {Preset: "codex", TimeoutSecs: 60, RateLimitExitCode: 75, RateLimitPattern: "x", Fallback: []string{"default"}}}
+	c.Agents = map[string]config.Agent{"codex": {Preset: "codex", TimeoutSecs: 60, RateLimitExitCode: 75, RateLimitPattern: "x", Fallback: []string{"default"},
+		Env: map[string]string{"GOFLAGS": "-mod=mod"}, EnvPass: []string{"AWS_*"}, Secrets: map[string]config.Secret{"GH_TOKEN": {File: "/run/gh"}},
+		Sandbox: config.Sandbox{Runner: "bwrap", Network: "allow", AllowHosts: []string{"api.openai.com:443"}}}}
 	c.Budget = config.Budget{USD: 10, Tokens: 1000}
 	c.Loops[loop.Spec] = config.LoopSettings{MaxIterations: 7, Prompt: "prompts/spec.md", Children: config.Parallel}
 	data, err := yaml.Marshal(c)
@@ -364,6 +366,15 @@ func TestParseErrors(t *testing.T) {
 		{"string budget", "budget: {usd: lots}\n", "loopr.yml:1: budget.usd: must be a number, got \"lots\""},
 		{"zero max_consecutive", "rate_limit: {max_consecutive: 0}\n", "loopr.yml:1: rate_limit.max_consecutive: must be > 0"},
 		{"negative transient_max", "retry: {transient_max: -1}\n", "loopr.yml:1: retry.transient_max: must be >= 0"},
+		{"bad env name", "agent:\n  env: {\"1X\": y}\n", "loopr.yml:2: agent.env.1X: is not a variable name (letters, digits and _, not starting with a digit)"},
+		{"bad env_pass", "agent:\n  env_pass: [\"A-B\"]\n", "loopr.yml:2: agent.env_pass[0]: \"A-B\" is not a variable name or PREFIX_* pattern"},
+		{"secret with both", "agent:\n  secrets:\n    TOKEN: {file: t, env: T}\n", "loopr.yml:3: agent.secrets.TOKEN: must have exactly one of file: PATH or env: VARIABLE"},
+		{"secret with neither", "agents:\n  c:\n    secrets: {TOKEN: {}}\n", "loopr.yml:3: agents.c.secrets.TOKEN: must have exactly one of file: PATH or env: VARIABLE"},
+		{"secret also in env", "agent:\n  env: {TOKEN: x}\n  secrets: {TOKEN: {env: T}}\n", "loopr.yml:3: agent.secrets.TOKEN: is also set in agent.env: a variable is either a plain value or a secret"},
+		{"unknown runner", "agent:\n  sandbox: {runner: docker}\n", "loopr.yml:2: agent.sandbox.runner: must be one of none, bwrap, not \"docker\""},
+		{"network without sandbox", "agent:\n  sandbox: {network: none}\n", "loopr.yml:2: agent.sandbox.network: none needs runner: bwrap (without a sandbox the agent has the host's network)"},
+		{"allow host without port", "agent:\n  sandbox: {runner: bwrap, network: allow, allow_hosts: [api.example.com]}\n", "loopr.yml:2: agent.sandbox.allow_hosts[0]: \"api.example.com\" must be host:port, e.g. api.anthropic.com:443"},
+		{"allow hosts with host network", "agent:\n  sandbox: {runner: bwrap, allow_hosts: [\"a:1\"]}\n", "loopr.yml:2: agent.sandbox.allow_hosts: is only used with network: allow"},
 		{"blank program", "agent:\n  command: [\"\", -p]\n", "loopr.yml:2: agent.command[0]: must not be empty"},
 		{"argv as loop agent", "loops:\n  ralph:\n    agent: [aider]\n", "loopr.yml:3: loops.ralph.agent: must name an agent profile (default, or one of agents:), got a list: put the argv in agents.<name>.command and name that profile here"},
 		{"blank validate command", "loops:\n  ralph:\n    validate:\n      - make\n      - \"\"\n", "loopr.yml:5: loops.ralph.validate[1]: must not be empty"},

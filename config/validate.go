@@ -369,6 +369,7 @@ func (v *checker) agent(key string, a Agent) {
 		v.fail(key+".rate_limit_pattern", "matches empty output, so every run would count as rate limited")
 	}
 	v.resume(key, a)
+	v.security(key, a)
 }
 
 // resume checks a profile's session keys: agent.resume, and the command

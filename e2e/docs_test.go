@@ -200,9 +200,11 @@ func TestDocsConfiguration(t *testing.T) {
 				}
 			case ft.Kind() == reflect.Map && name == "hooks" && prefix != "":
 				keys = append(keys, key) // a type's hooks: the keys of hooks.<name>, documented there once
+			case ft.Kind() == reflect.Map && ft.Elem().Kind() != reflect.Struct:
+				keys = append(keys, key) // env: NAME → value
 			case ft.Kind() == reflect.Map:
 				keys = append(keys, key)
-				walk(ft.Elem(), key+".<"+map[string]string{"quotas": "owner", "types": "name", "agents": "name", "hooks": "name"}[name]+">")
+				walk(ft.Elem(), key+".<"+map[string]string{"quotas": "owner", "types": "name", "agents": "name", "hooks": "name", "secrets": "NAME"}[name]+">")
 			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
 				keys = append(keys, key)
 				walk(ft.Elem(), key+"[]")

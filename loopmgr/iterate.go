@@ -64,7 +64,7 @@ func (m *Manager) prepare(ctx context.Context, a *active, l loop.Loop, profile s
 	j := runner.Job{
 		Loop: l, Home: m.svc.Paths.Home, Workdir: m.svc.Paths.Workspace,
 		Settings: runner.Settings{
-			Agent: ag.Argv(), Env: ag.Env(), Preset: ag.Preset,
+			Agent: ag.Argv(), Env: ag.PresetEnv(), Preset: ag.Preset,
 			Validate: ls.Validate, PromptFile: m.promptFile(l.Type, ls.Prompt),
 			Timeout:           time.Duration(timeout) * time.Second,
 			RateLimitExitCode: ag.RateLimitExitCode, RateLimitPattern: ratePattern(ag.RateLimitPattern),

@@ -51,6 +51,19 @@ type Preset struct {
 	// directory outside its workdir: WithArtifactDir adds it, with the
 	// directory of $LOOPR_ARTIFACT, to a command that runs the CLI.
 	IncludeFlag string
+	// EnvPass names the variables of the daemon's environment the CLI
+	// needs (its API keys, base URL and settings); a trailing * matches a
+	// prefix. Nothing else beyond the base set reaches an agent unless
+	// the profile's env_pass names it.
+	EnvPass []string
+	// Home lists the files and directories under $HOME the CLI reads (its
+	// auth and settings): a sandboxed agent's private home gets a copy.
+	Home []string
+	// Hosts are the host:port the CLI talks to: a sandbox with network
+	// allow admits them when allow_hosts is empty. BaseURLEnv, when set in
+	// the agent's environment, names a URL whose host:port is admitted too.
+	Hosts      []string
+	BaseURLEnv []string
 }
 
 // Get returns the named preset.
@@ -59,6 +72,9 @@ func Get(name string) (Preset, bool) {
 		if p.Name == name {
 			p.Command = append([]string(nil), p.Command...)
 			p.Env = append([]string(nil), p.Env...)
+			p.EnvPass = append([]string(nil), p.EnvPass...)
+			p.Home = append([]string(nil), p.Home...)
+			p.Hosts = append([]string(nil), p.Hosts...)
 			return p, true
 		}
 	}
@@ -72,7 +88,11 @@ var presets = []Preset{
 		// No retries inside the CLI: it would wait out a 429 or 529
 		// silently for ~3 minutes (10 retries, honouring retry-after).
 		// loopr waits instead, and knows why. No self-update mid-run.
-		Env: []string{"CLAUDE_CODE_MAX_RETRIES=0", "DISABLE_AUTOUPDATER=1"},
+		Env:        []string{"CLAUDE_CODE_MAX_RETRIES=0", "DISABLE_AUTOUPDATER=1"},
+		EnvPass:    []string{"ANTHROPIC_*", "CLAUDE_*", "IS_SANDBOX", "DISABLE_*"},
+		Home:       []string{".claude", ".claude.json"},
+		Hosts:      []string{"api.anthropic.com:443"},
+		BaseURLEnv: []string{"ANTHROPIC_BASE_URL"},
 	},
 	{
 		Name: Codex,
@@ -81,7 +101,11 @@ var presets = []Preset{
 		// workspace-write sandbox would refuse the artifact, which lies
 		// outside the worktree (docs/agents/codex.md shows the sandboxed
 		// command).
-		Command: []string{"codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "-"},
+		Command:    []string{"codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "-"},
+		EnvPass:    []string{"OPENAI_*", "CODEX_*"},
+		Home:       []string{".codex"},
+		Hosts:      []string{"api.openai.com:443", "chatgpt.com:443"},
+		BaseURLEnv: []string{"OPENAI_BASE_URL"},
 	},
 	{
 		Name:    Gemini,
@@ -92,6 +116,10 @@ var presets = []Preset{
 		// (WithArtifactDir).
 		Env:         []string{"GEMINI_CLI_TRUST_WORKSPACE=true"},
 		IncludeFlag: "--include-directories",
+		EnvPass:     []string{"GEMINI_*", "GOOGLE_*"},
+		Home:        []string{".gemini"},
+		Hosts:       []string{"generativelanguage.googleapis.com:443", "oauth2.googleapis.com:443"},
+		BaseURLEnv:  []string{"GOOGLE_GEMINI_BASE_URL"},
 	},
 	{
 		Name: OpenCode,
@@ -101,6 +129,10 @@ var presets = []Preset{
 		// ERROR: the only sign, on stderr, that it retries a failed
 		// provider call (it prints no event while it waits).
 		Command: []string{"opencode", "run", "--format", "json", "--auto", "--print-logs", "--log-level", "ERROR"},
+		// opencode reaches many providers; the common ones' keys pass.
+		EnvPass: []string{"OPENCODE_*", "ANTHROPIC_*", "OPENAI_*", "GEMINI_*", "GOOGLE_*", "OPENROUTER_*"},
+		Home:    []string{".config/opencode", ".local/share/opencode", ".local/state/opencode"},
+		Hosts:   []string{"api.anthropic.com:443", "api.openai.com:443", "openrouter.ai:443", "models.dev:443"},
 	},
 	{Name: Command},
 }
