@@ -50,6 +50,7 @@ import (
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/loopmgr"
 	"github.com/loopr-dev/loopr/radar"
+	"github.com/loopr-dev/loopr/redact"
 	"github.com/loopr-dev/loopr/store"
 	"github.com/loopr-dev/loopr/workspace"
 )
@@ -132,11 +133,12 @@ type daemon struct {
 	svc     *control.Service
 	mgr     *loopmgr.Manager
 	hub     *hub
-	git     *gitflow.Repo   // nil: no git flow
-	radar   *radar.Radar    // the conflict radar over git; nil with it
-	worker  *cluster.Worker // this daemon as a worker of an etcd store; nil on bbolt
-	jail    *contain.Jail   // how agents' processes are contained
-	lander  *landing.Lander // `loopr land` (landing.go)
+	git     *gitflow.Repo    // nil: no git flow
+	radar   *radar.Radar     // the conflict radar over git; nil with it
+	worker  *cluster.Worker  // this daemon as a worker of an etcd store; nil on bbolt
+	jail    *contain.Jail    // how agents' processes are contained
+	lander  *landing.Lander  // `loopr land` (landing.go)
+	redact  *redact.Redactor // the secrets handed to agents, replaced in all the daemon stores and sends
 
 	cfg      atomic.Pointer[config.Config]
 	metrics  *metrics

@@ -18,6 +18,7 @@ import (
 	"github.com/loopr-dev/loopr/loopmgr"
 	"github.com/loopr-dev/loopr/mergequeue"
 	"github.com/loopr-dev/loopr/radar"
+	"github.com/loopr-dev/loopr/redact"
 	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/store"
 	"github.com/loopr-dev/loopr/workspace"
@@ -227,7 +228,9 @@ func (d *daemon) newManager() {
 		d.log.Warn("preflight: loops of these types will not start", "types", strings.Join(p.Types, ","), "problem", p.What, "fix", p.Fix)
 	}
 	var mgr *loopmgr.Manager
+	d.redact = redact.New()
 	run := &runner.Runner{
+		Redact:       d.redact,
 		Jail:         d.jail,
 		Now:          time.Now,
 		Log:          d.log,
@@ -245,7 +248,7 @@ func (d *daemon) newManager() {
 		Service: d.svc, Runner: run, Git: d.git, Queue: queue, Log: d.log,
 		Owner: "pid " + strconv.Itoa(d.pid), Notify: d.hub.poke,
 		OnTick: d.metrics.onTick, OnDispatch: d.metrics.onDispatch, OnUsage: d.metrics.onUsage,
-		Cluster: d.worker,
+		Cluster: d.worker, Redact: d.redact,
 	})
 	d.mgr = mgr
 	d.lander = &landing.Lander{Svc: d.svc, Git: d.git, Runner: run, Log: d.log}

@@ -37,6 +37,7 @@ import (
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/mergequeue"
 	"github.com/loopr-dev/loopr/ratelimit"
+	"github.com/loopr-dev/loopr/redact"
 	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/scheduler"
 	"github.com/loopr-dev/loopr/store"
@@ -84,6 +85,11 @@ type Options struct {
 	// = always). The git steps call it before every push and, under the
 	// merge lock, before the plan branch moves.
 	Fence func(ctx context.Context, id string, iteration int) error
+	// Redact is the daemon's one Redactor: the values of the secrets read
+	// for an agent are added to it before the agent starts, so that they
+	// are replaced wherever loopr stores or sends text. nil: token shapes
+	// only.
+	Redact *redact.Redactor
 }
 
 // Manager schedules and runs loops.

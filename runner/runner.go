@@ -52,6 +52,7 @@ import (
 	"github.com/loopr-dev/loopr/internal/contain"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/preset"
+	"github.com/loopr-dev/loopr/redact"
 )
 
 // Defaults for zero Settings fields.
@@ -226,6 +227,10 @@ type Runner struct {
 	// Run sends to it before starting the agent and receives once the
 	// agent's process group is gone; validation does not hold a slot.
 	AgentSlots chan struct{}
+	// Redact replaces secrets in what an iteration writes and returns
+	// (agent.log, validation.log, feedback): the daemon's one Redactor,
+	// which knows every secret handed to an agent. nil: token shapes only.
+	Redact *redact.Redactor
 	// Jail contains the processes an iteration starts beyond their process
 	// group (cgroups, the subreaper; package contain). nil: the group and
 	// nothing more.
