@@ -12,6 +12,10 @@
 // Values shorter than MinLen bytes are not registered: redacting "abc"
 // everywhere would mangle ordinary output and leak the value by its gaps.
 // Such a secret is weak anyway; Add reports it so the caller can warn.
+// A value is registered without its surrounding white space (a secret read
+// from a file usually ends in a newline the agent never prints), and a
+// value of several lines (a PEM key) line by line as well, since output is
+// redacted a line at a time as it streams.
 //
 // A Redactor is safe for concurrent use; secrets are only ever added (a
 // value once handed to an agent stays redacted for the daemon's life).
@@ -40,9 +44,11 @@ var shapes = []struct {
 }{
 	{"github_token", []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"},
 		regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{40,255})`)},
-	{"api_key", []string{"sk-"}, regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{20,}`)},
+	// The open-ended shapes are bounded, so that a Writer never holds more
+	// than a line's worth for one: no real key is longer.
+	{"api_key", []string{"sk-"}, regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{20,250}`)},
 	{"aws_access_key", []string{"AKIA", "ASIA"}, regexp.MustCompile(`\b(?:AKIA|ASIA)[A-Z0-9]{16}\b`)},
-	{"slack_token", []string{"xox"}, regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`)},
+	{"slack_token", []string{"xox"}, regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,250}`)},
 }
 
 // mayMatch reports whether s contains one of lits.
@@ -57,31 +63,52 @@ func mayMatch[T string | []byte](s T, lits []string) bool {
 
 // Redactor replaces secrets in text. The zero value is not usable: New.
 type Redactor struct {
-	mu     sync.RWMutex
-	values map[string]string // value → name
-	sorted []string          // values, longest first (a secret inside another is found inside it)
-	maxLen int
+	mu       sync.RWMutex
+	values   map[string]string // value → name
+	sorted   []string          // values, longest first (a secret inside another is found inside it)
+	replacer *strings.Replacer // every value by its mark, in one pass, longest first
+	maxLen   int
 }
 
 // New returns a Redactor that knows only the token shapes.
 func New() *Redactor { return &Redactor{values: map[string]string{}} }
 
 // Add registers a secret's value under its name. It returns false, and
-// registers nothing, for a value shorter than MinLen. A nil Redactor
-// ignores it.
+// registers nothing, for a value shorter than MinLen once trimmed of white
+// space. A nil Redactor ignores it.
 func (r *Redactor) Add(name, value string) bool {
+	value = strings.TrimSpace(value)
 	if r == nil || len(value) < MinLen {
 		return false
 	}
+	vals := []string{value}
+	if strings.Contains(value, "\n") {
+		for line := range strings.Lines(value) {
+			if line = strings.TrimSpace(line); len(line) >= MinLen {
+				vals = append(vals, line)
+			}
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.values[value]; ok {
-		return true
+	added := false
+	for _, v := range vals {
+		if _, ok := r.values[v]; ok {
+			continue
+		}
+		r.values[v] = name
+		r.sorted = append(r.sorted, v)
+		r.maxLen = max(r.maxLen, len(v))
+		added = true
 	}
-	r.values[value] = name
-	r.sorted = append(r.sorted, value)
-	sort.Slice(r.sorted, func(i, j int) bool { return len(r.sorted[i]) > len(r.sorted[j]) })
-	r.maxLen = max(r.maxLen, len(value))
+	if added {
+		sort.SliceStable(r.sorted, func(i, j int) bool { return len(r.sorted[i]) > len(r.sorted[j]) })
+		pairs := make([]string, 0, 2*len(r.sorted))
+		for _, v := range r.sorted {
+			pairs = append(pairs, v, Mark(r.values[v]))
+		}
+		r.replacer = strings.NewReplacer(pairs...)
+	}
 	return true
 }
 
@@ -91,11 +118,19 @@ func Mark(name string) string { return "[redacted " + name + "]" }
 // String returns s with every known secret and token shape replaced. A nil
 // Redactor redacts only the shapes.
 func (r *Redactor) String(s string) string {
+	if s == "" {
+		return s
+	}
 	if r != nil {
+		// One pass: a mark put in is never searched again, so a secret
+		// that happens to be part of another's mark cannot mangle it.
+		// The scan first: most text holds no secret, and Contains is
+		// much faster than the Replacer's search.
 		r.mu.RLock()
 		for _, v := range r.sorted {
-			if len(v) <= len(s) {
-				s = replaceAll(s, v, Mark(r.values[v]))
+			if strings.Contains(s, v) {
+				s = r.replacer.Replace(s)
+				break
 			}
 		}
 		r.mu.RUnlock()
@@ -106,13 +141,6 @@ func (r *Redactor) String(s string) string {
 		}
 	}
 	return s
-}
-
-func replaceAll(s, old, new string) string {
-	if !strings.Contains(s, old) {
-		return s
-	}
-	return strings.ReplaceAll(s, old, new)
 }
 
 // Bytes is String for a byte slice; b is not modified.

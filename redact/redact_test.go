@@ -103,3 +103,65 @@ func BenchmarkWriterLongLine(b *testing.B) {
 type ioDiscard struct{}
 
 func (ioDiscard) Write(p []byte) (int, error) { return len(p), nil }
+
+// A mark put in is not searched again: a secret that is part of another
+// secret's mark must not mangle it.
+func TestMarkIsNotRedactedAgain(t *testing.T) {
+	r := New()
+	r.Add("API_TOKEN", "tok-0123456789")
+	r.Add("WORD", "redacted")
+	if got, want := r.String("a tok-0123456789 b"), "a [redacted API_TOKEN] b"; got != want {
+		t.Fatalf("String() = %q, want %q", got, want)
+	}
+}
+
+// A secret read from a file ends in a newline the agent never prints; a
+// key of several lines is printed, and streamed, line by line.
+func TestAddTrimsAndRegistersLines(t *testing.T) {
+	r := New()
+	if !r.Add("TOKEN", "file-token-123\n") {
+		t.Fatal("Add refused a value with a trailing newline")
+	}
+	if r.Add("PIN", "  1234 \n") {
+		t.Fatal("Add took a value shorter than MinLen once trimmed")
+	}
+	key := "-----BEGIN KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n-----END KEY-----\n"
+	r.Add("KEY", key)
+	var out bytes.Buffer
+	w := r.Writer(&out)
+	in := "token=file-token-123 done\n" + key + "after\n"
+	for i := 0; i < len(in); i += 7 { // cut into writes that split every line
+		if _, err := w.Write([]byte(in[i:min(len(in), i+7)])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	got := out.String()
+	for _, leak := range []string{"file-token", "MIIEvQ", "BKcwgg"} {
+		if strings.Contains(got, leak) {
+			t.Errorf("%q survived: %s", leak, got)
+		}
+	}
+	if !strings.Contains(got, "token=[redacted TOKEN] done") || !strings.Contains(got, "[redacted KEY]") {
+		t.Errorf("marks missing: %s", got)
+	}
+}
+
+// A line of key-like characters with no end must not make the Writer hold
+// it all: the open-ended shapes are bounded, so it writes as it goes.
+func TestWriterBoundedOnEndlessTokenLikeLine(t *testing.T) {
+	var out bytes.Buffer
+	w := New().Writer(&out)
+	w.Write([]byte(" sk-"))
+	chunk := []byte(strings.Repeat("a", 4096))
+	for range 64 {
+		w.Write(chunk)
+	}
+	if out.Len() < 128<<10 {
+		t.Fatalf("wrote %d of %d bytes before the end of the line: the writer holds the rest", out.Len(), 64*4096)
+	}
+	w.Close()
+	if !strings.HasPrefix(out.String(), " [redacted api_key]") {
+		t.Fatalf("output starts %q", out.String()[:40])
+	}
+}
