@@ -23,6 +23,7 @@ package redact
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"regexp"
 	"sort"
@@ -82,6 +83,9 @@ func (r *Redactor) Add(name, value string) bool {
 		return false
 	}
 	vals := []string{value}
+	if q := jsonEscape(value); q != value {
+		vals = append(vals, q) // as a CLI's JSON events carry it
+	}
 	if strings.Contains(value, "\n") {
 		for line := range strings.Lines(value) {
 			if line = strings.TrimSpace(line); len(line) >= MinLen {
@@ -110,6 +114,31 @@ func (r *Redactor) Add(name, value string) bool {
 		r.replacer = strings.NewReplacer(pairs...)
 	}
 	return true
+}
+
+// jsonEscape is s as it appears inside a JSON string written by a
+// minimal encoder (JSON.stringify, serde): quote, backslash and control
+// characters escaped, nothing else.
+func jsonEscape(s string) string {
+	var b strings.Builder
+	for _, c := range []byte(s) {
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c < 0x20:
+			fmt.Fprintf(&b, `\u%04x`, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // Mark is what replaces a secret named name.

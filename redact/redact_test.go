@@ -165,3 +165,14 @@ func TestWriterBoundedOnEndlessTokenLikeLine(t *testing.T) {
 		t.Fatalf("output starts %q", out.String()[:40])
 	}
 }
+
+// A CLI's JSON events carry a secret with its quotes and backslashes
+// escaped: that form is redacted too.
+func TestJSONEscapedSecret(t *testing.T) {
+	r := New()
+	r.Add("PW", `pa"ss\word-x`)
+	got := r.String(`{"type":"text","text":"pa\"ss\\word-x"} and pa"ss\word-x`)
+	if want := `{"type":"text","text":"[redacted PW]"} and [redacted PW]`; got != want {
+		t.Fatalf("String() = %s, want %s", got, want)
+	}
+}
