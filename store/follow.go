@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -50,6 +51,8 @@ type writePath struct {
 	batch    *batch
 	maxDelay time.Duration
 	maxSize  int
+
+	redact atomic.Pointer[func(string) string] // SetRedact (redact.go)
 }
 
 // Follow calls load in a read transaction that sees every commit delivered

@@ -219,6 +219,7 @@ func (s *Store) View(fn func(*Tx) error) error {
 // that explains it — in one Update. Like View, it answers a damaged file
 // with a *CorruptError (the transaction is rolled back).
 func (s *Store) Update(fn func(*Tx) error) error {
+	fn = s.redacting(fn)
 	if s.etcd != nil {
 		return s.etcd.update(fn)
 	}
@@ -231,6 +232,7 @@ func (s *Store) Update(fn func(*Tx) error) error {
 // it must not assume its writes commit until Batch returns nil. Group
 // commit is bbolt's: on etcd, Batch is Update.
 func (s *Store) Batch(fn func(*Tx) error) error {
+	fn = s.redacting(fn)
 	if s.etcd != nil {
 		return s.etcd.update(fn)
 	}

@@ -493,6 +493,51 @@ var storeSuite = []struct {
 			t.Error("List(bogus status) error = nil")
 		}
 	}},
+	{"set redact: text of records and events redacted", func(t *testing.T, s *Store) {
+		// Any func will do: the store applies what it is given.
+		s.SetRedact(func(v string) string { return strings.ReplaceAll(v, "SECRET", "[redacted X]") })
+		defer s.SetRedact(nil)
+		l := newLoop("r1", loop.NeedsHuman, "")
+		l.Task, l.Feedback, l.Reason = "task SECRET", "log: SECRET", "SECRET failed"
+		l.Needs = &loop.Needs{Reason: loop.NeedsQuestion, Detail: "may I print SECRET?"}
+		l.Comments = []loop.Comment{{Seq: 1, Path: "a.go", Line: 1, Text: "SECRET here", Context: "1: SECRET", At: t0}}
+		orig := l.Needs
+		mustUpdate(t, s, func(tx *Tx) error {
+			if err := tx.Create(l); err != nil {
+				return err
+			}
+			_, err := tx.AppendEvent(loop.Event{Time: t0, Loop: "r1", Kind: loop.EventIteration, Message: "said SECRET"})
+			return err
+		})
+		if orig.Detail != "may I print SECRET?" {
+			t.Error("SetRedact changed the caller's Needs")
+		}
+		if err := s.Batch(func(tx *Tx) error {
+			_, err := tx.AppendEvent(loop.Event{Time: t0, Kind: loop.EventDaemon, Message: "batched SECRET"})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var got loop.Loop
+		var evs []loop.Event
+		if err := s.View(func(tx *Tx) error {
+			var err error
+			if got, err = tx.Get("r1"); err != nil {
+				return err
+			}
+			evs, err = tx.EventsSince(0, 100)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		text := fmt.Sprint(got.Task, got.Feedback, got.Reason, got.Needs.Detail, got.Comments[0].Text, got.Comments[0].Context)
+		for _, e := range evs {
+			text += e.Message
+		}
+		if strings.Contains(text, "SECRET") || strings.Count(text, "[redacted X]") != 8 {
+			t.Errorf("stored text = %q, want 8 marks and no SECRET", text)
+		}
+	}},
 }
 
 func TestConformance(t *testing.T) {

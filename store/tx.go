@@ -14,9 +14,10 @@ import (
 // call that made it. Methods that write fail in a read-only transaction.
 // Every loop and event a Tx returns is a decoded copy, safe to keep.
 type Tx struct {
-	kv      kvTx      // the backend's transaction (kv.go)
-	path    string    // the store, for a *CorruptError
-	changes *[]Change // loop records written, for the store's followers; nil: none follow
+	kv      kvTx                // the backend's transaction (kv.go)
+	path    string              // the store, for a *CorruptError
+	changes *[]Change           // loop records written, for the store's followers; nil: none follow
+	redact  func(string) string // applied to the text of what it writes (Store.SetRedact); nil: none
 }
 
 // empty is the value of every index entry: the key says it all.
@@ -60,6 +61,7 @@ func (tx *Tx) Exists(id string) bool {
 // l.Validate, and moves its status and parent index entries with it. It
 // writes no event: the caller appends the one that explains the change.
 func (tx *Tx) Put(l loop.Loop) error {
+	l = tx.redactLoop(l)
 	if err := l.Validate(); err != nil {
 		return err
 	}
@@ -337,6 +339,9 @@ func (tx *Tx) AppendEvent(ev loop.Event) (loop.Event, error) {
 	}
 	if ev.Loop != "" && !loop.ValidID(ev.Loop) {
 		return ev, fmt.Errorf("event: loop %q: not a valid id", ev.Loop)
+	}
+	if tx.redact != nil {
+		ev.Message = tx.redact(ev.Message)
 	}
 	events := tx.bucket(bucketEvents)
 	seq, err := events.NextSequence()
