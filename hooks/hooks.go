@@ -22,7 +22,8 @@
 //
 // The output of every command, stdout and stderr interleaved, is appended
 // to the log the caller names (iterations/<NNN>/hooks/<name>.log), at most
-// MaxLog bytes a run; the Result carries its last line for the journal.
+// MaxLog bytes a run, secrets redacted (Spec.Redact); the Result carries
+// its last line for the journal.
 package hooks
 
 import (
@@ -40,6 +41,7 @@ import (
 
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/internal/contain"
+	"github.com/loopr-dev/loopr/redact"
 	"github.com/loopr-dev/loopr/runner"
 )
 
@@ -66,6 +68,9 @@ type Spec struct {
 	Log  string      // the file its output is appended to
 	Env  Env
 	Jail *contain.Jail // nil: process groups alone
+	// Redact replaces secrets in the output before it is logged or kept
+	// in the Result (the daemon's one Redactor). nil: token shapes only.
+	Redact *redact.Redactor
 }
 
 // Result is how a run of a hook went.
@@ -122,11 +127,13 @@ func Run(ctx context.Context, s Spec) Result {
 		left := time.Until(deadline)
 		err := errors.New("timed out before it started")
 		if left > 0 {
+			w := s.Redact.Writer(out)
 			err = runner.RunCommand(ctx, runner.Command{
 				Argv: []string{"sh", "-c", cmd}, Dir: s.Dir, Env: env,
 				Timeout: left, Grace: Grace, Jail: s.Jail,
 				Name: fmt.Sprintf("%s.hook.%s.%d", s.Env.Loop, s.Name, i), Home: s.Env.Home, Loop: s.Env.Loop,
-			}, out)
+			}, w)
+			w.Close() // the end of an unfinished last line
 			if err != nil && left < timeout && strings.HasPrefix(err.Error(), "timed out") {
 				err = fmt.Errorf("timed out: the hook's timeout_secs %d ran out", s.Hook.TimeoutSecs)
 			}

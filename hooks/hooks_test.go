@@ -13,6 +13,7 @@ import (
 
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/hooks"
+	"github.com/loopr-dev/loopr/redact"
 	"github.com/loopr-dev/loopr/internal/testslack"
 )
 
@@ -107,6 +108,26 @@ func TestRunStopsAtTheFirstFailure(t *testing.T) {
 	}
 	if s := res.Summary(); !strings.HasPrefix(s, "hook after_create failed: ") || !strings.Contains(s, "(last line: db is down)") {
 		t.Errorf("Summary() = %q", s)
+	}
+}
+
+// TestRunRedactsOutput: a secret a hook prints is neither in its log nor
+// in the Result the journal and NEEDS YOU read.
+func TestRunRedactsOutput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rd := redact.New()
+	rd.Add("DB_PASSWORD", "hunter2-hunter2")
+	if err := os.WriteFile(filepath.Join(dir, "pw"), []byte("hunter2-hunter2"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := hooks.Run(context.Background(), hooks.Spec{
+		Name: config.BeforeRun, Dir: dir, Log: filepath.Join(dir, "h.log"), Redact: rd,
+		Hook: config.Hook{Run: []string{`printf 'login %s failed' "$(cat pw)"; exit 1`}, TimeoutSecs: 30, OnError: config.OnErrorWarn},
+	})
+	log, _ := os.ReadFile(filepath.Join(dir, "h.log"))
+	if res.LastLine != "login [redacted DB_PASSWORD] failed" || strings.Contains(res.Tail+string(log), "hunter2") {
+		t.Errorf("LastLine %q, Tail %q, log %q: want the password redacted everywhere", res.LastLine, res.Tail, log)
 	}
 }
 

@@ -74,7 +74,7 @@ func (m *Manager) runHook(ctx context.Context, l loop.Loop, name, dir, worktree 
 	}
 	env := hooks.Env{Home: m.svc.Paths.Home, Loop: l.ID, Worktree: worktree, Branch: l.Branch, PlanBranch: m.planBranch(ctx, l)}
 	res = hooks.Run(ctx, hooks.Spec{
-		Name: name, Hook: h, Dir: dir, Env: env, Jail: m.jail(),
+		Name: name, Hook: h, Dir: dir, Env: env, Jail: m.jail(), Redact: m.o.Redact,
 		Log: filepath.Join(runner.IterationDir(m.svc.Paths.Home, l.ID, l.Iteration), "hooks", name+".log"),
 	})
 	msg := res.Summary()

@@ -53,17 +53,19 @@ func (r *Runner) RunChecks(ctx context.Context, c Check) ([]loop.Evidence, *Chec
 	for _, cmd := range c.Commands {
 		fmt.Fprintf(c.Log, "$ %s\n", cmd)
 		start := time.Now()
+		w := r.Redact.Writer(c.Log) // validation.log, validation-clean.log, merge.validate's log
 		p := runProcess(ctx, procSpec{
 			argv:    []string{"sh", "-c", cmd},
 			dir:     c.Dir,
 			env:     c.Env,
-			out:     c.Log,
+			out:     w,
 			timeout: c.Timeout,
 			grace:   c.Grace,
 			started: c.Started,
 			jail:    r.Jail, name: c.Name,
 			loop: c.Loop, home: c.Home, worktree: c.Worktree,
 		})
+		w.Close() // the end of an unfinished last line
 		took := time.Since(start).Round(time.Millisecond)
 		out = append(out, loop.Evidence{Command: cmd, ExitCode: p.exitCode, DurationMS: took.Milliseconds(), Commit: c.Commit, Where: c.Where})
 		name := "validate `" + clip(cmd, 80) + "`"

@@ -104,7 +104,7 @@ func (it *iteration) readArtifact() ([]byte, error) {
 	if err != nil {
 		return nil, fileReason("artifact", it.artifact, "write a regular file at $LOOPR_ARTIFACT", err)
 	}
-	return b, nil
+	return it.scrub(it.artifact, b), nil
 }
 
 // fileReason turns a refused read of a file an agent wrote (what, at path)
@@ -168,6 +168,7 @@ func (it *iteration) readQuestion() (string, error) {
 	if err != nil {
 		return "", fileReason("question", it.question, "write a regular file of at most 16 KiB at $LOOPR_QUESTION_FILE", err)
 	}
+	b = it.scrub(it.question, b)
 	return strings.TrimSpace(termsafe.Text(strings.ToValidUTF8(string(b), "\uFFFD"))), nil
 }
 

@@ -276,7 +276,7 @@ func (r *Runner) Run(ctx context.Context, j Job) Result {
 	j.Settings = j.Settings.withDefaults()
 	it := &iteration{r: r, j: j, s: j.Settings, res: Result{Iteration: j.Loop.Iteration, ExitCode: -1}}
 	it.log = r.logger().With("loop", j.Loop.ID, "type", j.Loop.Type, "iteration", j.Loop.Iteration)
-	res := it.run(ctx)
+	res := r.redactResult(it.run(ctx))
 	if res.Outcome == Passed {
 		it.log.Info("iteration passed")
 	} else {
@@ -392,7 +392,7 @@ func (it *iteration) run(ctx context.Context) Result {
 	}
 
 	// 4. Validate.
-	vlog, err := createLog(it.validLog, it.s.MaxLogBytes)
+	vlog, err := it.r.openLog(it.validLog, it.s.MaxLogBytes)
 	if err != nil {
 		return it.fail(fmt.Sprintf("validation log: %v", err), "", "")
 	}
@@ -588,7 +588,7 @@ func writePrompt(path, prompt string) (*os.File, error) {
 // stdin. The error is for failures of loopr itself (the log could not be
 // created); what the agent did is in the procResult.
 func (it *iteration) runAgent(ctx context.Context, stdin *os.File, argv []string) (procResult, error) {
-	out, err := createLog(it.agentLog, it.s.MaxLogBytes)
+	out, err := it.r.openLog(it.agentLog, it.s.MaxLogBytes)
 	if err != nil {
 		return procResult{}, fmt.Errorf("agent log: %w", err)
 	}
