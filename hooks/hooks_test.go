@@ -13,8 +13,8 @@ import (
 
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/hooks"
-	"github.com/loopr-dev/loopr/redact"
 	"github.com/loopr-dev/loopr/internal/testslack"
+	"github.com/loopr-dev/loopr/redact"
 )
 
 // alive reports whether pid is a live process (not gone, not a zombie).
