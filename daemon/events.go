@@ -209,11 +209,13 @@ func (d *daemon) sendEvents(s *stream, seq *uint64) (int, error) {
 				return err
 			}
 			for i := range evs {
+				evs[i].Message = d.redact.String(evs[i].Message)
 				m := api.StreamMsg{Type: api.StreamEvent, Seq: evs[i].Seq, Event: &evs[i]}
 				if evs[i].Loop != "" {
 					l, err := tx.Get(evs[i].Loop)
 					switch {
 					case err == nil:
+						l = d.redactLoop(l)
 						m.Loop = &l
 					case !errors.Is(err, store.ErrNotFound):
 						return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/redact"
 	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/store"
 )
@@ -144,6 +145,7 @@ func (n *notifier) exec(ctx context.Context, nt note) {
 		return
 	}
 	home := n.d.paths.Home
+	nt = nt.redacted(n.d.redact)
 	env := append(os.Environ(), "LOOPR_HOME="+home,
 		"LOOPR_EVENT="+nt.Event, "LOOPR_LOOP_ID="+nt.Loop, "LOOPR_TITLE="+nt.Title,
 		"LOOPR_REASON="+nt.Reason, "LOOPR_ACTION="+nt.Action)
@@ -156,6 +158,13 @@ func (n *notifier) exec(ctx context.Context, nt note) {
 		return
 	}
 	n.d.log.Info("notify: sent", "event", nt.Event, "loop", nt.Loop)
+}
+
+// redacted is nt with its text redacted: the values notify.command gets
+// leave the machine (a chat message, a mail).
+func (nt note) redacted(r *redact.Redactor) note {
+	nt.Title, nt.Reason, nt.Action = r.String(nt.Title), r.String(nt.Reason), r.String(nt.Action)
+	return nt
 }
 
 // headWriter keeps the first 4 KiB written to it: what a failed notify

@@ -77,7 +77,7 @@ func open(o Options) (*daemon, error) {
 		return nil, err
 	}
 	d := &daemon{
-		o: o, log: o.Log, paths: o.Paths, pid: os.Getpid(), store: st,
+		o: o, log: redactingLog(o.Log), paths: o.Paths, pid: os.Getpid(), store: st,
 		started: time.Now().UTC().Truncate(time.Second), accepting: true,
 		mgrStopped: make(chan struct{}),
 	}
@@ -229,6 +229,7 @@ func (d *daemon) newManager() {
 	}
 	var mgr *loopmgr.Manager
 	d.redact = redact.New()
+	d.useRedactor()
 	run := &runner.Runner{
 		Redact:       d.redact,
 		Jail:         d.jail,

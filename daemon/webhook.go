@@ -196,8 +196,9 @@ func (w *webhooks) dispatch(tx *store.Tx, evs []loop.Event) {
 				if err != nil {
 					break // the loop is gone (gc): nothing to say
 				}
+				l = w.d.redactLoop(l)
 				body, err = json.Marshal(api.WebhookPayload{Event: name, Seq: ev.Seq, Time: ev.Time,
-					From: ev.From, To: ev.To, Iteration: ev.Iteration, Message: ev.Message, Loop: l,
+					From: ev.From, To: ev.To, Iteration: ev.Iteration, Message: w.d.redact.String(ev.Message), Loop: l,
 					Action: actionFor(name, l)})
 				if err != nil {
 					w.d.log.Error("webhooks: encode", "seq", ev.Seq, "err", err)
