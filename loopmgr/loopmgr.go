@@ -186,7 +186,7 @@ func New(o Options) *Manager {
 	if o.Git != nil && o.Queue == nil {
 		run, _ := o.Runner.(*runner.Runner)
 		if run == nil {
-			run = &runner.Runner{}
+			run = &runner.Runner{Redact: o.Redact}
 		}
 		m.o.Queue = &mergequeue.Queue{Git: o.Git, Runner: run, Log: o.Log}
 	}

@@ -144,7 +144,7 @@ func (m *Manager) checker() checker {
 	if c, ok := m.o.Runner.(checker); ok {
 		return c
 	}
-	return &runner.Runner{}
+	return &runner.Runner{Redact: m.o.Redact}
 }
 
 // maxCleanLog bounds validation-clean.log.
