@@ -87,8 +87,11 @@ type Options struct {
 	Fence func(ctx context.Context, id string, iteration int) error
 	// Redact is the daemon's one Redactor: the values of the secrets read
 	// for an agent are added to it before the agent starts, so that they
-	// are replaced wherever loopr stores or sends text. nil: token shapes
-	// only.
+	// are replaced wherever loopr stores or sends text. The manager hands
+	// it to the hooks it runs (their logs) and to the runners it makes;
+	// the records and events it writes are redacted by the store, which
+	// the daemon gives the same Redactor (store.SetRedact). nil: token
+	// shapes only.
 	Redact *redact.Redactor
 }
 
