@@ -104,7 +104,9 @@ func TestFingerprintKeys(t *testing.T) {
 		{"timeout", func(c *config.Config) { c.Agent.TimeoutSecs = 60 }, false},
 		{"priority", func(c *config.Config) { c.Scheduler.Priority.Ralph = 7 }, false},
 		{"validate_in", func(c *config.Config) { l := c.Loops["ralph"]; l.ValidateIn = "clean"; c.Loops["ralph"] = l }, false},
-		{"hook timeout", func(c *config.Config) { c.Hooks["before_run"] = config.Hook{Run: []string{"echo hi"}, OnError: "block", TimeoutSecs: 9} }, false},
+		{"hook timeout", func(c *config.Config) {
+			c.Hooks["before_run"] = config.Hook{Run: []string{"echo hi"}, OnError: "block", TimeoutSecs: 9}
+		}, false},
 		{"webhook events", func(c *config.Config) { c.Webhooks = nil }, false},
 	}
 	for _, tt := range tests {
