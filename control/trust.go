@@ -1,6 +1,12 @@
 package control
 
-import "github.com/loopr-dev/loopr/api"
+import (
+	"time"
+
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/config"
+	"github.com/loopr-dev/loopr/trust"
+)
 
 // SetTrust records what of loopr.yml waits for `loopr trust` (the daemon
 // and the CLI decide, package trust); nil: nothing does. While the
@@ -36,4 +42,30 @@ func (s *Service) ErrUntrusted() error {
 		return &InputError{Msg: text}
 	}
 	return nil
+}
+
+// UntrustedText is the untrusted gate's reason text.
+const UntrustedText = "loopr.yml's commands are not trusted on this machine: check them and run `loopr trust`"
+
+// CheckTrust checks c against the trust file of the user whose environment
+// getenv reads (package trust): nil when c may run its commands; else
+// what waits for trust — every command of c — and why (an unreadable
+// trust file is a why, and c is not trusted).
+func CheckTrust(c *config.Config, getenv func(string) string) (t *api.Trust, why string) {
+	store, err := trust.DefaultStore(getenv)
+	if err == nil {
+		var st trust.State
+		if st, err = store.Check(c, getenv); err == nil && st.Trusted {
+			return nil, st.Why
+		}
+		why = st.Why
+	}
+	if err != nil {
+		why = err.Error()
+	}
+	var lines []string
+	for _, cmd := range trust.Commands(c) {
+		lines = append(lines, cmd.String())
+	}
+	return &api.Trust{File: c.File, Commands: lines, Since: time.Now().UTC(), Text: UntrustedText, Action: "loopr trust"}, why
 }
