@@ -73,6 +73,9 @@ type Options struct {
 	// (`loopr _guard`: it kills this daemon's agents if the daemon dies
 	// without a clean stop); "" starts none.
 	GuardBinary string
+	// Trusted: the caller wrote the configuration itself (loopr demo), so
+	// it needs no `loopr trust` at start (a reload still does).
+	Trusted bool
 }
 
 // ShutdownTimeout bounds how long Run waits for HTTP requests in flight
