@@ -14,8 +14,8 @@ import (
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/config"
-	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/control"
+	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/preset"
 )
