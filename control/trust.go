@@ -45,7 +45,7 @@ func (s *Service) ErrUntrusted() error {
 }
 
 // UntrustedText is the untrusted gate's reason text.
-const UntrustedText = "loopr.yml's commands are not trusted on this machine: check them and run `loopr trust`"
+const UntrustedText = "untrusted loopr.yml: none of its commands runs until you check them and run `loopr trust`"
 
 // CheckTrust checks c against the trust file of the user whose environment
 // getenv reads (package trust): nil when c may run its commands; else
