@@ -137,13 +137,9 @@ func setHooks(c *config.Config, typ string, cmds ...string) {
 	c.Loops[typ] = l
 }
 
-// TestBuiltin: no file, or a file whose commands are loopr's defaults,
-// needs no trust; LOOPR_TRUST_ALL=1 trusts anything; else the store decides.
-func TestCheck(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	st := trust.Store{Path: filepath.Join(dir, "cfg", "loopr", "trusted")}
-	none := func(string) string { return "" }
+// writeBase writes base as dir/loopr.yml and loads it.
+func writeBase(t *testing.T, dir string) (string, *config.Config) {
+	t.Helper()
 	file := filepath.Join(dir, "loopr.yml")
 	if err := os.WriteFile(file, []byte(base), 0o600); err != nil {
 		t.Fatal(err)
@@ -152,6 +148,17 @@ func TestCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return file, c
+}
+
+// TestCheck: no file, or a file whose commands are loopr's defaults,
+// needs no trust; LOOPR_TRUST_ALL=1 trusts anything; else the store decides.
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	st := trust.Store{Path: filepath.Join(dir, "cfg", "loopr", "trusted")}
+	none := func(string) string { return "" }
+	file, c := writeBase(t, dir)
 	plain, err := config.Parse([]byte("concurrency: {max_loops: 3}\n"), file)
 	if err != nil {
 		t.Fatal(err)
@@ -209,15 +216,7 @@ func TestCheck(t *testing.T) {
 // trusted.
 func TestDamagedStore(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	file := filepath.Join(dir, "loopr.yml")
-	if err := os.WriteFile(file, []byte(base), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, err := config.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	file, c := writeBase(t, t.TempDir())
 	good := trust.Fingerprint(c) + " " + file + "\n"
 	for name, data := range map[string]string{
 		"garbage":   "\x00\xff not a line\n" + good,
