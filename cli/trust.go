@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loopr-dev/loopr/client"
+	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/trust"
 )
 
@@ -122,4 +123,15 @@ func (e *env) tellDaemon(ctx context.Context) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	fmt.Fprintf(e.stdout, "the daemon (pid %d) was told; `loopr status` shows when it applied the file\n", st.PID)
+}
+
+// warnUntrusted says on stderr, in one line, when loopr.yml's commands are
+// not trusted here: the loop just made waits until `loopr trust`.
+func (e *env) warnUntrusted() {
+	if e.cfg == nil {
+		return
+	}
+	if t, _ := control.CheckTrust(e.cfg, e.getenv); t != nil {
+		fmt.Fprintln(e.stderr, "loopr: warning: loopr.yml's commands are not trusted on this machine: nothing runs until you check them with `loopr trust`")
+	}
 }

@@ -70,7 +70,11 @@ func TestTrust(t *testing.T) {
 	}
 	d := startDaemonEnv(t, r, env...)
 	var l loop.Loop
-	mustJSON(t, must("add", "--type", loop.Ralph, "--title", "never passes", "--task", "nothing", "--json"), &l)
+	added := cli("", "add", "--type", loop.Ralph, "--title", "never passes", "--task", "nothing", "--json")
+	mustJSON(t, added.stdout, &l)
+	if !strings.Contains(added.stderr, "not trusted") || !strings.Contains(added.stderr, "loopr trust") {
+		t.Errorf("add with an untrusted loopr.yml: stderr %q, want a warning naming loopr trust", added.stderr)
+	}
 
 	waitFor(t, 30*time.Second, "why to show the untrusted gate", func() bool {
 		return strings.Contains(cli("", "why", l.ID).stdout, "untrusted")
