@@ -245,7 +245,12 @@ listing them: the daemon runs none of them until ` + "`loopr trust`" + `.`,
 // printUntrusted says, for `loopr config check`, that loopr.yml's
 // commands are not trusted here, and lists them.
 func (e *env) printUntrusted(t *api.Trust, why string) {
-	fmt.Fprintf(e.stdout, "%s: its commands are not trusted on this machine (%s): the daemon runs none of them\n", e.paths.Config, why)
+	if why != "not trusted" {
+		why = " (" + why + ")"
+	} else {
+		why = ""
+	}
+	fmt.Fprintf(e.stdout, "%s: its commands are not trusted on this machine%s: the daemon runs none of them\n", e.paths.Config, why)
 	w := table(e.stdout)
 	for _, c := range t.Commands {
 		k, v, _ := strings.Cut(c, ": ")
