@@ -134,6 +134,9 @@ func TestTrust(t *testing.T) {
 	if !strings.Contains(d.output(), "config reload held") {
 		t.Errorf("the daemon's log does not say the reload was held:\n%s", tail(d.output(), 20))
 	}
+	if ev := must("events", "--json"); !strings.Contains(ev, "config reload held") || !strings.Contains(ev, newMarker) {
+		t.Errorf("the journal does not say the reload was held, naming the new validate:\n%s", tail(ev, 10))
+	}
 
 	must("trust", "--yes")
 	waitFor(t, 60*time.Second, "the new validate to run once trusted", func() bool { return exists(newMarker) })
