@@ -157,10 +157,10 @@ func printNeedsYou(out io.Writer, st api.Status, now time.Time) {
 	if t := st.Trust; t != nil {
 		// loopr.yml's commands wait for `loopr trust`: the configuration's
 		// row, not a loop's, naming the commands.
-		r := row{id: "loopr.yml", reason: "untrusted", title: "its commands are not trusted here: nothing of it runs", since: t.Since,
+		r := row{id: "loopr.yml", reason: "untrusted", title: "not trusted here: none of its commands runs", since: t.Since,
 			detail: "it runs:", actions: []string{t.Action}}
 		if t.Held {
-			r.reason, r.title, r.detail = "trust", "a reload changes commands; the previous configuration stays in force", "changed:"
+			r.reason, r.title, r.detail = "trust", "reload held: the last trusted configuration runs", "changed:"
 		}
 		r.lines = trustLines(t.Commands)
 		rows = append(rows, r)
