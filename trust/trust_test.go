@@ -296,3 +296,26 @@ func TestCommands(t *testing.T) {
 		t.Errorf("Argv = %s", a)
 	}
 }
+
+// FuzzStore: whatever the trust file holds, Check and Add return (an
+// error naming the file, or a verdict) and never panic.
+func FuzzStore(f *testing.F) {
+	f.Add([]byte("# c\n" + strings.Repeat("a", 64) + " /x/loopr.yml\n"))
+	f.Add([]byte("\x00\xff\n \n"))
+	f.Add([]byte(strings.Repeat("0", 64) + "  /tmp/ sp ace/loopr.yml\r\n"))
+	c := config.Default()
+	c.File = "/x/loopr.yml"
+	c.Agent.Command = []string{"x"}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st := trust.Store{Path: filepath.Join(t.TempDir(), "trusted")}
+		if err := os.WriteFile(st.Path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Check(c, func(string) string { return "" }); err != nil && !strings.Contains(err.Error(), st.Path) {
+			t.Errorf("Check error %q does not name the file", err)
+		}
+		if err := st.Add(trust.Fingerprint(c), c.File); err != nil && !strings.Contains(err.Error(), st.Path) {
+			t.Errorf("Add error %q does not name the file", err)
+		}
+	})
+}
