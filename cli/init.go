@@ -206,7 +206,7 @@ listing them: the daemon runs none of them until ` + "`loopr trust`" + `.`,
 				return err
 			}
 			if untrusted != nil {
-				e.printUntrusted(untrusted, why)
+				e.printUntrusted(why)
 			}
 			// "ok" only when nothing is wrong: with problems, the table
 			// and one line on stderr that says the file itself is valid.
@@ -244,19 +244,14 @@ listing them: the daemon runs none of them until ` + "`loopr trust`" + `.`,
 
 // printUntrusted says, for `loopr config check`, that loopr.yml's
 // commands are not trusted here, and lists them.
-func (e *env) printUntrusted(t *api.Trust, why string) {
+func (e *env) printUntrusted(why string) {
 	if why != "not trusted" {
 		why = " (" + why + ")"
 	} else {
 		why = ""
 	}
 	fmt.Fprintf(e.stdout, "%s: its commands are not trusted on this machine%s: the daemon runs none of them\n", e.paths.Config, why)
-	w := table(e.stdout)
-	for _, c := range t.Commands {
-		k, v, _ := strings.Cut(c, ": ")
-		fmt.Fprintf(w, "  %s\t%s\n", k, v)
-	}
-	w.Flush()
+	printCommands(e, trust.Commands(e.cfg))
 }
 
 // checkHooks runs `sh -n` on every hook command of the configuration and
