@@ -327,6 +327,9 @@ func (s *Service) Why(id string, now time.Time) (api.Why, error) {
 			text = fmt.Sprintf("status needs_human (%s): %s", l.Needs.Reason, l.Needs.Detail)
 		case l.Status == loop.Merging:
 			text = "status merging: its iteration passed; the merge queue merges its branch into the plan branch (merge.validate, merge.batch) — no agent runs for it again unless the merge sends it back"
+			if u := s.Untrusted(); u != "" {
+				text += "; the merge queue waits: " + u
+			}
 		}
 		w.Gates = []api.Gate{{Code: "status", OK: false, Text: text}}
 		return w, nil
