@@ -336,6 +336,9 @@ type Status struct {
 	// ReadyToLand lists the plans whose whole tree is done and that were
 	// not landed since (`loopr land`), oldest first, at most MaxNeedsYou.
 	ReadyToLand []LandReady `json:"ready_to_land,omitzero"`
+	// Trust, when set, says that loopr.yml has commands not trusted on
+	// this machine (`loopr trust`); nil when nothing waits for trust.
+	Trust *Trust `json:"trust,omitempty"`
 	// Cluster, on an etcd store, lists the workers sharing its queue;
 	// absent on the bbolt file.
 	Cluster *Cluster `json:"cluster,omitempty"`
@@ -379,6 +382,22 @@ type NeedsYou struct {
 	Detail string           `json:"detail,omitzero"` // its first line, clipped
 	Since  time.Time        `json:"since"`
 	Action string           `json:"action"` // e.g. loopr answer 01J… "…"
+}
+
+// Trust is what of loopr.yml waits for `loopr trust`.
+type Trust struct {
+	File string `json:"file"`
+	// Held: a reload of the file changed these commands; the daemon keeps
+	// the configuration it had (trusted) until they are trusted. Not held:
+	// the configuration in force is not trusted, and nothing of it runs —
+	// no agent, validate command, hook, notify.command or webhook.
+	Held bool `json:"held"`
+	// Commands are the lines to trust ("loops.ralph.validate: make"): all
+	// of the file's, or, held, those the change adds or removes.
+	Commands []string  `json:"commands"`
+	Since    time.Time `json:"since"`
+	Text     string    `json:"text"`   // one line for people
+	Action   string    `json:"action"` // the command to run: loopr trust
 }
 
 // Approval is one plan awaiting approval, and the commands that decide on

@@ -186,6 +186,7 @@ func (e *env) create(cmd *cobra.Command, req api.CreateRequest, jsonOut, noStart
 		if l.Parent == "" {
 			e.warnUncommitted()
 		}
+		e.warnUntrusted()
 		if jsonOut {
 			return writeJSON(e.stdout, l)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/config"
+	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/preset"
@@ -142,7 +143,12 @@ func (e *env) attachArgv(l loop.Loop) []string {
 			profile = e.cfg.ProfileOf(&l)
 		}
 		if ag, ok := e.cfg.Profile(profile); ok {
-			if argv := preset.AttachArgv(ag.Preset, session, ag.AttachArgs); argv != nil {
+			args := ag.AttachArgs
+			if t, _ := control.CheckTrust(e.cfg, e.getenv); t != nil && len(args) > 0 {
+				fmt.Fprintf(e.stderr, "loopr: attach_args of loopr.yml not run: its commands are not trusted here (`loopr trust`)\n")
+				args = nil
+			}
+			if argv := preset.AttachArgv(ag.Preset, session, args); argv != nil {
 				return argv
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/hooks"
 	"github.com/loopr-dev/loopr/preflight"
+	"github.com/loopr-dev/loopr/trust"
 	"github.com/loopr-dev/loopr/workspace"
 )
 
@@ -71,6 +72,9 @@ says what it found; otherwise the default (go test ./...) stays.`,
 				return err
 			}
 			fmt.Fprintf(e.stdout, "wrote %s\n", path)
+			if err := e.trustWritten(path); err != nil {
+				return err
+			}
 			if len(found) == 0 {
 				fmt.Fprintf(e.stdout, "no go.mod, Cargo.toml, package.json, pyproject.toml, setup.cfg or setup.py here: ralph loops keep the default validate %q; set loops.ralph.validate to your test command\n", defaultValidate)
 				return nil
@@ -93,6 +97,27 @@ says what it found; otherwise the default (go test ./...) stays.`,
 	c.Flags().BoolVar(&force, "force", false, "overwrite an existing file")
 	c.Flags().BoolVar(&full, "full", false, "write every key with its default and a comment")
 	return c
+}
+
+// trustWritten trusts the commands of the loopr.yml init wrote: the user
+// asked for them. A file of only loopr's built-in commands needs no trust.
+func (e *env) trustWritten(path string) error {
+	c, err := config.Load(path)
+	if err != nil {
+		return fmt.Errorf("the loopr.yml just written: %w", err)
+	}
+	if trust.Builtin(c) {
+		return nil
+	}
+	store, err := trust.DefaultStore(e.getenv)
+	if err == nil {
+		err = store.Add(trust.Fingerprint(c), path)
+	}
+	if err != nil {
+		return fmt.Errorf("%w (run `loopr trust` once it is fixed)", err)
+	}
+	fmt.Fprintf(e.stdout, "trusted its commands on this machine (%s; `loopr trust` after you change them)\n", store.Path)
+	return nil
 }
 
 // defaultValidate is the template's ralph validate command.
@@ -149,7 +174,10 @@ repository with no commit yet. With none it prints "PATH: ok"; otherwise
 a table, one problem a line (the loop types, what is wrong, what to do),
 and exits 1. The daemon runs
 the same check and holds back loops of the affected types (reason
-preflight) instead of spending their iterations.`,
+preflight) instead of spending their iterations.
+
+It also exits 1 when loopr.yml's commands are not trusted on this machine,
+listing them: the daemon runs none of them until ` + "`loopr trust`" + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := e.resolve(); err != nil {
@@ -160,32 +188,48 @@ preflight) instead of spending their iterations.`,
 			}
 			ps := preflight.Check(e.cfg, preflight.Env{Workspace: e.paths.Workspace})
 			noGit := control.GitOff(e.cfg, e.paths.Workspace, nil)
+			untrusted, why := control.CheckTrust(e.cfg, e.getenv)
 			if jsonOut {
-				err := writeJSON(e.stdout, struct {
-					Config   string        `json:"config"`
-					Problems []api.Problem `json:"problems"`
-					NoGit    string        `json:"no_git,omitzero"`
-				}{e.paths.Config, control.APIProblems(e.cfg, ps), noGit})
-				if err == nil && len(ps) > 0 {
+				out := struct {
+					Config    string        `json:"config"`
+					Problems  []api.Problem `json:"problems"`
+					NoGit     string        `json:"no_git,omitzero"`
+					Untrusted []string      `json:"untrusted,omitempty"` // the commands not trusted here (`loopr trust`)
+				}{Config: e.paths.Config, Problems: control.APIProblems(e.cfg, ps), NoGit: noGit}
+				if untrusted != nil {
+					out.Untrusted = untrusted.Commands
+				}
+				err := writeJSON(e.stdout, out)
+				if err == nil && (len(ps) > 0 || untrusted != nil) {
 					err = ExitStatus(1)
 				}
 				return err
+			}
+			if untrusted != nil {
+				e.printUntrusted(why)
 			}
 			// "ok" only when nothing is wrong: with problems, the table
 			// and one line on stderr that says the file itself is valid.
 			switch {
 			case e.paths.Config == "":
 				fmt.Fprintln(e.stdout, "no loopr.yml found: using defaults (run `loopr init` to write one)")
-			case len(ps) == 0:
+			case len(ps) == 0 && untrusted == nil:
 				fmt.Fprintf(e.stdout, "%s: ok\n", e.paths.Config)
 			}
 			if noGit != "" {
 				fmt.Fprintf(e.stdout, "note: %s\n", noGit)
 			}
+			errUntrusted := errors.New("loopr.yml is not trusted on this machine: check the commands above, then run `loopr trust`")
 			if len(ps) == 0 {
+				if untrusted != nil {
+					return errUntrusted
+				}
 				return nil
 			}
 			printProblems(e.stdout, e.cfg, ps)
+			if untrusted != nil {
+				fmt.Fprintln(e.stderr, "loopr:", errUntrusted)
+			}
 			valid := ""
 			if e.paths.Config != "" {
 				valid = e.paths.Config + " is valid, but "
@@ -196,6 +240,18 @@ preflight) instead of spending their iterations.`,
 	check.Flags().BoolVar(&jsonOut, "json", false, "print the problems as JSON (exit 1 when there are any)")
 	c.AddCommand(check)
 	return c
+}
+
+// printUntrusted says, for `loopr config check`, that loopr.yml's
+// commands are not trusted here, and lists them.
+func (e *env) printUntrusted(why string) {
+	if why != "not trusted" {
+		why = " (" + why + ")"
+	} else {
+		why = ""
+	}
+	fmt.Fprintf(e.stdout, "%s: its commands are not trusted on this machine%s: the daemon runs none of them\n", e.paths.Config, why)
+	printCommands(e, trust.Commands(e.cfg))
 }
 
 // checkHooks runs `sh -n` on every hook command of the configuration and

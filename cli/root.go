@@ -142,7 +142,7 @@ func (e *env) rootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&e.configFlag, "config", "", "configuration file (default <workspace>/loopr.yml)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{err} })
 	root.AddCommand(
-		e.initCmd(), e.configCmd(), e.planCmd(), e.addCmd(), e.listCmd(), e.showCmd(), e.whyCmd(), e.conflictsCmd(), e.diffCmd(), e.commentCmd(), e.commentsCmd(), e.budgetCmd(), e.landCmd(), e.prCmd(),
+		e.initCmd(), e.configCmd(), e.trustCmd(), e.planCmd(), e.addCmd(), e.listCmd(), e.showCmd(), e.whyCmd(), e.conflictsCmd(), e.diffCmd(), e.commentCmd(), e.commentsCmd(), e.budgetCmd(), e.landCmd(), e.prCmd(),
 		e.statusCmd(), e.limitsCmd(), e.debugCmd(), e.exportCmd(), e.importCmd(), e.daemonCmd(),
 		e.tuiCmd(), e.demoCmd(), e.agentSimCmd(), e.guardCmd(),
 	)
@@ -292,6 +292,9 @@ func (e *env) openLocal() (Backend, error) {
 	cfg := e.cfg
 	svc := control.New(st, e.paths, func() *config.Config { return cfg }, e.now)
 	svc.EnableWorkspaceGates()
+	if t, _ := control.CheckTrust(cfg, e.getenv); t != nil {
+		svc.SetTrust(t) // why and status say what a daemon would do
+	}
 	return &local{svc: svc}, nil
 }
 

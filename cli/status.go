@@ -46,7 +46,7 @@ func (e *env) statusCmd() *cobra.Command {
 // printStatus prints st for a person, in lines that fit 80 columns where
 // the values allow: the loops that need you first, then one aligned table.
 func printStatus(out io.Writer, st api.Status, now time.Time) error {
-	if st.Counts[loop.NeedsHuman]+st.Counts[loop.AwaitingApproval]+st.Counts[loop.AwaitingReview] > 0 {
+	if st.Counts[loop.NeedsHuman]+st.Counts[loop.AwaitingApproval]+st.Counts[loop.AwaitingReview] > 0 || st.Trust != nil {
 		printNeedsYou(out, st, now)
 	}
 	if len(st.ReadyToLand) > 0 {
@@ -150,9 +150,22 @@ func printNeedsYou(out io.Writer, st api.Status, now time.Time) {
 	type row struct {
 		id, reason, ago, title, detail string
 		since                          time.Time
-		actions                        []string
+		lines, actions                 []string
 	}
 	var rows []row
+	total := st.Counts[loop.NeedsHuman] + st.Counts[loop.AwaitingApproval] + st.Counts[loop.AwaitingReview]
+	if t := st.Trust; t != nil {
+		// loopr.yml's commands wait for `loopr trust`: the configuration's
+		// row, not a loop's, naming the commands.
+		r := row{id: "loopr.yml", reason: "untrusted", title: "not trusted here: none of its commands runs", since: t.Since,
+			detail: "it runs:", actions: []string{t.Action}}
+		if t.Held {
+			r.reason, r.title, r.detail = "trust", "reload held: the last trusted configuration runs", "changed:"
+		}
+		r.lines = trustLines(t.Commands)
+		rows = append(rows, r)
+		total++
+	}
 	for _, n := range st.NeedsYou {
 		rows = append(rows, row{id: loop.ShortID(n.ID), reason: string(n.Reason), title: n.Title, detail: loop.ShortIDs(n.Detail), since: n.Since,
 			actions: []string{loop.ShortIDs(n.Action)}})
@@ -168,7 +181,6 @@ func printNeedsYou(out io.Writer, st api.Status, now time.Time) {
 			detail: "the task passed: read its diff with loopr diff " + ref + ", then one of", actions: api.ReviewActions(ref)[1:]})
 	}
 	slices.SortStableFunc(rows, func(a, b row) int { return a.since.Compare(b.since) })
-	total := st.Counts[loop.NeedsHuman] + st.Counts[loop.AwaitingApproval] + st.Counts[loop.AwaitingReview]
 	fmt.Fprintf(out, "NEEDS YOU (%d)\n", total)
 	var wid, wreason, wago int
 	for i := range rows {
@@ -182,6 +194,9 @@ func printNeedsYou(out io.Writer, st api.Status, now time.Time) {
 		fmt.Fprintf(out, "  %s  %s  %s  %s\n", pad(r.id, wid), pad(r.reason, wreason), pad(r.ago, wago), oneLine(r.title, titleW))
 		if r.detail != "" {
 			fmt.Fprintf(out, "    %s\n", oneLine(r.detail, needsLineWidth-4))
+		}
+		for _, l := range r.lines {
+			fmt.Fprintf(out, "      %s\n", oneLine(l, needsLineWidth-6))
 		}
 		for _, a := range r.actions {
 			fmt.Fprintf(out, "    → %s\n", a)
@@ -264,4 +279,15 @@ func wrapList(items []string, width int) []string {
 		}
 	}
 	return append(lines, cur)
+}
+
+// maxTrustLines is how many commands the untrusted row of NEEDS YOU names.
+const maxTrustLines = 8
+
+// trustLines clips the commands NEEDS YOU names to maxTrustLines.
+func trustLines(cmds []string) []string {
+	if len(cmds) <= maxTrustLines {
+		return cmds
+	}
+	return append(slices.Clone(cmds[:maxTrustLines-1]), fmt.Sprintf("… and %d more: loopr trust lists them all", len(cmds)-maxTrustLines+1))
 }

@@ -131,6 +131,42 @@ func TestStatusCountsWrap(t *testing.T) {
 	}
 }
 
+// TestStatusTrust: loopr.yml waiting for `loopr trust` is first under
+// NEEDS YOU (counted), with its commands (at most maxTrustLines) and the
+// command to run, at 80 columns; a held reload says "changed:".
+func TestStatusTrust(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 25, 12, 0, 0, 0, time.UTC)
+	var cmds []string
+	for i := range 12 {
+		cmds = append(cmds, fmt.Sprintf("loops.ralph.validate: make check-%d", i))
+	}
+	for _, held := range []bool{false, true} {
+		st := api.Status{Home: "/w/.loopr", Counts: map[loop.Status]int{loop.Pending: 1},
+			Trust: &api.Trust{File: "/w/loopr.yml", Held: held, Commands: cmds, Since: now.Add(-time.Minute), Action: "loopr trust"}}
+		var out bytes.Buffer
+		if err := printStatus(&out, st, now); err != nil {
+			t.Fatal(err)
+		}
+		text := out.String()
+		want := []string{"NEEDS YOU (1)\n  loopr.yml  untrusted  1m ago  not trusted here: none of its commands runs\n    it runs:\n",
+			"      loops.ralph.validate: make check-6\n      … and 5 more: loopr trust lists them all\n    → loopr trust\n"}
+		if held {
+			want[0] = "NEEDS YOU (1)\n  loopr.yml  trust  1m ago  reload held: the last trusted configuration runs\n    changed:\n"
+		}
+		for _, w := range want {
+			if !strings.Contains(text, w) {
+				t.Errorf("held %v: status lacks %q:\n%s", held, w, text)
+			}
+		}
+		for _, line := range strings.Split(text, "\n") {
+			if n := utf8.RuneCountInString(line); n > 80 {
+				t.Errorf("%d columns: %q", n, line)
+			}
+		}
+	}
+}
+
 // TestLandedText: show's landed row names the landing, and the command
 // whenever the tree is ready to land: never landed, done again after a
 // comment re-opened it since, or started on a detached HEAD (--into).

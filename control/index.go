@@ -110,6 +110,7 @@ func (s *Service) env(fair bool) (readyset.Env, float64, error) {
 	free, low, text := s.diskGate()
 	env.DiskLow, env.DiskLowText = low, text
 	env.Preflight, env.NoGit, env.NoGitText = s.gateInputs()
+	env.Untrusted = s.Untrusted()
 	env.ArtifactExists = s.artifactExists
 	env.ArtifactsExist = s.artifactsExist
 	return env, free, nil

@@ -34,6 +34,8 @@ type gateState struct {
 	// placement: on the scheduler of several workers, the types no live
 	// worker can take now (SetPlacement), held like preflight problems.
 	placement map[string]string
+
+	trust *api.Trust // what waits for `loopr trust`; nil: nothing (trust.go)
 }
 
 // SetPlacement records, on the scheduler of an etcd store's workers, the

@@ -165,6 +165,7 @@ func (s *Service) Snapshot() (Snapshot, error) {
 	}
 	snap.DiskFreeGB, snap.DiskLow, snap.DiskLowText = s.diskGate()
 	snap.Preflight, snap.NoGit, snap.NoGitText = s.gateInputs()
+	snap.Untrusted = s.Untrusted()
 	return snap, nil
 }
 
@@ -326,6 +327,9 @@ func (s *Service) Why(id string, now time.Time) (api.Why, error) {
 			text = fmt.Sprintf("status needs_human (%s): %s", l.Needs.Reason, l.Needs.Detail)
 		case l.Status == loop.Merging:
 			text = "status merging: its iteration passed; the merge queue merges its branch into the plan branch (merge.validate, merge.batch) — no agent runs for it again unless the merge sends it back"
+			if u := s.Untrusted(); u != "" {
+				text += "; the merge queue waits: " + u
+			}
 		}
 		w.Gates = []api.Gate{{Code: "status", OK: false, Text: text}}
 		return w, nil
@@ -376,6 +380,9 @@ func (s *Service) Why(id string, now time.Time) (api.Why, error) {
 	}
 	if c.Storage.DiskQuotaMinGB > 0 || snap.DiskLow {
 		gate(scheduler.DiskLow, fmt.Sprintf("disk %.1f GB free", snap.DiskFreeGB))
+	}
+	if _, bad := failed[scheduler.Untrusted]; bad {
+		gate(scheduler.Untrusted, "")
 	}
 	gate(scheduler.Preflight, "agent and validate programs found")
 	if l.Budget != (loop.Budget{}) || len(snap.Spent) > 0 {
@@ -563,6 +570,7 @@ func (s *Service) Status(now time.Time) (api.Status, error) {
 	}
 	st.Problems = APIProblems(c, s.lastPreflight())
 	st.NoGit = s.NoGit()
+	st.Trust = s.Trust()
 	st.Limits = limits
 	for _, name := range slices.Sorted(maps.Keys(limits)) {
 		rl := limits[name]

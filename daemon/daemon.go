@@ -16,7 +16,9 @@
 // Prometheus registry of its own at /metrics and summarised by /v1/stats)
 // and webhook delivery — the retention cleaner (at start and hourly), and a
 // watch on loopr.yml that swaps the configuration in force on a valid
-// change and refuses an invalid one (see API.md).
+// change, refuses an invalid one and holds one whose commands are not
+// trusted on this machine (see API.md; trust.go: an untrusted loopr.yml
+// runs nothing of its commands).
 //
 // Shutdown, on context cancellation: writes are refused (503), in-flight
 // writes finish, the manager stops its agents and requeues their loops at
@@ -73,6 +75,9 @@ type Options struct {
 	// (`loopr _guard`: it kills this daemon's agents if the daemon dies
 	// without a clean stop); "" starts none.
 	GuardBinary string
+	// Trusted: the caller wrote the configuration itself (loopr demo), so
+	// it needs no `loopr trust` at start (a reload still does).
+	Trusted bool
 }
 
 // ShutdownTimeout bounds how long Run waits for HTTP requests in flight

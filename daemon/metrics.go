@@ -332,7 +332,7 @@ var (
 	descRLHits      = prometheus.NewDesc("loopr_rate_limit_hits_total", "Rate-limit signals from agents.", nil, nil)
 	descRLBlocked   = prometheus.NewDesc("loopr_rate_limit_blocked_seconds_total", "Seconds the shared 429 backoff kept new agents from starting (union of the backoff windows).", nil, nil)
 	descWebhooks    = prometheus.NewDesc("loopr_webhook_deliveries_total", "Webhook deliveries by result (delivered, failed after every attempt, dropped from a full queue).", []string{"result"}, nil)
-	descReloads     = prometheus.NewDesc("loopr_config_reloads_total", "Changes of loopr.yml seen by the daemon, by result (applied, refused).", []string{"result"}, nil)
+	descReloads     = prometheus.NewDesc("loopr_config_reloads_total", "Changes of loopr.yml seen by the daemon, by result (applied, refused, held: its commands not trusted).", []string{"result"}, nil)
 	descGC          = prometheus.NewDesc("loopr_gc_removed_loops_total", "Loops removed by retention.", nil, nil)
 )
 
@@ -403,7 +403,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range []string{"delivered", "failed", "dropped"} {
 		counter(descWebhooks, float64(m.webhook[r]), r)
 	}
-	for _, r := range []string{"applied", "refused"} {
+	for _, r := range []string{"applied", "refused", "held"} {
 		counter(descReloads, float64(m.reloads[r]), r)
 	}
 	counter(descGC, float64(m.gcRemoved))

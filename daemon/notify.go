@@ -116,8 +116,8 @@ func (n *notifier) run(ctx context.Context, from uint64) {
 		}
 	}()
 	n.d.tail(ctx, "notify", from, func(tx *store.Tx, evs []loop.Event) {
-		if len(n.d.config().Notify.Command) == 0 {
-			return
+		if len(n.d.config().Notify.Command) == 0 || n.d.svc.Untrusted() != "" {
+			return // none, or the file's, not trusted: nothing is run
 		}
 		for _, ev := range evs {
 			nt, ok := noteFor(tx, ev)

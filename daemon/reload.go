@@ -157,8 +157,8 @@ func (d *daemon) reload(path string, last *[]byte) {
 		d.log.Warn("config reload: read", "file", path, "err", err)
 		return
 	}
-	if *last != nil && bytes.Equal(data, *last) {
-		return
+	if *last != nil && bytes.Equal(data, *last) && d.svc.Trust() == nil {
+		return // unchanged; with something waiting for trust, `loopr trust` sent SIGHUP: check again
 	}
 	first := *last == nil
 	*last = data
@@ -168,6 +168,9 @@ func (d *daemon) reload(path string, last *[]byte) {
 		d.log.Error("config reload refused: the previous configuration stays in force", "err", err)
 		d.journal(loop.EventConfig, "config reload refused: "+err.Error()+"; the previous configuration stays in force")
 		return
+	}
+	if !d.gateReload(cfg) {
+		return // held until `loopr trust` (trust.go)
 	}
 	changes := config.Diff(d.config(), cfg)
 	if len(changes) == 0 {

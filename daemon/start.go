@@ -107,6 +107,7 @@ func open(o Options) (*daemon, error) {
 	d.metrics = newMetrics(d)
 	d.webhooks = newWebhooks(d, o.WebhookBackoff)
 	d.notifier = newNotifier(d)
+	d.startTrust() // before anything runs: the gate holds from the first tick
 	return d, nil
 }
 

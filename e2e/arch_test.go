@@ -29,6 +29,8 @@ func TestLayering(t *testing.T) {
 		{"client", []string{"go.etcd.io/bbolt", mod + "store", mod + "loopmgr", mod + "control"}},
 		// hooks runs what loopmgr decides: it reaches nothing above it.
 		{"hooks", []string{"go.etcd.io/bbolt", mod + "store", mod + "loopmgr", mod + "control", mod + "daemon", mod + "mergequeue"}},
+		// trust reads a configuration and the user's trust file: nothing of the daemon's.
+		{"trust", []string{"go.etcd.io/bbolt", "os/exec", mod + "store", mod + "control", mod + "loopmgr", mod + "runner", mod + "daemon"}},
 	}
 	for _, r := range rules {
 		// For every loopr package r.pkg depends on (itself included), check

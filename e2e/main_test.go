@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/loopr-dev/loopr/internal/trusttest"
 )
 
 // bin is the loopr binary built for this test run.
@@ -36,7 +38,11 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
+	// Daemons start from the loopr.yml files tests write: trusted, in a
+	// trust file of this run's (never the machine's ~/.config/loopr).
+	cleanup := trusttest.Setup()
 	code := m.Run()
+	cleanup()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -193,11 +193,13 @@ func TestReadmeWalkthrough(t *testing.T) {
 	cwd := ".."
 	var planID string
 	sawTUI := false
+	xdg := t.TempDir()
 	runLoopr := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(loopr, args...)
 		cmd.Dir = cwd
-		cmd.Env = append(os.Environ(), "LOOPR_HOME=", "NO_COLOR=1")
+		// As a user's machine: no LOOPR_TRUST_ALL, a trust file of its own.
+		cmd.Env = append(os.Environ(), "LOOPR_HOME=", "NO_COLOR=1", "LOOPR_TRUST_ALL=", "XDG_CONFIG_HOME="+xdg)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("loopr %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -234,6 +236,11 @@ func TestReadmeWalkthrough(t *testing.T) {
 			data = append(data, "storage: {disk_quota_min_gb: 0}\n"...)
 			if err := os.WriteFile(path, data, 0o644); err != nil {
 				t.Fatal(err)
+			}
+		case line == "loopr trust":
+			// The user reads the commands and answers y (no terminal here).
+			if out := runLoopr("trust", "--yes"); !strings.Contains(out, "trusted") {
+				t.Fatalf("loopr trust --yes: %s", out)
 			}
 		case line == "loopr tui":
 			sawTUI = true

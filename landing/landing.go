@@ -47,6 +47,9 @@ const maxNamed = 5
 // done, a conflict, uncommitted changes in the way — is a
 // *control.InputError of one line, and nothing moved.
 func (ld *Lander) Land(ctx context.Context, id string, req api.LandRequest) (api.LandResult, error) {
+	if err := ld.Svc.ErrUntrusted(); err != nil {
+		return api.LandResult{}, err // merge.validate is the file's
+	}
 	if ld.Git == nil {
 		return api.LandResult{}, &control.InputError{Msg: "land: no git flow in this workspace (git.worktrees is off, or it is not a git repository): nothing to land"}
 	}

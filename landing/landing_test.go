@@ -86,11 +86,15 @@ func TestLandRefusals(t *testing.T) {
 		{"no such base", nil, api.LandRequest{Into: "nope"}, "no branch nope"},
 		{"a base name loopr does not take", nil, api.LandRequest{Into: "fix/ümlaut"}, "git merge loopr/p-plan0001"},
 		{"into itself", nil, api.LandRequest{Into: "loopr/p-plan0001"}, "the plan branch itself"},
+		{"untrusted loopr.yml", nil, api.LandRequest{}, "loopr trust"}, // merge.validate is the file's
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ld, plan, dir := setup(t, tt.mod)
+			if tt.want == "loopr trust" {
+				ld.Svc.SetTrust(&api.Trust{Text: control.UntrustedText, Action: "loopr trust"})
+			}
 			before, _ := exec.Command("git", "-C", dir, "rev-parse", "main").Output()
 			_, err := ld.Land(context.Background(), plan.ID, tt.req)
 			var ie *control.InputError

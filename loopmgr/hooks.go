@@ -72,6 +72,10 @@ func (m *Manager) runHook(ctx context.Context, l loop.Loop, name, dir, worktree 
 	if !set || len(h.Run) == 0 {
 		return res, false
 	}
+	if why := m.svc.Untrusted(); why != "" {
+		m.journal(l, "hook "+name+" not run: "+why)
+		return res, false
+	}
 	env := hooks.Env{Home: m.svc.Paths.Home, Loop: l.ID, Worktree: worktree, Branch: l.Branch, PlanBranch: m.planBranch(ctx, l)}
 	res = hooks.Run(ctx, hooks.Spec{
 		Name: name, Hook: h, Dir: dir, Env: env, Jail: m.jail(), Redact: m.o.Redact,

@@ -17,6 +17,8 @@ type Env struct {
 	Spent       map[string]string
 	DiskLow     bool
 	DiskLowText string
+	// Untrusted is scheduler.Snapshot's: when set, no loop starts.
+	Untrusted string
 	// Fairness is the learned fair-queuing state (read with fairness on).
 	Fairness scheduler.Fairness
 	// Preflight, NoGit and NoGitText are scheduler.Snapshot's: the types
@@ -191,7 +193,7 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 		ix.rewind(now) // the clock went back
 	}
 	ix.advance(now)
-	if env.DiskLow || env.RateLimit.Blocked(now) || d.Slots == 0 {
+	if env.DiskLow || env.Untrusted != "" || env.RateLimit.Blocked(now) || d.Slots == 0 {
 		return true // every row has a failing gate
 	}
 	if limited && allBlocked(&p.Agents, env.Limits, now) {
@@ -424,7 +426,7 @@ func (ix *Index) snapshot(env *Env) scheduler.Snapshot {
 	s := scheduler.Snapshot{
 		Waiting:   make([]scheduler.Candidate, 0, ix.nwaiting),
 		Running:   map[string]int{},
-		RateLimit: env.RateLimit, DiskLow: env.DiskLow, DiskLowText: env.DiskLowText,
+		RateLimit: env.RateLimit, DiskLow: env.DiskLow, DiskLowText: env.DiskLowText, Untrusted: env.Untrusted,
 		Fairness: env.Fairness, Preflight: env.Preflight, NoGit: env.NoGit, NoGitText: env.NoGitText,
 		Limits: env.Limits, Spent: env.Spent,
 	}

@@ -191,7 +191,7 @@ func (m *model) step(now time.Time) {
 // builds it from the store: not from the index under test.
 func (m *model) reference(env readyset.Env) scheduler.Snapshot {
 	s := scheduler.Snapshot{Running: map[string]int{}, RateLimit: env.RateLimit, DiskLow: env.DiskLow,
-		DiskLowText: env.DiskLowText, Fairness: env.Fairness,
+		DiskLowText: env.DiskLowText, Untrusted: env.Untrusted, Fairness: env.Fairness,
 		Preflight: env.Preflight, NoGit: env.NoGit, NoGitText: env.NoGitText,
 		Limits: env.Limits, Spent: env.Spent}
 	for _, id := range m.ids() {
@@ -363,6 +363,8 @@ func TestDecideMatchesPlan(t *testing.T) {
 				env.RateLimit = ratelimit.State{Hits: 1, BackoffUntil: now.Add(-time.Second), RecoveryUntil: now.Add(time.Minute)}
 			case 2:
 				env.DiskLow, env.DiskLowText = true, "disk low: test"
+			case 3:
+				env.Untrusted = "untrusted: test"
 			}
 			switch r.IntN(6) { // preflight problems, no git worktrees
 			case 0:

@@ -71,6 +71,10 @@ type Snapshot struct {
 	Spent       map[string]string
 	DiskLow     bool   // free space is below the configured minimum
 	DiskLowText string // e.g. "disk low: 3.2 GB free, minimum 5 GB"; "" → "disk low"
+	// Untrusted, when not "", holds back every loop (reason untrusted):
+	// the configuration's commands are not trusted on this machine. It is
+	// the reason's text.
+	Untrusted string
 	// Fairness is the learned fair-queuing state; only read with fairness on.
 	Fairness Fairness
 	// Preflight holds, per loop type, why every iteration of that type
@@ -414,7 +418,7 @@ func (w *walk) owner(name string) *capState {
 //     loop's estimated cost to its key, which re-orders what is left.
 //  3. Walk the order. For each loop check every gate and keep all that fail:
 //     paused, orphaned, parent_incomplete, artifact_missing, depends_on, backoff,
-//     deadline_passed, disk_low, preflight, rate_limited, then the capacity
+//     deadline_passed, disk_low, untrusted, preflight, rate_limited, then the capacity
 //     gates global_cap, type_cap, tier_cap, quota, conflict and no_git
 //     against the running loops plus those already admitted by this walk. A loop that passes
 //     every gate is admitted.
@@ -639,6 +643,9 @@ func (w *walk) visit(k *sortKey) {
 	}
 	if s.DiskLow {
 		w.pool = append(w.pool, Reason{DiskLow, w.diskText})
+	}
+	if s.Untrusted != "" {
+		w.pool = append(w.pool, Reason{Untrusted, s.Untrusted})
 	}
 	if ts.pre != "" {
 		w.pool = append(w.pool, Reason{Preflight, ts.pre})

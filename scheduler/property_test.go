@@ -79,6 +79,9 @@ func randomCase(r *rand.Rand) (scheduler.Snapshot, scheduler.Policy) {
 		s.RateLimit = ratelimit.State{Hits: 1, BackoffUntil: now.Add(-time.Second), RecoveryUntil: now.Add(20 * time.Second)}
 	}
 	s.DiskLow = r.IntN(10) == 0
+	if r.IntN(12) == 0 {
+		s.Untrusted = "loopr.yml's commands are not trusted on this machine: run loopr trust"
+	}
 	switch r.IntN(6) { // preflight problems; types sharing the workspace (no git)
 	case 0:
 		s.Preflight = map[string]string{propTypes[r.IntN(len(propTypes))]: `agent "x" is not on PATH`}
@@ -336,6 +339,7 @@ func reference(s scheduler.Snapshot, now time.Time, p scheduler.Policy) (order, 
 		_, treeSpent := s.Spent[tree]
 		add(l.Budget.Spent(l.Usage) || treeSpent, scheduler.Budget)
 		add(s.DiskLow, scheduler.DiskLow)
+		add(s.Untrusted != "", scheduler.Untrusted)
 		add(s.Preflight[l.Type] != "", scheduler.Preflight)
 		prof, free := pick(l)
 		add(s.RateLimit.Blocked(now) || (s.RateLimit.Recovering(now) && len(start) > 0) || (len(s.Limits) > 0 && !free), scheduler.RateLimited)
@@ -602,6 +606,8 @@ func checkInvariants(t *testing.T, s scheduler.Snapshot, p scheduler.Policy, d s
 			t.Errorf("started %s past its deadline %v", id, l.Deadline)
 		case s.DiskLow:
 			t.Errorf("started %s with the disk low", id)
+		case s.Untrusted != "":
+			t.Errorf("started %s with the configuration untrusted", id)
 		case s.Preflight[l.Type] != "":
 			t.Errorf("started %s of type %s with a preflight problem", id, l.Type)
 		case l.Budget.Spent(l.Usage):

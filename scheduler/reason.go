@@ -27,6 +27,7 @@ const (
 	DeadlinePassed   Code = "deadline_passed"   // its deadline is past; the manager expires it
 	Budget           Code = "budget"            // its own budget, or its tree's, is spent
 	DiskLow          Code = "disk_low"          // free disk space is below storage.disk_quota_min_gb
+	Untrusted        Code = "untrusted"         // loopr.yml's commands are not trusted on this machine (`loopr trust`)
 	Preflight        Code = "preflight"         // every iteration of its type would fail here (agent or validate program missing, ...)
 	RateLimited      Code = "rate_limited"      // its agent profile (and every fallback) is rate limited, or in its one-start-per-poll recovery
 	GlobalCap        Code = "global_cap"        // concurrency.max_loops loops already run or start
@@ -39,7 +40,7 @@ const (
 
 // Codes lists every reason code in gate order.
 var Codes = []Code{Paused, NeedsHuman, Orphaned, ParentIncomplete, ArtifactMissing, DependsOn, Backoff, DeadlinePassed, Budget, DiskLow,
-	Preflight, RateLimited, GlobalCap, TypeCap, TierCap, Quota, Conflict, NoGit}
+	Untrusted, Preflight, RateLimited, GlobalCap, TypeCap, TierCap, Quota, Conflict, NoGit}
 
 // Capacity reports whether c only says "no room now" (rate limit, caps,
 // quota, a conflicting holder) rather than "not ready": a loop held back by

@@ -51,7 +51,7 @@ func (m *Model) setStatus(st api.Status) {
 	m.status = st
 	m.haveStatus = true
 	if !had || old.DiskLow != st.DiskLow || !sameRateLimit(old.RateLimit, st.RateLimit) ||
-		old.NoGit != st.NoGit || !reflect.DeepEqual(old.Problems, st.Problems) ||
+		old.NoGit != st.NoGit || !reflect.DeepEqual(old.Problems, st.Problems) || untrusted(old) != untrusted(st) ||
 		!maps.EqualFunc(old.Limits, st.Limits, sameRateLimit) || !maps.Equal(old.Spent, st.Spent) {
 		m.sched.stale = true
 	}
@@ -60,6 +60,15 @@ func (m *Model) setStatus(st api.Status) {
 	for k, v := range st.Counts {
 		m.counts[k] = v
 	}
+}
+
+// untrusted is the untrusted gate's text in st: "" unless loopr.yml's
+// commands in force are not trusted (a held reload leaves them trusted).
+func untrusted(st api.Status) string {
+	if st.Trust == nil || st.Trust.Held {
+		return ""
+	}
+	return st.Trust.Text
 }
 
 // applyEvent folds one stream event into the model: the loop as it is after

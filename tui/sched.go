@@ -149,6 +149,8 @@ func (m *Model) reasonText(r reason) string {
 		return fmt.Sprintf("disk low (%.1f GB free)", m.status.DiskFreeGB)
 	case scheduler.NoGit:
 		return "no git: one at a time in the workspace"
+	case scheduler.Untrusted:
+		return "untrusted loopr.yml: loopr trust"
 	case scheduler.RateLimited:
 		if st, ok := m.status.Limits[r.agent]; ok { // per agent profile
 			if st.Blocked(now) {
@@ -295,6 +297,7 @@ func (m *Model) computeSchedule() {
 		}
 		snap.Spent = m.status.Spent
 		snap.DiskLow = m.status.DiskLow
+		snap.Untrusted = untrusted(m.status)
 		snap.Preflight, snap.NoGit, snap.NoGitText = workspaceGates(m.status)
 	}
 	var roots map[string]string

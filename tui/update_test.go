@@ -593,6 +593,34 @@ func TestWorkspaceGatesHeader(t *testing.T) {
 	}
 }
 
+// TestUntrustedHeader: an untrusted loopr.yml shows in the header and as
+// every waiting loop's reason; a held reload only in the header.
+func TestUntrustedHeader(t *testing.T) {
+	t.Parallel()
+	st := fixtureStatus()
+	st.Trust = &api.Trust{Text: "untrusted loopr.yml: none of its commands runs", Action: "loopr trust"}
+	fc := newFake()
+	fc.snap.Status = &st
+	m := loaded(t, fc, 200, 30)
+	if head := strings.SplitN(m.View(), "\n", 2)[0]; !strings.Contains(head, "loopr.yml untrusted: loopr trust") {
+		t.Errorf("header = %q, want the untrusted loopr.yml", head)
+	}
+	if got := m.reasonText(m.reasonOf(idUsers)); got != "untrusted loopr.yml: loopr trust" {
+		t.Errorf("ralph reason %q, want the untrusted gate", got)
+	}
+	held := fixtureStatus()
+	held.Trust = &api.Trust{Held: true, Text: "held", Action: "loopr trust"}
+	fc = newFake()
+	fc.snap.Status = &held
+	m = loaded(t, fc, 200, 30)
+	if head := strings.SplitN(m.View(), "\n", 2)[0]; !strings.Contains(head, "loopr.yml change held: loopr trust") {
+		t.Errorf("header = %q, want the held reload", head)
+	}
+	if got := m.reasonText(m.reasonOf(idUsers)); strings.Contains(got, "untrusted") {
+		t.Errorf("ralph reason %q with a held reload: the trusted configuration runs", got)
+	}
+}
+
 // TestTickAgesPriorities: priorities grow with age on the clock tick alone.
 func TestTickAgesPriorities(t *testing.T) {
 	t.Parallel()

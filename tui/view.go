@@ -199,6 +199,12 @@ func (m *Model) headerLine(w int) string {
 		if m.status.NoGit != "" {
 			segs = append(segs, segment{text: st.Info.Render("no git: ralph one at a time"), drop: 1})
 		}
+		switch t := m.status.Trust; {
+		case t != nil && t.Held:
+			segs = append(segs, segment{text: st.Warn.Render("loopr.yml change held: loopr trust")})
+		case t != nil:
+			segs = append(segs, segment{text: st.Warn.Render("loopr.yml untrusted: loopr trust")})
+		}
 	}
 	if n := m.needsCount(); n > 0 {
 		segs = append(segs, segment{text: st.statusStyle(loop.NeedsHuman).Render(fmt.Sprintf("needs you %d", n))})
