@@ -152,3 +152,22 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// Proxies are the proxy variables: often needed to reach a provider at
+// all, yet not in Base (a proxy URL may carry a password).
+var Proxies = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy"}
+
+// Withheld returns the names among Proxies that environ sets and the
+// profile's agent does not get: an agent behind a proxy that cannot reach
+// its API is the likeliest surprise of the allowlist, worth a warning.
+func (p Profile) Withheld(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if Match(name, Proxies) && !Match(name, p.PresetPass) && !Match(name, p.Pass) && !slices.ContainsFunc(p.Env, func(e string) bool { return strings.HasPrefix(e, name+"=") }) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

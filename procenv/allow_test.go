@@ -212,3 +212,15 @@ func TestReadSecretsNeverSaysTheValue(t *testing.T) {
 		t.Errorf("ReadSecrets() error = %v, want an error without the value", err)
 	}
 }
+
+func TestWithheld(t *testing.T) {
+	t.Parallel()
+	env := append(daemonEnv, "no_proxy=localhost")
+	if got := (Profile{}).Withheld(env); !cmp.Equal(got, []string{"HTTPS_PROXY", "no_proxy"}) {
+		t.Errorf("Withheld() = %q, want HTTPS_PROXY and no_proxy", got)
+	}
+	p := Profile{Pass: []string{"HTTPS_PROXY"}, Env: []string{"no_proxy=127.0.0.1"}}
+	if got := p.Withheld(env); len(got) != 0 {
+		t.Errorf("Withheld() with env_pass and env: = %q, want none", got)
+	}
+}
