@@ -90,10 +90,10 @@ func TestAgentEnvIsAllowlisted(t *testing.T) {
 	if l.Status != loop.Complete {
 		t.Fatalf("loop %s is %s (%s); want complete", l.ID, l.Status, l.Reason)
 	}
-	agentLog := readAll(t, filepath.Join(r.home, "loops", l.ID, "iterations", "001", "agent.log"))
+	agentLog := readFile(t, filepath.Join(r.home, "loops", l.ID, "iterations", "001", "agent.log"))
 	seen := map[string]map[string]string{}
 	for _, who := range []string{"agent", "validate", "hook"} {
-		seen[who] = parseEnv(readAll(t, filepath.Join(out, who+"-env.txt")))
+		seen[who] = parseEnv(readFile(t, filepath.Join(out, who+"-env.txt")))
 	}
 	for _, name := range planted {
 		if strings.Contains(agentLog, plantedValue(name)) || strings.Contains(agentLog, name+"=") {
@@ -148,15 +148,6 @@ func parseEnv(s string) map[string]string {
 	return m
 }
 
-func readAll(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // TestSecretFIFOSpendsNoIteration: a secret file a repository made a FIFO
 // stops the agent's start with an error naming the secret, spends no
 // iteration and does not hang the daemon; once the file is a regular one
@@ -202,7 +193,7 @@ func TestSecretFIFOSpendsNoIteration(t *testing.T) {
 	if l.Status != loop.Complete || l.Iteration != 1 {
 		t.Errorf("once the secret could be read: %s at iteration %d (%s); want complete at iteration 1", l.Status, l.Iteration, l.Reason)
 	}
-	if got := parseEnv(readAll(t, filepath.Join(out, "agent-env.txt")))["GH_TOKEN"]; got != "rotated-gh-token" {
+	if got := parseEnv(readFile(t, filepath.Join(out, "agent-env.txt")))["GH_TOKEN"]; got != "rotated-gh-token" {
 		t.Errorf("the agent's GH_TOKEN = %q, want the file's new content", got)
 	}
 }

@@ -37,6 +37,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -174,23 +175,14 @@ func Environ(base []string, name, dir string, e Env) []string {
 		"LOOPR_BRANCH=" + e.Branch, "LOOPR_PLAN_BRANCH=" + e.PlanBranch, "LOOPR_HOOK=" + name,
 		"CI=true", "GIT_TERMINAL_PROMPT=0",
 	}
-	drop := map[string]bool{}
-	for _, v := range ProfileVars {
-		drop[v] = true
-	}
-	for _, kv := range set {
-		k, _, _ := strings.Cut(kv, "=")
-		drop[k] = true
-	}
 	out := make([]string, 0, len(base)+len(set))
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
-		if drop[k] || strings.HasPrefix(k, "BASH_FUNC_") {
-			continue
+		if !slices.Contains(ProfileVars, k) && !strings.HasPrefix(k, "BASH_FUNC_") {
+			out = append(out, kv)
 		}
-		out = append(out, kv)
 	}
-	return append(out, set...)
+	return procenv.Set(out, set...)
 }
 
 // syntaxTimeout bounds one `sh -n`.

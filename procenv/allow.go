@@ -1,9 +1,9 @@
 package procenv
 
 import (
+	"maps"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/loopr-dev/loopr/config"
@@ -107,10 +107,10 @@ func Of(a config.Agent, name, workspace string) Profile {
 	}
 	pr, _ := preset.Get(a.Preset)
 	p := Profile{Key: key, PresetPass: pr.EnvPass, Pass: slices.Clone(a.EnvPass), PresetEnv: a.PresetEnv()}
-	for _, k := range sortedKeys(a.Env) {
+	for _, k := range slices.Sorted(maps.Keys(a.Env)) {
 		p.Env = append(p.Env, k+"="+a.Env[k])
 	}
-	for _, k := range sortedKeys(a.Secrets) {
+	for _, k := range slices.Sorted(maps.Keys(a.Secrets)) {
 		s := a.Secrets[k]
 		file := s.File
 		if file != "" && !filepath.IsAbs(file) {
@@ -144,15 +144,6 @@ func (p Profile) Commands(environ []string) []string {
 	return Set(Allowed(environ, p.Pass), p.Env...)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // Proxies are the proxy variables: often needed to reach a provider at
 // all, yet not in Base (a proxy URL may carry a password).
 var Proxies = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy"}
@@ -168,6 +159,6 @@ func (p Profile) Withheld(environ []string) []string {
 			out = append(out, name)
 		}
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
