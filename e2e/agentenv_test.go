@@ -1,8 +1,8 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
+	"github.com/go-json-experiment/json/v1"
 	"os"
 	"path/filepath"
 	"strings"
