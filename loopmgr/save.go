@@ -180,8 +180,11 @@ func (m *Manager) afterSave(ctx context.Context, job runner.Job, res runner.Resu
 	}
 	defer remove()
 	var log bytes.Buffer
-	env := procenv.Set(job.Settings.Profile.Commands(os.Environ()), append(slices.Clone(job.Settings.Env), "LOOPR_LOOP_ID="+l.ID, "LOOPR_LOOP_TYPE="+l.Type, "LOOPR_ITERATION="+strconv.Itoa(l.Iteration),
-		"LOOPR_WORKDIR="+dir, "LOOPR_HOME="+m.svc.Paths.Home)...)
+	// What the worktree's validate got (the profile's allowlist and env:,
+	// no secret), told about this checkout.
+	own := append(slices.Clone(job.Settings.Env), "LOOPR_LOOP_ID="+l.ID, "LOOPR_LOOP_TYPE="+l.Type,
+		"LOOPR_ITERATION="+strconv.Itoa(l.Iteration), "LOOPR_WORKDIR="+dir, "LOOPR_HOME="+m.svc.Paths.Home)
+	env := procenv.Set(job.Settings.Profile.Commands(os.Environ()), own...)
 	ev, f := m.checker().RunChecks(ctx, runner.Check{
 		Commands: ls.Validate, Dir: dir, Env: env, Log: limitWriter{&log, maxCleanLog},
 		Where: loop.WhereClean, Commit: sv.commit, Started: func(pid int) { m.RecordPID(l.ID, pid) },
