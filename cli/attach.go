@@ -164,6 +164,9 @@ func (e *env) attach(ctx context.Context, b Backend, l loop.Loop) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	// Your environment, as when you run the CLI by hand: you are at the
+	// terminal, watching it (the daemon's agents get an allowlist, package
+	// procenv).
 	cmd.Env = append(os.Environ(), "LOOPR_LOOP_ID="+l.ID, "LOOPR_WORKTREE="+dir)
 	if err := cmd.Run(); err != nil {
 		var ee *exec.ExitError

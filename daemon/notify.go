@@ -146,6 +146,10 @@ func (n *notifier) exec(ctx context.Context, nt note) {
 	}
 	home := n.d.paths.Home
 	nt = nt.redacted(n.d.redact)
+	// The user's whole environment, not an agent's allowlist (package
+	// procenv): a notifier talks to their desktop (DISPLAY, DBUS_…) or
+	// their chat (a token they exported for it), and runs nothing an
+	// agent wrote.
 	env := append(os.Environ(), "LOOPR_HOME="+home,
 		"LOOPR_EVENT="+nt.Event, "LOOPR_LOOP_ID="+nt.Loop, "LOOPR_TITLE="+nt.Title,
 		"LOOPR_REASON="+nt.Reason, "LOOPR_ACTION="+nt.Action)

@@ -228,6 +228,7 @@ func (d *daemon) newManager() {
 	for _, p := range d.svc.Preflight() {
 		d.log.Warn("preflight: loops of these types will not start", "types", strings.Join(p.Types, ","), "problem", p.What, "fix", p.Fix)
 	}
+	d.warnWithheld()
 	var mgr *loopmgr.Manager
 	d.redact = redact.New()
 	d.useRedactor()

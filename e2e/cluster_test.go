@@ -278,7 +278,7 @@ type clusterNode struct {
 	r       repo
 	d       *daemonProc
 	starts  int    // daemons started here so far
-	marker  string // E2E_NODE of the running daemon: <name>.<starts>.<run>
+	marker  string // LOOPR_E2E_NODE of the running daemon: <name>.<starts>.<run>
 	proxies []*cutProxy
 	cut     bool // its proxies to etcd are cut
 }
@@ -365,8 +365,8 @@ worker:
 	return c
 }
 
-// start starts node i's daemon (again, after a kill). E2E_CLUSTER marks
-// every process the cluster's daemons start, E2E_NODE those of this one.
+// start starts node i's daemon (again, after a kill). LOOPR_E2E_CLUSTER marks
+// every process the cluster's daemons start, LOOPR_E2E_NODE those of this one.
 func (c *cluster) start(i int) {
 	c.t.Helper()
 	n := c.nodes[i]
@@ -374,7 +374,7 @@ func (c *cluster) start(i int) {
 	// The shared directory is this run's own: another run of the test on
 	// the machine (another worktree) has other markers.
 	n.marker = fmt.Sprintf("%s.%d.%s", n.name, n.starts, filepath.Base(c.shared))
-	n.d = startDaemonEnv(c.t, n.r, "E2E_CLUSTER="+c.shared, "E2E_NODE="+n.marker)
+	n.d = startDaemonEnv(c.t, n.r, "LOOPR_E2E_CLUSTER="+c.shared, "LOOPR_E2E_NODE="+n.marker)
 }
 
 // kill kills a node's daemon with SIGKILL, as a lost machine would, and
@@ -388,7 +388,7 @@ func (c *cluster) kill(n *clusterNode) time.Time {
 	at := time.Now()
 	c.event(n, at, time.Second, "killed")
 	marker, left := n.marker, make(chan []string, 1)
-	go func() { left <- c.processes("E2E_NODE="+marker, 2*time.Second) }()
+	go func() { left <- c.processes("LOOPR_E2E_NODE="+marker, 2*time.Second) }()
 	c.leftovers = append(c.leftovers, func() {
 		if l := <-left; len(l) > 0 {
 			c.t.Errorf("2 s after the SIGKILL of %s, %d processes it started still ran:\n%s", n.name, len(l), strings.Join(l, "\n"))
@@ -541,7 +541,7 @@ func (c *cluster) setCut(n *clusterNode, cut bool) {
 // its marker other than loopr itself (the daemon, its guard) and git.
 func (c *cluster) agents(n *clusterNode) []string {
 	var out []string
-	for _, p := range c.processes("E2E_NODE="+n.marker, 0) {
+	for _, p := range c.processes("LOOPR_E2E_NODE="+n.marker, 0) {
 		argv := strings.Fields(p)
 		if len(argv) > 1 && argv[1] != bin && filepath.Base(argv[1]) != "git" {
 			out = append(out, p)
@@ -640,11 +640,11 @@ func (c *cluster) runs() []clusterRun {
 }
 
 // noAgentsLeft fails the test if any process started by the cluster's
-// daemons (marked by E2E_CLUSTER in its environment) is still alive
+// daemons (marked by LOOPR_E2E_CLUSTER in its environment) is still alive
 // after grace.
 func (c *cluster) noAgentsLeft(grace time.Duration) {
 	c.t.Helper()
-	if left := c.processes("E2E_CLUSTER="+c.shared, grace); len(left) > 0 {
+	if left := c.processes("LOOPR_E2E_CLUSTER="+c.shared, grace); len(left) > 0 {
 		c.t.Errorf("%d processes of the cluster's daemons still run after every daemon stopped:\n%s", len(left), strings.Join(left, "\n"))
 	}
 }

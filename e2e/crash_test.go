@@ -21,7 +21,7 @@ type agentRun struct {
 	id, typ    string
 	iteration  int
 	pid        int
-	daemon     int       // which daemon of the test started it (E2E_DAEMON)
+	daemon     int       // which daemon of the test started it (LOOPR_E2E_DAEMON)
 	start, end time.Time // end is zero when the run never finished
 }
 

@@ -222,7 +222,7 @@ func TestEtcdStandbyFailover(t *testing.T) {
 	defer lf.Close()
 	b := exec.Command(bin, "--home", homeB, "daemon", "--standby")
 	b.Dir = r.dir
-	b.Env = append(os.Environ(), "LOOPR_HOME=", "NO_COLOR=1", "E2E_DAEMON=2")
+	b.Env = append(os.Environ(), "LOOPR_HOME=", "NO_COLOR=1", "LOOPR_E2E_DAEMON=2")
 	b.Stdout, b.Stderr = lf, lf
 	if err := b.Start(); err != nil {
 		t.Fatal(err)
@@ -419,7 +419,7 @@ func TestEtcdTwoWorkersOneRepository(t *testing.T) {
 	defer lf.Close()
 	b := exec.Command(bin, "--home", homeB, "daemon")
 	b.Dir = r.dir
-	b.Env = append(os.Environ(), "LOOPR_HOME=", "NO_COLOR=1", "E2E_DAEMON=2")
+	b.Env = append(os.Environ(), "LOOPR_HOME=", "NO_COLOR=1", "LOOPR_E2E_DAEMON=2")
 	b.Stdout, b.Stderr = lf, lf
 	if err := b.Start(); err != nil {
 		t.Fatal(err)

@@ -173,8 +173,8 @@ func startDaemonHome(t *testing.T, r repo, home string, env ...string) *daemonPr
 	}
 	cmd := exec.Command(bin, append(homeArgs, "daemon")...)
 	cmd.Dir = r.dir
-	// Agents inherit E2E_DAEMON: their logs say which daemon ran them.
-	cmd.Env = append(os.Environ(), "LOOPR_HOME=", "NO_COLOR=1", fmt.Sprintf("E2E_DAEMON=%d", n))
+	// Agents inherit LOOPR_E2E_DAEMON: their logs say which daemon ran them.
+	cmd.Env = append(os.Environ(), "LOOPR_HOME=", "NO_COLOR=1", fmt.Sprintf("LOOPR_E2E_DAEMON=%d", n))
 	cmd.Env = append(cmd.Env, env...)
 	// A file, not a pipe: Wait must not wait for agents a killed daemon
 	// leaves behind.

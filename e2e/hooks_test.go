@@ -13,7 +13,7 @@ import (
 
 // Lifecycle hooks (issue 23) against the real daemon, git and processes;
 // the agent is testdata/agent.sh in queue mode, which appends one line to
-// $E2E_STARTS each time it starts.
+// $LOOPR_E2E_STARTS each time it starts.
 
 // hookConfig is treeConfig's configuration with extra top-level YAML.
 func hookConfig(t *testing.T, extra string) string {
@@ -42,9 +42,9 @@ func TestHookBeforeRunBlocks(t *testing.T) {
 	starts, flag := filepath.Join(tmp, "starts"), filepath.Join(tmp, "db-up")
 	r := newRepo(t, hookConfig(t, `hooks:
   before_run:
-    run: ["echo checking the db", "test -f \"$E2E_FLAG\" || { echo 'the db is down' >&2; exit 3; }"]
+    run: ["echo checking the db", "test -f \"$LOOPR_E2E_FLAG\" || { echo 'the db is down' >&2; exit 3; }"]
 `))
-	d := startDaemonEnv(t, r, "E2E_STARTS="+starts, "E2E_FLAG="+flag)
+	d := startDaemonEnv(t, r, "LOOPR_E2E_STARTS="+starts, "LOOPR_E2E_FLAG="+flag)
 	var l loop.Loop
 	mustJSON(t, ok(t, r.dir, "add", "--type", "ralph", "--task", "Write the file", "--json"), &l)
 
@@ -93,9 +93,9 @@ func TestHookSuspend(t *testing.T) {
 	tmp := t.TempDir()
 	starts, flag := filepath.Join(tmp, "starts"), filepath.Join(tmp, "ok")
 	r := newRepo(t, hookConfig(t, `hooks:
-  before_run: {run: ["test -f \"$E2E_FLAG\" || { echo 'fix the fixture'; exit 1; }"], on_error: suspend}
+  before_run: {run: ["test -f \"$LOOPR_E2E_FLAG\" || { echo 'fix the fixture'; exit 1; }"], on_error: suspend}
 `))
-	startDaemonEnv(t, r, "E2E_STARTS="+starts, "E2E_FLAG="+flag)
+	startDaemonEnv(t, r, "LOOPR_E2E_STARTS="+starts, "LOOPR_E2E_FLAG="+flag)
 	var l loop.Loop
 	mustJSON(t, ok(t, r.dir, "add", "--type", "ralph", "--task", "Write the file", "--json"), &l)
 	var got loop.Loop
@@ -139,7 +139,7 @@ func TestHookEnvWarnAndWorktreeCopy(t *testing.T) {
   before_run:
     on_error: warn
     run:
-      - printf '%s|%s|%s|%s|%s|%s|%s|%s|%s|%s\n' "$LOOPR_LOOP_ID" "$LOOPR_WORKTREE" "$LOOPR_BRANCH" "$LOOPR_PLAN_BRANCH" "$LOOPR_HOOK" "$CI" "$GIT_TERMINAL_PROMPT" "$PWD" "${BASH_ENV-unset}" "$(cat .env)" >> "$E2E_SEEN"
+      - printf '%s|%s|%s|%s|%s|%s|%s|%s|%s|%s\n' "$LOOPR_LOOP_ID" "$LOOPR_WORKTREE" "$LOOPR_BRANCH" "$LOOPR_PLAN_BRANCH" "$LOOPR_HOOK" "$CI" "$GIT_TERMINAL_PROMPT" "$PWD" "${BASH_ENV-unset}" "$(cat .env)" >> "$LOOPR_E2E_SEEN"
       - echo 'only a warning'; exit 1
 worktree:
   copy: [".env", "escape", "pipe", "missing.yml"]
@@ -158,7 +158,7 @@ worktree:
 	if err := syscall.Mkfifo(filepath.Join(r.dir, "pipe"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemonEnv(t, r, "E2E_STARTS="+starts, "E2E_SEEN="+seen, "E2E_NO_CLASH=1", "BASH_ENV="+filepath.Join(tmp, "rc"))
+	d := startDaemonEnv(t, r, "LOOPR_E2E_STARTS="+starts, "LOOPR_E2E_SEEN="+seen, "LOOPR_E2E_NO_CLASH=1", "BASH_ENV="+filepath.Join(tmp, "rc"))
 	loops := runAgentTree(t, r, d)
 	if len(loops) != 6 {
 		t.Fatalf("%d loops; want 6:\n%s", len(loops), describe(loops))
@@ -244,15 +244,15 @@ func TestHookMergeAndLifecycle(t *testing.T) {
 	tmp := t.TempDir()
 	starts, marks, seen := filepath.Join(tmp, "starts"), filepath.Join(tmp, "marks"), filepath.Join(tmp, "seen")
 	r := newRepo(t, hookConfig(t, `hooks:
-  after_create: {run: ["echo \"after_create $LOOPR_LOOP_ID\" >> \"$E2E_SEEN\""]}
-  before_merge: {run: ["echo \"before_merge $LOOPR_LOOP_ID\" >> \"$E2E_SEEN\"", "! mkdir \"$E2E_MARKS/$LOOPR_LOOP_ID\" 2>/dev/null || { echo 'smoke test failed'; exit 1; }"]}
-  after_merge: {run: ["echo \"after_merge $LOOPR_LOOP_ID\" >> \"$E2E_SEEN\""]}
-  before_remove: {run: ["echo \"before_remove $LOOPR_LOOP_ID\" >> \"$E2E_SEEN\"; test -d \"$LOOPR_WORKTREE\""]}
+  after_create: {run: ["echo \"after_create $LOOPR_LOOP_ID\" >> \"$LOOPR_E2E_SEEN\""]}
+  before_merge: {run: ["echo \"before_merge $LOOPR_LOOP_ID\" >> \"$LOOPR_E2E_SEEN\"", "! mkdir \"$LOOPR_E2E_MARKS/$LOOPR_LOOP_ID\" 2>/dev/null || { echo 'smoke test failed'; exit 1; }"]}
+  after_merge: {run: ["echo \"after_merge $LOOPR_LOOP_ID\" >> \"$LOOPR_E2E_SEEN\""]}
+  before_remove: {run: ["echo \"before_remove $LOOPR_LOOP_ID\" >> \"$LOOPR_E2E_SEEN\"; test -d \"$LOOPR_WORKTREE\""]}
 `))
 	if err := os.Mkdir(marks, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemonEnv(t, r, "E2E_STARTS="+starts, "E2E_SEEN="+seen, "E2E_MARKS="+marks, "E2E_NO_CLASH=1")
+	d := startDaemonEnv(t, r, "LOOPR_E2E_STARTS="+starts, "LOOPR_E2E_SEEN="+seen, "LOOPR_E2E_MARKS="+marks, "LOOPR_E2E_NO_CLASH=1")
 	loops := runAgentTree(t, r, d)
 	// after_merge and before_remove run after the records say complete.
 	count := map[string]int{}
@@ -304,13 +304,13 @@ func TestHookAfterCreateAndAfterRunBlock(t *testing.T) {
 	tmp := t.TempDir()
 	starts, marks, seen := filepath.Join(tmp, "starts"), filepath.Join(tmp, "marks"), filepath.Join(tmp, "seen")
 	r := newRepo(t, hookConfig(t, `hooks:
-  after_create: {run: ["echo \"after_create $LOOPR_LOOP_ID\" >> \"$E2E_SEEN\"", "! mkdir \"$E2E_MARKS/create\" 2>/dev/null || { echo 'npm ci failed'; exit 1; }"]}
-  after_run: {run: ["! mkdir \"$E2E_MARKS/run\" 2>/dev/null || { echo 'the service did not stop'; exit 1; }"]}
+  after_create: {run: ["echo \"after_create $LOOPR_LOOP_ID\" >> \"$LOOPR_E2E_SEEN\"", "! mkdir \"$LOOPR_E2E_MARKS/create\" 2>/dev/null || { echo 'npm ci failed'; exit 1; }"]}
+  after_run: {run: ["! mkdir \"$LOOPR_E2E_MARKS/run\" 2>/dev/null || { echo 'the service did not stop'; exit 1; }"]}
 `))
 	if err := os.Mkdir(marks, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	startDaemonEnv(t, r, "E2E_STARTS="+starts, "E2E_SEEN="+seen, "E2E_MARKS="+marks)
+	startDaemonEnv(t, r, "LOOPR_E2E_STARTS="+starts, "LOOPR_E2E_SEEN="+seen, "LOOPR_E2E_MARKS="+marks)
 	var l loop.Loop
 	mustJSON(t, ok(t, r.dir, "add", "--type", "ralph", "--task", "Write the file", "--json"), &l)
 	var got loop.Loop

@@ -75,7 +75,7 @@ func checkFirstParents(t *testing.T, r repo, branch string) []string {
 		}
 		cmd := exec.Command("sh", abs(t, "testdata/mergecheck.sh"))
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "E2E_MERGE_MARK=", "E2E_MERGE_GATE=")
+		cmd.Env = append(os.Environ(), "LOOPR_E2E_MERGE_MARK=", "LOOPR_E2E_MERGE_GATE=")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("commit %s on %s's first-parent line fails merge.validate: %v\n%s", c, branch, err, out)
 		}
@@ -176,7 +176,7 @@ func TestPassIsNeverRerunAfterMerging(t *testing.T) {
 	r := newRepo(t, queueConfig(t, 1))
 	tmp := t.TempDir()
 	starts, mark, gate := filepath.Join(tmp, "starts"), filepath.Join(tmp, "mark"), filepath.Join(tmp, "gate")
-	env := []string{"E2E_STARTS=" + starts, "E2E_MERGE_MARK=" + mark, "E2E_MERGE_GATE=" + gate, "E2E_NO_CLASH=1"}
+	env := []string{"LOOPR_E2E_STARTS=" + starts, "LOOPR_E2E_MERGE_MARK=" + mark, "LOOPR_E2E_MERGE_GATE=" + gate, "LOOPR_E2E_NO_CLASH=1"}
 	d := startDaemonEnv(t, r, env...)
 	ok(t, r.dir, "add", "--type", "plan", "--title", "durable", "--task", "three tasks")
 	waitEvery(t, 120*time.Second, slowPoll, "three tasks merging, the first one's merge.validate held open", func() bool {
@@ -324,7 +324,7 @@ func TestMergeFinishedByAnotherWorker(t *testing.T) {
 	r := newRepo(t, queueConfig(t, 1)+storeYML)
 	tmp := t.TempDir()
 	starts, mark, gate := filepath.Join(tmp, "starts"), filepath.Join(tmp, "mark"), filepath.Join(tmp, "gate")
-	env := []string{"E2E_STARTS=" + starts, "E2E_MERGE_MARK=" + mark, "E2E_MERGE_GATE=" + gate, "E2E_NO_CLASH=1"}
+	env := []string{"LOOPR_E2E_STARTS=" + starts, "LOOPR_E2E_MERGE_MARK=" + mark, "LOOPR_E2E_MERGE_GATE=" + gate, "LOOPR_E2E_NO_CLASH=1"}
 	daemons := []*daemonProc{startDaemonEnv(t, r, env...), startDaemonHome(t, r, filepath.Join(tmp, "b"), env...)}
 	waitFor(t, 15*time.Second, "two workers registered", func() bool {
 		c := status(t, r).Cluster

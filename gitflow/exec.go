@@ -99,7 +99,9 @@ var scrubbed = map[string]bool{
 	"GIT_COMMON_DIR": true, "GIT_NAMESPACE": true, "GIT_PREFIX": true,
 }
 
-// baseEnv is the environment of every git command: the daemon's, without
+// baseEnv is the environment of every git command: the daemon's (git acts
+// for the user, with their credential helpers and ssh agent; no agent's
+// allowlist, package procenv, applies), without
 // repository overrides, in the C locale (error texts are matched) and never
 // prompting on a terminal (a push or fetch that needs a password fails
 // instead of waiting for one; ssh asks on the terminal of a daemon started

@@ -7,9 +7,11 @@
 // after the other, in the hook's directory (the loop's worktree, or the
 // merge worktree for before_merge), until one fails. The sh is neither a
 // login nor an interactive shell, so it reads no profile (~/.profile,
-// ~/.bashrc); its environment is the daemon's without what would make a
-// shell run code of its own at start (ProfileVars: BASH_ENV, ENV and
-// exported bash functions), plus LOOPR_LOOP_ID, LOOPR_WORKTREE,
+// ~/.bashrc); its environment is the one the loop's validate commands get
+// (Spec.Base: the allowlisted variables of the daemon's and the profile's
+// env:, package procenv) without what would make a shell run code of its
+// own at start (ProfileVars: BASH_ENV, ENV and exported bash functions,
+// should env_pass name them), plus LOOPR_LOOP_ID, LOOPR_WORKTREE,
 // LOOPR_BRANCH, LOOPR_PLAN_BRANCH, LOOPR_HOOK, LOOPR_HOME, CI=true,
 // GIT_TERMINAL_PROMPT=0 and PWD naming its directory (package procenv).
 //
@@ -35,12 +37,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/internal/contain"
+	"github.com/loopr-dev/loopr/procenv"
 	"github.com/loopr-dev/loopr/redact"
 	"github.com/loopr-dev/loopr/runner"
 )
@@ -67,6 +71,10 @@ type Spec struct {
 	Dir  string      // where its commands run
 	Log  string      // the file its output is appended to
 	Env  Env
+	// Base is the environment the hook starts from: its loop's profile's
+	// (procenv.Profile.Commands); nil: the base set of the daemon's
+	// (procenv.Allowed).
+	Base []string
 	Jail *contain.Jail // nil: process groups alone
 	// Redact replaces secrets in the output before it is logged or kept
 	// in the Result (the daemon's one Redactor). nil: token shapes only.
@@ -121,7 +129,11 @@ func Run(ctx context.Context, s Spec) Result {
 		timeout = config.DefaultHookTimeoutSecs * time.Second
 	}
 	deadline := start.Add(timeout)
-	env := Environ(os.Environ(), s.Name, s.Dir, s.Env)
+	base := s.Base
+	if base == nil {
+		base = procenv.Allowed(os.Environ())
+	}
+	env := Environ(base, s.Name, s.Dir, s.Env)
 	for i, cmd := range s.Hook.Run {
 		fmt.Fprintf(log, "$ %s\n", cmd)
 		left := time.Until(deadline)
@@ -163,23 +175,14 @@ func Environ(base []string, name, dir string, e Env) []string {
 		"LOOPR_BRANCH=" + e.Branch, "LOOPR_PLAN_BRANCH=" + e.PlanBranch, "LOOPR_HOOK=" + name,
 		"CI=true", "GIT_TERMINAL_PROMPT=0",
 	}
-	drop := map[string]bool{}
-	for _, v := range ProfileVars {
-		drop[v] = true
-	}
-	for _, kv := range set {
-		k, _, _ := strings.Cut(kv, "=")
-		drop[k] = true
-	}
 	out := make([]string, 0, len(base)+len(set))
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
-		if drop[k] || strings.HasPrefix(k, "BASH_FUNC_") {
-			continue
+		if !slices.Contains(ProfileVars, k) && !strings.HasPrefix(k, "BASH_FUNC_") {
+			out = append(out, kv)
 		}
-		out = append(out, kv)
 	}
-	return append(out, set...)
+	return procenv.Set(out, set...)
 }
 
 // syntaxTimeout bounds one `sh -n`.
@@ -191,7 +194,7 @@ func Syntax(ctx context.Context, cmd string) error {
 	ctx, cancel := context.WithTimeout(ctx, syntaxTimeout)
 	defer cancel()
 	c := exec.CommandContext(ctx, "sh", "-n", "-c", cmd)
-	c.Env = Environ(os.Environ(), "", "", Env{})
+	c.Env = Environ(procenv.Allowed(os.Environ()), "", "", Env{})
 	var out bytes.Buffer
 	c.Stdout, c.Stderr = &out, &out
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -186,3 +186,36 @@ func TestSyntax(t *testing.T) {
 		t.Errorf("Syntax(unterminated if) = %v; want an sh -n error", err)
 	}
 }
+
+// TestRunEnvIsAllowlisted: a hook gets its Base (the loop's profile's
+// environment), else the daemon's base set: never the daemon's other
+// variables.
+func TestRunEnvIsAllowlisted(t *testing.T) {
+	t.Setenv("GITHUB_TOKEN", "planted-hook-token")
+	for _, tc := range []struct {
+		name string
+		base []string
+		want string
+	}{
+		{"no base: the base set", nil, "PATH="},
+		{"the profile's", []string{"PATH=/usr/bin:/bin", "PROJECT_MODE=hooked"}, "PROJECT_MODE=hooked"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			res := hooks.Run(context.Background(), hooks.Spec{
+				Name: config.BeforeRun, Dir: dir, Log: filepath.Join(dir, "h.log"), Base: tc.base,
+				Hook: config.Hook{Run: []string{"env > env.txt"}, TimeoutSecs: 30, OnError: config.OnErrorBlock},
+			})
+			if res.Failed() {
+				t.Fatalf("Run() = %+v", res)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "env.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if env := string(b); strings.Contains(env, "planted-hook-token") || !strings.Contains(env, tc.want) {
+				t.Errorf("the hook's environment holds the daemon's GITHUB_TOKEN or lacks %q:\n%s", tc.want, env)
+			}
+		})
+	}
+}

@@ -24,10 +24,12 @@ import (
 	"strings"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/mergequeue"
+	"github.com/loopr-dev/loopr/procenv"
 	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/store"
 )
@@ -206,7 +208,11 @@ func (ld *Lander) validate(ctx context.Context, plan loop.Loop, l gitflow.Landin
 		}
 	}()
 	var out mergequeue.Tail
-	env := append(os.Environ(), "LOOPR_MERGE_INTO="+l.Into, "LOOPR_MERGE_COMMIT="+l.Result, "LOOPR_MERGE_BRANCHES="+l.Branch)
+	// The default profile's environment, as the merge queue's
+	// merge.validate: the allowlist and env:, no agent's secret.
+	cfg := ld.Svc.Config()
+	env := procenv.Set(procenv.Of(cfg.Agent, config.DefaultProfile, ld.Svc.Paths.Workspace).Commands(os.Environ()),
+		"LOOPR_MERGE_INTO="+l.Into, "LOOPR_MERGE_COMMIT="+l.Result, "LOOPR_MERGE_BRANCHES="+l.Branch)
 	ev, f := ld.Runner.RunChecks(ctx, runner.Check{
 		Commands: cmds, Dir: dir, Env: env, Log: &out, Where: loop.WhereMerge, Commit: l.Result,
 		Name: "land", Home: ld.Git.Home, Worktree: dir,

@@ -15,6 +15,7 @@ import (
 	"github.com/loopr-dev/loopr/internal/contain"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/mergequeue"
+	"github.com/loopr-dev/loopr/procenv"
 	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/store"
 )
@@ -78,7 +79,7 @@ func (m *Manager) runHook(ctx context.Context, l loop.Loop, name, dir, worktree 
 	}
 	env := hooks.Env{Home: m.svc.Paths.Home, Loop: l.ID, Worktree: worktree, Branch: l.Branch, PlanBranch: m.planBranch(ctx, l)}
 	res = hooks.Run(ctx, hooks.Spec{
-		Name: name, Hook: h, Dir: dir, Env: env, Jail: m.jail(), Redact: m.o.Redact,
+		Name: name, Hook: h, Dir: dir, Env: env, Base: m.commandEnv(l), Jail: m.jail(), Redact: m.o.Redact,
 		Log: filepath.Join(runner.IterationDir(m.svc.Paths.Home, l.ID, l.Iteration), "hooks", name+".log"),
 	})
 	msg := res.Summary()
@@ -88,6 +89,16 @@ func (m *Manager) runHook(ctx context.Context, l loop.Loop, name, dir, worktree 
 	}
 	m.journal(l, msg)
 	return res, true
+}
+
+// commandEnv is the environment l's hooks start from: its profile's
+// allowlist and env:, without the agent's own variables and secrets
+// (procenv.Profile.Commands).
+func (m *Manager) commandEnv(l loop.Loop) []string {
+	c := m.cfg()
+	name := c.ProfileOf(&l)
+	ag, _ := c.Profile(name)
+	return procenv.Of(ag, name, m.svc.Paths.Workspace).Commands(os.Environ())
 }
 
 // stops reports whether res is a failure that stops its step.

@@ -16,6 +16,7 @@ import (
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/procenv"
 	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/store"
 )
@@ -52,8 +53,10 @@ func (m *Manager) prepare(ctx context.Context, a *active, l loop.Loop, profile s
 	c := m.cfg()
 	ls := c.Loop(l.Type)
 	ag, ok := c.Profile(profile)
+	name := profile
 	if !ok { // gone in a reload since the decision
-		ag, _ = c.Profile(c.ProfileOf(&l))
+		name = c.ProfileOf(&l)
+		ag, _ = c.Profile(name)
 	}
 	timeout := ag.TimeoutSecs
 	if own := c.Loops[l.Type].TimeoutSecs; own > 0 {
@@ -64,7 +67,7 @@ func (m *Manager) prepare(ctx context.Context, a *active, l loop.Loop, profile s
 	j := runner.Job{
 		Loop: l, Home: m.svc.Paths.Home, Workdir: m.svc.Paths.Workspace,
 		Settings: runner.Settings{
-			Agent: ag.Argv(), Env: ag.PresetEnv(), Preset: ag.Preset,
+			Agent: ag.Argv(), Profile: procenv.Of(ag, name, m.svc.Paths.Workspace), Preset: ag.Preset,
 			Validate: ls.Validate, PromptFile: m.promptFile(l.Type, ls.Prompt),
 			Timeout:           time.Duration(timeout) * time.Second,
 			RateLimitExitCode: ag.RateLimitExitCode, RateLimitPattern: ratePattern(ag.RateLimitPattern),
@@ -76,8 +79,7 @@ func (m *Manager) prepare(ctx context.Context, a *active, l loop.Loop, profile s
 	if m.clustered() {
 		worker = m.o.Cluster.Name()
 	}
-	env := j.Settings.Env
-	j.Settings.Env = append(env[:len(env):len(env)], "LOOPR_WORKER="+worker) // a copy: never the profile's array
+	j.Settings.Env = []string{"LOOPR_WORKER=" + worker}
 	// The runner reads the parent's artifact (a regular file under the
 	// home, bounded), so a replaced file fails the iteration, not the manager.
 	j.ParentArtifact = l.TriggeredBy

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/mergequeue"
+	"github.com/loopr-dev/loopr/procenv"
 	"github.com/loopr-dev/loopr/runner"
 	"github.com/loopr-dev/loopr/store"
 )
@@ -115,6 +117,8 @@ func (m *Manager) drainMerges(ctx context.Context) bool {
 		sink := &mergeSink{m: m, ctx: ctx, into: into}
 		st, err := m.o.Queue.Run(ctx, mergequeue.Plan{
 			Into: into, Batch: c.Merge.Batch, Validate: c.Merge.Validate,
+			// The default profile's: a batch merges loops of any profile.
+			Env:    procenv.Of(c.Agent, config.DefaultProfile, m.svc.Paths.Workspace).Commands(os.Environ()),
 			Items:  func() ([]mergequeue.Item, error) { return m.mergingItems(root.ID, sink) },
 			Fence:  func(_ context.Context, items []mergequeue.Item) error { return m.stillMerging(items) },
 			Before: m.beforeMerge,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/procenv"
 	"github.com/loopr-dev/loopr/runner"
 )
 
@@ -178,9 +180,11 @@ func (m *Manager) afterSave(ctx context.Context, job runner.Job, res runner.Resu
 	}
 	defer remove()
 	var log bytes.Buffer
-	env := append(os.Environ(), job.Settings.Env...)
-	env = append(env, "LOOPR_LOOP_ID="+l.ID, "LOOPR_LOOP_TYPE="+l.Type, "LOOPR_ITERATION="+strconv.Itoa(l.Iteration),
-		"LOOPR_WORKDIR="+dir, "LOOPR_HOME="+m.svc.Paths.Home)
+	// What the worktree's validate got (the profile's allowlist and env:,
+	// no secret), told about this checkout.
+	own := append(slices.Clone(job.Settings.Env), "LOOPR_LOOP_ID="+l.ID, "LOOPR_LOOP_TYPE="+l.Type,
+		"LOOPR_ITERATION="+strconv.Itoa(l.Iteration), "LOOPR_WORKDIR="+dir, "LOOPR_HOME="+m.svc.Paths.Home)
+	env := procenv.Set(job.Settings.Profile.Commands(os.Environ()), own...)
 	ev, f := m.checker().RunChecks(ctx, runner.Check{
 		Commands: ls.Validate, Dir: dir, Env: env, Log: limitWriter{&log, maxCleanLog},
 		Where: loop.WhereClean, Commit: sv.commit, Started: func(pid int) { m.RecordPID(l.ID, pid) },

@@ -33,6 +33,7 @@ import (
 
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/procenv"
 	"github.com/loopr-dev/loopr/runner"
 )
 
@@ -50,7 +51,9 @@ type Plan struct {
 	Batch    int      // merge.batch
 	Validate []string // merge.validate
 	Timeout  time.Duration
-	Env      []string // extra environment of merge.validate
+	// Env is the environment merge.validate starts from (the default
+	// profile's, procenv.Profile.Commands); nil: the base set alone.
+	Env []string
 	// Items returns the items waiting now, in the order they should
 	// land; it is called with the branch's merge locks held, so what
 	// another worker landed meanwhile is not among them.
@@ -151,15 +154,18 @@ func (q *Queue) try(ctx context.Context, ig *gitflow.Integration, p Plan, batch 
 	return a, nil
 }
 
-// env is merge.validate's environment: the daemon's, p.Env, and what it
-// validates.
+// env is merge.validate's environment: p.Env (else the allowlisted base
+// set of the daemon's), and what it validates.
 func (q *Queue) env(p Plan, head string, merged []Item) []string {
 	names := make([]string, len(merged))
 	for i, it := range merged {
 		names[i] = it.Branch
 	}
-	env := append(os.Environ(), p.Env...)
-	return append(env, "LOOPR_MERGE_INTO="+p.Into, "LOOPR_MERGE_COMMIT="+head,
+	env := p.Env
+	if env == nil {
+		env = procenv.Allowed(os.Environ())
+	}
+	return procenv.Set(env, "LOOPR_MERGE_INTO="+p.Into, "LOOPR_MERGE_COMMIT="+head,
 		"LOOPR_MERGE_BRANCHES="+strings.Join(names, " "))
 }
 

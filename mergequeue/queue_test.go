@@ -245,3 +245,22 @@ func (printSink) Landed([]Item, Attempt) {}
 func (printSink) Rejected(it Item, _ error, a *Attempt) {
 	fmt.Printf("sent back %s: %s\n", it.ID, a.Reason)
 }
+
+// TestEnvIsAllowlisted: merge.validate starts from the Plan's environment
+// (the default profile's), else the daemon's base set, and is told what it
+// validates; the daemon's other variables never reach it.
+func TestEnvIsAllowlisted(t *testing.T) {
+	t.Setenv("GITHUB_TOKEN", "planted-merge-token")
+	q := &Queue{}
+	merged := []Item{{Branch: "loopr/a-1"}, {Branch: "loopr/b-2"}}
+	for _, p := range []Plan{{Into: "loopr/plan-1"}, {Into: "loopr/plan-1", Env: []string{"PATH=/bin", "PROJECT_MODE=merge"}}} {
+		env := strings.Join(q.env(p, "abc123", merged), "\n")
+		if strings.Contains(env, "planted-merge-token") || !strings.Contains(env, "PATH=") ||
+			!strings.Contains(env, "LOOPR_MERGE_BRANCHES=loopr/a-1 loopr/b-2") || !strings.Contains(env, "LOOPR_MERGE_COMMIT=abc123") {
+			t.Errorf("env(%q) =\n%s\nwant PATH and LOOPR_MERGE_*, not the daemon's GITHUB_TOKEN", p.Env, env)
+		}
+		if p.Env != nil && !strings.Contains(env, "PROJECT_MODE=merge") {
+			t.Errorf("env(%q) lacks the plan's PROJECT_MODE:\n%s", p.Env, env)
+		}
+	}
+}

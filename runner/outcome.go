@@ -63,7 +63,7 @@ func (it *iteration) validate(ctx context.Context, vlog io.Writer) Result {
 	}
 	l := it.j.Loop
 	ev, f := it.r.RunChecks(ctx, Check{
-		Commands: it.s.Validate, Dir: it.j.Workdir, Env: it.env,
+		Commands: it.s.Validate, Dir: it.j.Workdir, Env: it.cmdEnv,
 		Timeout: it.s.ValidateTimeout, Grace: it.s.Grace, Log: vlog,
 		Where: loop.WhereWorktree, Started: it.groupStarted,
 		Name: fmt.Sprintf("%s.%d.validate", l.ID, l.Iteration), Loop: l.ID, Home: it.j.Home, Worktree: it.worktree(),

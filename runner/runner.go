@@ -43,7 +43,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -52,6 +51,7 @@ import (
 	"github.com/loopr-dev/loopr/internal/contain"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/preset"
+	"github.com/loopr-dev/loopr/procenv"
 	"github.com/loopr-dev/loopr/redact"
 )
 
@@ -84,8 +84,12 @@ type Settings struct {
 	MaxLogBytes       int64 // per log file, default 4 MiB; the head and tail are kept
 	FeedbackBytes     int   // bound of Result.Feedback, default 4096
 	Grace             time.Duration
+	// Profile says what of the daemon's environment the agent and the
+	// validate commands get, and the profile's own values and secrets
+	// (package procenv). The zero Profile: the base set alone.
+	Profile procenv.Profile
 	// Env holds extra KEY=value pairs for the agent and validate commands,
-	// after os.Environ(). Values are never logged.
+	// after the profile's (LOOPR_WORKER). Values are never logged.
 	Env []string
 	// Preset names the parser of the agent's output (preset package):
 	// claude, codex, gemini, opencode, or command (text only).
@@ -293,7 +297,8 @@ type iteration struct {
 	log *slog.Logger
 	res Result
 
-	env        []string
+	env        []string // the agent's (env.go)
+	cmdEnv     []string // its validate commands'
 	promptPath string
 	agentLog   string
 	validLog   string
@@ -508,19 +513,10 @@ func (it *iteration) prepare() error {
 	it.validLog = filepath.Join(it.res.Dir, "validation.log")
 	it.artifact = ArtifactPath(j.Home, l)
 
-	it.env = append(os.Environ(), j.Settings.Env...)
-	it.env = append(it.env,
-		"LOOPR_LOOP_ID="+l.ID,
-		"LOOPR_LOOP_TYPE="+l.Type,
-		"LOOPR_ITERATION="+strconv.Itoa(l.Iteration),
-		"LOOPR_MAX_ITERATIONS="+strconv.Itoa(l.MaxIterations),
-		"LOOPR_WORKDIR="+j.Workdir,
-		"LOOPR_ARTIFACT="+it.artifact,
-		"LOOPR_PARENT_ARTIFACT="+j.ParentArtifact,
-		"LOOPR_PROMPT_FILE="+it.promptPath,
-		"LOOPR_HOME="+j.Home,
-		"LOOPR_QUESTION_FILE="+it.question,
-	)
+	if err := it.environ(); err != nil {
+		it.res.Setup = true
+		return err
+	}
 	return nil
 }
 

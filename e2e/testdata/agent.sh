@@ -13,7 +13,7 @@
 #   agent.sh crash LOG SLEEP    the same tree without the failures; every run
 #                               appends "start|end <id> <iteration> <unix-ns> <pid> <type> <daemon>"
 #                               to LOG and sleeps SLEEP seconds in between
-#                               (<daemon> is $E2E_DAEMON, which the test sets
+#                               (<daemon> is $LOOPR_E2E_DAEMON, which the test sets
 #                               on each daemon it starts and agents inherit).
 #   agent.sh bad                what the loop's title says: bad:hang, bad:flood,
 #                               bad:exit3, bad:malformed, bad:rmworktree, or any
@@ -23,8 +23,8 @@
 #                               Gamma write alpha.flag and gamma.flag, "v1" on
 #                               iteration 1 (mergecheck.sh rejects the two v1
 #                               together), "v2" after (or always, with
-#                               E2E_NO_CLASH=1). Every run appends
-#                               "<id> <iteration> <type>" to $E2E_STARTS, if set.
+#                               LOOPR_E2E_NO_CLASH=1). Every run appends
+#                               "<id> <iteration> <type>" to $LOOPR_E2E_STARTS, if set.
 #
 # Each ralph loop writes out/<loop id>.txt in its working directory.
 set -u
@@ -38,7 +38,7 @@ title=$(head -n 1 "$LOOPR_PROMPT_FILE" | sed -n 's/.*, "\(.*\)"\.$/\1/p')
 
 # note appends one line to the crash log in a single write.
 note() {
-	printf '%s %s %s %s %s %s %s\n' "$1" "$id" "$it" "$(date +%s%N)" "$$" "$LOOPR_LOOP_TYPE" "${E2E_DAEMON:-0}" >>"$log"
+	printf '%s %s %s %s %s %s %s\n' "$1" "$id" "$it" "$(date +%s%N)" "$$" "$LOOPR_LOOP_TYPE" "${LOOPR_E2E_DAEMON:-0}" >>"$log"
 }
 
 artifact() {
@@ -91,7 +91,7 @@ queue_code() {
 	mkdir -p out
 	printf 'done by %s iteration %s\n' "$id" "$it" >"out/$id.txt"
 	version=v2
-	[ "$it" = 1 ] && [ "${E2E_NO_CLASH:-}" != 1 ] && version=v1
+	[ "$it" = 1 ] && [ "${LOOPR_E2E_NO_CLASH:-}" != 1 ] && version=v1
 	case $title in
 	Alpha) echo "$version" >alpha.flag ;;
 	Gamma) echo "$version" >gamma.flag ;;
@@ -100,7 +100,7 @@ queue_code() {
 
 case $mode in
 queue)
-	[ -z "${E2E_STARTS:-}" ] || printf '%s %s %s\n' "$id" "$it" "$LOOPR_LOOP_TYPE" >>"$E2E_STARTS"
+	[ -z "${LOOPR_E2E_STARTS:-}" ] || printf '%s %s %s\n' "$id" "$it" "$LOOPR_LOOP_TYPE" >>"$LOOPR_E2E_STARTS"
 	case $LOOPR_LOOP_TYPE in
 	plan | spec | phase) queue_artifact ;;
 	*) queue_code ;;

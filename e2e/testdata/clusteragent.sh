@@ -23,7 +23,7 @@ set -u
 shared=$1 pause=$2
 id=$LOOPR_LOOP_ID
 it=$LOOPR_ITERATION
-worker=${LOOPR_WORKER:-daemon${E2E_DAEMON:-0}}
+worker=${LOOPR_WORKER:-daemon${LOOPR_E2E_DAEMON:-0}}
 cat >/dev/null # the prompt; loopr also saved it at $LOOPR_PROMPT_FILE
 # The first line of every built-in prompt ends with: loop <id>, "<title>".
 title=$(head -n 1 "$LOOPR_PROMPT_FILE" | sed -n 's/.*, "\(.*\)"\.$/\1/p')

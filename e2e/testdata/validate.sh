@@ -8,7 +8,7 @@
 #                               to LOG around them (a slow test suite)
 set -u
 note() {
-	printf '%s %s %s %s %s validate %s\n' "$1" "$LOOPR_LOOP_ID" "$LOOPR_ITERATION" "$(date +%s%N)" "$$" "${E2E_DAEMON:-0}" >>"$log"
+	printf '%s %s %s %s %s validate %s\n' "$1" "$LOOPR_LOOP_ID" "$LOOPR_ITERATION" "$(date +%s%N)" "$$" "${LOOPR_E2E_DAEMON:-0}" >>"$log"
 }
 log=${1:-}
 if [ -n "$log" ]; then
