@@ -53,6 +53,7 @@ import (
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/preset"
 	"github.com/loopr-dev/loopr/redact"
+	"github.com/loopr-dev/loopr/sandbox"
 )
 
 // Defaults for zero Settings fields.
@@ -107,6 +108,9 @@ type Settings struct {
 	// ResumePromptFile overrides the embedded resume prompt template
 	// (prompts/resume.md); the caller resolves relative paths.
 	ResumePromptFile string
+	// Sandbox is the profile's sandbox: when On, the agent and the
+	// validate commands run in bwrap (package sandbox).
+	Sandbox sandbox.Policy
 }
 
 func (s Settings) withDefaults() Settings {
@@ -607,9 +611,18 @@ func (it *iteration) runAgent(ctx context.Context, stdin *os.File, argv []string
 		}
 	}
 
+	argv = preset.WithArtifactDir(it.s.Preset, argv, filepath.Dir(it.artifact))
+	sb, err := it.startSandbox()
+	if err == nil {
+		defer sb.end()
+		argv, err = sb.wrap(argv)
+	}
+	if err != nil {
+		return procResult{exitCode: -1, startErr: err}, nil
+	}
 	it.res.AgentStart = it.r.now()
 	p := runProcess(ctx, procSpec{
-		argv:       preset.WithArtifactDir(it.s.Preset, argv, filepath.Dir(it.artifact)),
+		argv:       argv,
 		dir:        it.j.Workdir,
 		env:        it.env,
 		stdin:      stdin,
