@@ -51,6 +51,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -385,6 +386,9 @@ func (p Policy) Describe(env []string) string {
 // Check reports whether bwrap is installed and can make its namespaces
 // here: it runs `bwrap --ro-bind / / true`.
 func Check() error {
+	if runtime.GOOS != "linux" {
+		return fmt.Errorf("bubblewrap needs Linux: loopr has no sandbox on %s (it does not use sandbox-exec)", runtime.GOOS)
+	}
 	path, err := exec.LookPath("bwrap")
 	if err != nil {
 		return errors.New("bubblewrap (bwrap) is not installed")
