@@ -13,9 +13,10 @@
 //	                      session survives); loopr copies the preset's
 //	                      files into it (preset.Preset.Home) and those of
 //	                      <state>/sandbox-home/ at each start
-//	tools                 each PATH directory under $HOME or /tmp, read-only
-//	                      (its parent when it is named bin: an npm prefix,
-//	                      ~/.local), and the agent's program itself
+//	tools                 each PATH directory under $HOME, /tmp or <state>,
+//	                      read-only (its parent when it is named bin or
+//	                      .bin: an npm prefix, node_modules, ~/.local), and
+//	                      so the directory of the agent's program
 //	the workspace         read-only
 //	<state>               (loopr's home, .loopr) an empty tmpfs: the store,
 //	                      the daemon's socket, other loops' files and
@@ -215,8 +216,9 @@ func (b *builder) shim(p Policy, r Run) error {
 	return nil
 }
 
-// program lists the agent's program file (and where its links lead) when
-// it lies under a hidden root and no tool directory brings it back.
+// program lists the directory of the agent's program (and of where its
+// links lead: an npm bin links into its package), as binDir widens it,
+// when it lies under a hidden root and no tool directory brings it back.
 func program(prog string, r Run, hidden, tools []string) []string {
 	path := prog
 	if !strings.ContainsRune(prog, '/') {
@@ -233,11 +235,12 @@ func program(prog string, r Run, hidden, tools []string) []string {
 		cands = append(cands, real)
 	}
 	for _, f := range cands {
-		if !exists(f) || !slices.ContainsFunc(hidden, func(h string) bool { return under(f, h) }) ||
-			slices.ContainsFunc(tools, func(d string) bool { return under(f, d) }) || under(f, r.Workdir) {
+		if slices.ContainsFunc(tools, func(d string) bool { return under(f, d) }) || under(f, r.Workdir) {
 			continue
 		}
-		out = append(out, f)
+		if d := binDir(filepath.Dir(f), hidden); d != "" && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
 	}
 	return out
 }
@@ -261,33 +264,40 @@ type builder struct{ args []string }
 func (b *builder) add(a ...string) { b.args = append(b.args, a...) }
 
 // toolDirs lists what must stay reachable under the hidden roots: each
-// PATH directory there (its parent when it is named bin, so a prefix's
-// lib/ comes along), and a program named by path.
+// PATH directory there, as binDir widens it.
 func toolDirs(env []string, hidden []string) []string {
 	var out []string
-	addDir := func(d string) {
-		if !filepath.IsAbs(d) || !exists(d) {
-			return
+	for _, d := range filepath.SplitList(envGet(env, "PATH")) {
+		cands := []string{filepath.Clean(d)}
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			cands = append(cands, r)
 		}
-		for _, h := range hidden {
-			if under(d, h) && d != h {
-				if filepath.Base(d) == "bin" && filepath.Dir(d) != h {
-					d = filepath.Dir(d)
-				}
-				if !slices.Contains(out, d) {
-					out = append(out, d)
-				}
-				return
+		for _, c := range cands {
+			if b := binDir(c, hidden); b != "" && !slices.Contains(out, b) {
+				out = append(out, b)
 			}
 		}
 	}
-	for _, d := range filepath.SplitList(envGet(env, "PATH")) {
-		addDir(filepath.Clean(d))
-		if r, err := filepath.EvalSymlinks(d); err == nil {
-			addDir(r)
-		}
-	}
 	return out
+}
+
+// binDir returns directory d when it lies below one of the hidden roots
+// and exists, widened to its parent when it is named bin or .bin (an npm
+// prefix's lib/, node_modules, ~/.local/share); "" otherwise.
+func binDir(d string, hidden []string) string {
+	if !filepath.IsAbs(d) || !exists(d) {
+		return ""
+	}
+	for _, h := range hidden {
+		if !under(d, h) || d == h {
+			continue
+		}
+		if b := filepath.Base(d); (b == "bin" || b == ".bin") && filepath.Dir(d) != h {
+			d = filepath.Dir(d)
+		}
+		return d
+	}
+	return ""
 }
 
 // gitDirs reads workdir/.git when it is a file (a linked worktree) and
