@@ -101,6 +101,7 @@ func TestSandboxPromises(t *testing.T) {
 		`touch "$WS/.git/objects/probe" 2>/dev/null && fail "the repository's objects are writable"`,
 		`test -e "$OTHER/file" && fail "another loop's worktree is visible"`,
 		`test -e "$STATE/loopr.db" && fail "the store is visible"`,
+		`touch "$STATE/probe" 2>/dev/null && fail "loopr's state directory is writable"`,
 		`test -e "$STATE/loops/r2" && fail "another loop's files are visible"`,
 		`test -e "$HOSTTMP/secret" && fail "the host's /tmp is visible"`,
 		`test -e "$HOME/.ssh/id_ed25519" && fail "the real home is visible"`,

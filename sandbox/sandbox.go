@@ -18,7 +18,7 @@
 //	                      .bin: an npm prefix, node_modules, ~/.local), and
 //	                      so the directory of the agent's program
 //	the workspace         read-only
-//	<state>               (loopr's home, .loopr) an empty tmpfs: the store,
+//	<state>               (loopr's home, .loopr) an empty, read-only tmpfs: the store,
 //	                      the daemon's socket, other loops' files and
 //	                      worktrees are invisible; then, bound back:
 //	the workdir           read-write (the loop's worktree)
@@ -182,6 +182,7 @@ func (p Policy) Command(r Run, argv []string) ([]string, error) {
 			}
 		}
 	}
+	b.add("--remount-ro", p.State) // the hiding tmpfs itself, not what is bound on it
 	if p.Config != "" && exists(p.Config) {
 		b.add("--ro-bind", p.Config, p.Config)
 	}

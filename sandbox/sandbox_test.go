@@ -56,7 +56,7 @@ func mounts(argv []string) (ms []string) {
 		case "--ro-bind", "--bind":
 			ms = append(ms, argv[i]+" "+argv[i+1]+" "+argv[i+2])
 			i += 2
-		case "--tmpfs", "--dir", "--chdir", "--dev", "--proc", "--cap-drop":
+		case "--tmpfs", "--dir", "--remount-ro", "--chdir", "--dev", "--proc", "--cap-drop":
 			ms = append(ms, argv[i]+" "+argv[i+1])
 			i++
 		default:
@@ -94,6 +94,7 @@ func TestCommandMounts(t *testing.T) {
 		"--bind " + l.wt + " " + l.wt,
 		"--ro-bind " + filepath.Join(l.state, "loops", "r1") + " " + filepath.Join(l.state, "loops", "r1"),
 		"--bind " + l.iter + " " + l.iter,
+		"--remount-ro " + l.state,
 		"--ro-bind " + l.cfg + " " + l.cfg,
 		"--chdir " + l.wt,
 	}
