@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-json-experiment/json/v1"
+
+	"github.com/loopr-dev/loopr/loop"
+)
+
+// needBwrap fails the test under CI (.ci/run installs bubblewrap) and
+// skips it elsewhere when bwrap cannot make a sandbox here.
+func needBwrap(t *testing.T) {
+	t.Helper()
+	err := exec.Command("bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "true").Run()
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("bwrap cannot run here (%v): .ci/run installs bubblewrap; CI must run this test", err)
+	}
+	t.Skipf("bwrap cannot run here (%v): apt-get install bubblewrap to run this test", err)
+}
+
+// sandboxConfig is a loopr.yml whose ralph loops run testdata/sandbox_agent.sh
+// with args in a bwrap sandbox (sandbox: the YAML flow mapping).
+func sandboxConfig(t *testing.T, sandbox string, args ...string) string {
+	t.Helper()
+	argv, _ := json.Marshal(append([]string{"sh", abs(t, "testdata/sandbox_agent.sh")}, args...))
+	return fastRetries + `concurrency:
+  max_loops: 4
+agent:
+  preset: command
+  command: ` + string(argv) + `
+  timeout_secs: 120
+  sandbox: ` + sandbox + `
+loops:
+  ralph: {max_iterations: 1, validate: ["test -s done.txt"]}
+git:
+  worktrees: true
+storage:
+  disk_quota_min_gb: 0
+`
+}
+
+// addRalph adds a ralph loop and returns its id.
+func addRalph(t *testing.T, r repo, title string) string {
+	t.Helper()
+	var l loop.Loop
+	mustJSON(t, ok(t, r.dir, "add", "--type", loop.Ralph, "--title", title, "--task", "try to escape", "--json"), &l)
+	return string(l.ID)
+}
+
+// waitDone waits until loop id has settled and returns it.
+func waitDone(t *testing.T, r repo, d *daemonProc, id string) loop.Loop {
+	t.Helper()
+	var l loop.Loop
+	waitEvery(t, 3*time.Minute, slowPoll, "loop "+id+" to finish", func() bool {
+		if d.exited() {
+			t.Fatalf("daemon exited:\n%s", tail(d.output(), 40))
+		}
+		l = show(t, r, id)
+		return l.Status.Terminal()
+	})
+	return l
+}
+
+// TestSandboxFiles: with runner bwrap, two ralph loops run at once; each
+// agent tries to write the workspace's loopr.yml (relative and absolute)
+// and into the other loop's worktree, and to see the store. Nothing of it
+// works: loopr.yml is unchanged, no worktree got a file, each agent saw
+// only its own worktree, and both loops complete.
+func TestSandboxFiles(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	cfg := sandboxConfig(t, "{runner: bwrap, network: none}", "files")
+	r := newRepo(t, cfg)
+	d := startDaemon(t, r)
+	a, b := addRalph(t, r, "first"), addRalph(t, r, "second")
+	waitFor(t, 2*time.Minute, "both agents running", func() bool {
+		return strings.Contains(iterFile(r, a, 1, "agent.log"), "sandbox agent in") &&
+			strings.Contains(iterFile(r, b, 1, "agent.log"), "sandbox agent in")
+	})
+	if err := os.WriteFile(filepath.Join(r.dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{a, b} {
+		l := waitDone(t, r, d, id)
+		log := iterFile(r, id, 1, "agent.log")
+		if l.Status != loop.Complete {
+			t.Errorf("loop %s is %s (%s), want complete\nagent.log:\n%s", id, l.Status, l.Reason, log)
+		}
+		if strings.Contains(log, "ESCAPED") {
+			t.Errorf("loop %s's agent got out of its sandbox:\n%s", id, log)
+		}
+		if !strings.Contains(log, "siblings: "+id+" \n") {
+			t.Errorf("loop %s's agent saw other worktrees (want only its own, %s):\n%s", id, id, log)
+		}
+		if _, err := os.Stat(filepath.Join(r.home, "worktrees", id, "pwned")); err == nil {
+			t.Errorf("loop %s's worktree holds a file another agent wrote", id)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(r.dir, "loopr.yml")); string(got) != cfg {
+		t.Errorf("loopr.yml changed while sandboxed agents ran:\n%s", got)
+	}
+	st := status(t, r)
+	if len(st.Sandbox) != 1 || st.Sandbox[0].Text != "bwrap, network none" {
+		t.Errorf("status sandbox = %+v, want bwrap, network none", st.Sandbox)
+	}
+	if out := ok(t, r.dir, "status"); !strings.Contains(out, "bwrap, network none") {
+		t.Errorf("loopr status does not show the sandbox:\n%s", out)
+	}
+}
+
+// TestSandboxNetwork: with network allow an agent's curl reaches a local
+// fake API that allow_hosts names (through loopr's proxy) but not another
+// local server, which the proxy refuses with 403 and the daemon logs;
+// with network none it reaches neither.
+func TestSandboxNetwork(t *testing.T) {
+	needBwrap(t)
+	if _, err := exec.LookPath("curl"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("curl not found: .ci/run installs it; CI must run this test")
+		}
+		t.Skip("curl not found")
+	}
+	t.Parallel()
+	allowed := serveAPI(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "fake API says hi") }))
+	other := serveAPI(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "should not be reached") }))
+	for _, tc := range []struct {
+		network, sandbox, wantAllowed, wantProxy string
+	}{
+		{"allow", "{runner: bwrap, network: allow, allow_hosts: [" + allowed + "]}", "allowed: fake API says hi", "other via the proxy: 403"},
+		{"none", "{runner: bwrap, network: none}", "allowed: curl failed", "other via the proxy: 000"},
+	} {
+		t.Run(tc.network, func(t *testing.T) {
+			r := newRepo(t, sandboxConfig(t, tc.sandbox, "net", "http://"+allowed+"/", "http://"+other+"/"))
+			d := startDaemon(t, r)
+			id := addRalph(t, r, "network "+tc.network)
+			l := waitDone(t, r, d, id)
+			log := iterFile(r, id, 1, "agent.log")
+			if l.Status != loop.Complete {
+				t.Fatalf("loop is %s (%s), want complete\nagent.log:\n%s", l.Status, l.Reason, log)
+			}
+			for _, want := range []string{tc.wantAllowed, tc.wantProxy} {
+				if !strings.Contains(log, want) {
+					t.Errorf("agent.log lacks %q:\n%s", want, log)
+				}
+			}
+			if strings.Contains(log, "ESCAPED") {
+				t.Errorf("the agent reached a server outside allow_hosts:\n%s", log)
+			}
+			if tc.network == "allow" {
+				waitFor(t, 30*time.Second, "the refusal in the daemon log", func() bool {
+					return strings.Contains(d.output(), "sandbox proxy refused") && strings.Contains(d.output(), other)
+				})
+			}
+		})
+	}
+}
