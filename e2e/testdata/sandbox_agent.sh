@@ -26,6 +26,6 @@ if [ "$mode" = net ]; then
 	echo "allowed: $(curl -s -m 20 "$allowed" 2>&1 || echo "curl failed: $?")"
 	curl -s -m 20 -o /dev/null "$other" && echo "ESCAPED: reached $other"
 	# Through the proxy explicitly: refused with 403.
-	echo "other via the proxy: $(curl -s -m 20 -o /dev/null -w '%{http_code}' --proxy "$HTTP_PROXY" "$other" 2>&1)"
+	echo "other via the proxy: $(curl -s -m 20 -o /dev/null -w '%{http_code}' --noproxy '' --proxy "$HTTP_PROXY" "$other" 2>&1)"
 fi
 echo done > done.txt
