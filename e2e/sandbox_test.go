@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -163,5 +164,39 @@ func TestSandboxNetwork(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestClaudeCodeSandboxed: the real Claude Code CLI completes a tree in a
+// bwrap sandbox with network allow, offline against the fake Anthropic API
+// (its ANTHROPIC_BASE_URL, a loopback address, is admitted by default and
+// tunnelled by the shim); its sessions live in each loop's private home.
+func TestClaudeCodeSandboxed(t *testing.T) {
+	claude := claudePath(t)
+	needBwrap(t)
+	if inNetns(t) {
+		return
+	}
+	logVersion(t, claude)
+	claudeConfig = func(cfg string) string {
+		return strings.Replace(cfg, "  preset: claude\n", "  preset: claude\n  sandbox: {runner: bwrap, network: allow}\n", 1)
+	}
+	t.Cleanup(func() { claudeConfig = func(cfg string) string { return cfg } })
+	c := startClaudeRig(t, claude, "ANTHROPIC_API_KEY=test-key", nil)
+	st := status(t, c.repo)
+	api := strings.TrimPrefix(os.Getenv("ANTHROPIC_BASE_URL"), "http://")
+	if len(st.Sandbox) != 1 || st.Sandbox[0].Network != "allow" || !slices.Contains(st.Sandbox[0].AllowHosts, api) {
+		t.Fatalf("status sandbox = %+v, want network allow admitting the fake API", st.Sandbox)
+	}
+	loops := c.runTree(t)
+	checkClaudeTree(t, c, loops)
+	for _, l := range loops {
+		projects := filepath.Join(c.repo.home, "loops", string(l.ID), "home", ".claude", "projects")
+		if entries, err := os.ReadDir(projects); err != nil || len(entries) == 0 {
+			t.Errorf("loop %s: no claude session in its private home (%v)", l.ID, err)
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Join(os.Getenv("HOME"), ".claude", "projects")); len(entries) > 0 {
+		t.Errorf("claude wrote sessions into the real home: %d projects", len(entries))
 	}
 }
