@@ -23,7 +23,7 @@ func (it *iteration) startSandbox() (*sandboxRun, error) {
 	if !p.On() {
 		return nil, nil
 	}
-	if _, err := p.PrepareHome(it.j.Loop.ID, envValue(it.env, "HOME")); err != nil {
+	if _, err := p.PrepareHome(it.j.Loop.ID, sandbox.Getenv(it.env, "HOME")); err != nil {
 		return nil, err
 	}
 	sb := &sandboxRun{it: it}
@@ -70,15 +70,4 @@ func (sb *sandboxRun) end() {
 	if sb != nil && sb.stop != nil {
 		sb.stop()
 	}
-}
-
-// envValue is the value of name in env, the last one winning as in exec.
-func envValue(env []string, name string) string {
-	v := ""
-	for _, kv := range env {
-		if len(kv) > len(name) && kv[len(name)] == '=' && kv[:len(name)] == name {
-			v = kv[len(name)+1:]
-		}
-	}
-	return v
 }

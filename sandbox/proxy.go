@@ -164,21 +164,21 @@ func (p *Proxy) handle(c net.Conn) {
 			return
 		}
 	}
-	splice(c, br, up)
+	splice(c, br, up, up)
 }
 
-// splice copies both ways between the client c (whose reader br may hold
-// bytes already read) and up, until either side ends.
-func splice(c net.Conn, br io.Reader, up net.Conn) {
+// splice copies both ways between a and b, reading each through its
+// reader (which may hold bytes already read), until both directions end.
+func splice(a net.Conn, ar io.Reader, b net.Conn, br io.Reader) {
 	done := make(chan struct{}, 2)
 	go func() {
-		_, _ = io.Copy(up, br)
-		closeWrite(up)
+		_, _ = io.Copy(b, ar)
+		closeWrite(b)
 		done <- struct{}{}
 	}()
 	go func() {
-		_, _ = io.Copy(c, up)
-		closeWrite(c)
+		_, _ = io.Copy(a, br)
+		closeWrite(a)
 		done <- struct{}{}
 	}()
 	<-done

@@ -129,14 +129,14 @@ func (p Policy) Command(r Run, argv []string) ([]string, error) {
 	if p.NetworkOrDefault() != config.NetworkHost {
 		b.add("--unshare-net")
 	}
-	home := envGet(r.Env, "HOME")
+	home := Getenv(r.Env, "HOME")
 	hidden := []string{"/tmp", p.State}
 	if home != "" && home != "/" {
 		b.add("--bind", p.Home(r.Loop), home)
 		hidden = append(hidden, home)
 	}
-	if tmp := envGet(r.Env, "TMPDIR"); tmp != "" && under(tmp, "/tmp") {
-		b.add("--dir", tmp) // the private /tmp starts empty
+	if tmp := Getenv(r.Env, "TMPDIR"); tmp != "" && (under(tmp, "/tmp") || home != "" && home != "/" && under(tmp, home)) {
+		b.add("--dir", tmp) // the private /tmp and home start without it
 	}
 	tools := toolDirs(r.Env, hidden)
 	for _, d := range tools {
@@ -224,7 +224,7 @@ func program(prog string, r Run, hidden, tools []string) []string {
 	path := prog
 	if !strings.ContainsRune(prog, '/') {
 		var err error
-		if path, err = lookPath(prog, envGet(r.Env, "PATH")); err != nil {
+		if path, err = lookPath(prog, Getenv(r.Env, "PATH")); err != nil {
 			return nil
 		}
 	} else if !filepath.IsAbs(path) {
@@ -268,7 +268,7 @@ func (b *builder) add(a ...string) { b.args = append(b.args, a...) }
 // PATH directory there, as binDir widens it.
 func toolDirs(env []string, hidden []string) []string {
 	var out []string
-	for _, d := range filepath.SplitList(envGet(env, "PATH")) {
+	for _, d := range filepath.SplitList(Getenv(env, "PATH")) {
 		cands := []string{filepath.Clean(d)}
 		if r, err := filepath.EvalSymlinks(d); err == nil {
 			cands = append(cands, r)
@@ -338,7 +338,7 @@ func (p Policy) AllowList(env []string) []string {
 	ps, _ := preset.Get(p.Preset)
 	out := slices.Clone(ps.Hosts)
 	for _, name := range ps.BaseURLEnv {
-		if hp := hostPort(envGet(env, name)); hp != "" && !slices.Contains(out, hp) {
+		if hp := hostPort(Getenv(env, name)); hp != "" && !slices.Contains(out, hp) {
 			out = append(out, hp)
 		}
 	}
@@ -422,7 +422,9 @@ func firstLine(s string) string {
 	return s
 }
 
-func envGet(env []string, name string) string {
+// Getenv is the value of name in env ("" when unset), the last one
+// winning as in exec.
+func Getenv(env []string, name string) string {
 	v := ""
 	for _, kv := range env {
 		if k, val, ok := strings.Cut(kv, "="); ok && k == name {

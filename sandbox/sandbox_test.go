@@ -67,10 +67,7 @@ func mounts(argv []string) (ms []string) {
 }
 
 func TestCommandMounts(t *testing.T) {
-	if _, err := lookPath("bwrap", os.Getenv("PATH")); err != nil {
-		t.Skip("bwrap not installed: Command needs its path")
-	}
-	t.Parallel()
+	needBwrapPath(t)
 	l := newLayout(t, "r1")
 	home := t.TempDir()
 	p := Policy{Sandbox: config.Sandbox{Runner: config.SandboxBwrap, Network: config.NetworkNone}, Preset: "command",
@@ -107,10 +104,7 @@ func TestCommandMounts(t *testing.T) {
 // workspace itself; it is bound read-write before the state directory is
 // hidden (else it would cover the tmpfs), and loopr.yml read-only after.
 func TestCommandWorkspaceAsWorkdir(t *testing.T) {
-	if _, err := lookPath("bwrap", os.Getenv("PATH")); err != nil {
-		t.Skip("bwrap not installed: Command needs its path")
-	}
-	t.Parallel()
+	needBwrapPath(t)
 	l := newLayout(t, "r1")
 	p := Policy{Sandbox: config.Sandbox{Runner: config.SandboxBwrap}, Workspace: l.ws, Config: l.cfg, State: l.state}
 	argv, err := p.Command(Run{Loop: "r1", Workdir: l.ws, Env: []string{"PATH=/bin"}}, []string{"agent"})
@@ -131,10 +125,7 @@ func TestCommandWorkspaceAsWorkdir(t *testing.T) {
 // read-only (its parent when it is a bin/, for an npm prefix's lib/), and
 // so does an agent named by a path under /tmp.
 func TestCommandTools(t *testing.T) {
-	if _, err := lookPath("bwrap", os.Getenv("PATH")); err != nil {
-		t.Skip("bwrap not installed: Command needs its path")
-	}
-	t.Parallel()
+	needBwrapPath(t)
 	l := newLayout(t, "r1")
 	home := t.TempDir()
 	bin := filepath.Join(home, ".npm-global", "bin")
@@ -166,10 +157,7 @@ func TestCommandTools(t *testing.T) {
 }
 
 func TestCommandAllowRunsTheShim(t *testing.T) {
-	if _, err := lookPath("bwrap", os.Getenv("PATH")); err != nil {
-		t.Skip("bwrap not installed: Command needs its path")
-	}
-	t.Parallel()
+	needBwrapPath(t)
 	l := newLayout(t, "r1")
 	p := Policy{Sandbox: config.Sandbox{Runner: config.SandboxBwrap, Network: config.NetworkAllow,
 		AllowHosts: []string{"api.example.com:443", "127.0.0.1:8080"}}, Workspace: l.ws, State: l.state}
@@ -240,4 +228,14 @@ func TestLoopback(t *testing.T) {
 	if diff := cmp.Diff([]string{"127.0.0.1:80", "localhost:9", "[::1]:7"}, got); diff != "" {
 		t.Errorf("Loopback() mismatch (-want +got):\n%s", diff)
 	}
+}
+
+// needBwrapPath skips a test of Command's arguments where bwrap is not
+// installed (Command names its path); needBwrap is for tests that run it.
+func needBwrapPath(t *testing.T) {
+	t.Helper()
+	if _, err := lookPath("bwrap", os.Getenv("PATH")); err != nil {
+		t.Skip("bwrap not installed: Command needs its path")
+	}
+	t.Parallel()
 }

@@ -101,7 +101,7 @@ func shimEnv(env []string, proxy string, noProxy []string) []string {
 	}
 	for _, k := range []string{"NO_PROXY", "no_proxy"} {
 		v := strings.Join(noProxy, ",")
-		if old := envGet(env, k); old != "" && v != "" {
+		if old := Getenv(env, k); old != "" && v != "" {
 			v = old + "," + v
 		} else if old != "" {
 			v = old
@@ -158,17 +158,5 @@ func forward(c net.Conn, sock, target string) {
 		}
 		from = br
 	}
-	done := make(chan struct{}, 2)
-	go func() {
-		_, _ = io.Copy(up, c)
-		closeWrite(up)
-		done <- struct{}{}
-	}()
-	go func() {
-		_, _ = io.Copy(c, from)
-		closeWrite(c)
-		done <- struct{}{}
-	}()
-	<-done
-	<-done
+	splice(c, c, up, from)
 }
