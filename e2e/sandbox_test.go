@@ -200,3 +200,33 @@ func TestClaudeCodeSandboxed(t *testing.T) {
 		t.Errorf("claude wrote sessions into the real home: %d projects", len(entries))
 	}
 }
+
+// TestSandboxConfigCheck: `loopr config check` fails (exit 1) naming
+// agent.sandbox.runner when bwrap is not on PATH, and passes that check
+// where bwrap works.
+func TestSandboxConfigCheck(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	r := newRepo(t, sandboxConfig(t, "{runner: bwrap, network: none}", "files"))
+	// A PATH with git and sh but no bwrap.
+	dir := t.TempDir()
+	for _, prog := range []string{"git", "sh"} {
+		p, err := exec.LookPath(prog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(p, filepath.Join(dir, prog)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := runEnv(t, r.dir, "", []string{"PATH=" + dir}, "config", "check")
+	if res.code != 1 {
+		t.Errorf("config check without bwrap: exit %d, want 1\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	if !strings.Contains(res.stdout, "sandbox.runner is bwrap, but bubblewrap (bwrap) is not installed") {
+		t.Errorf("config check without bwrap does not say bwrap is missing:\n%s", res.stdout)
+	}
+	if res := run(t, r.dir, "", "config", "check"); strings.Contains(res.stdout, "sandbox.runner") {
+		t.Errorf("config check with bwrap working names the sandbox:\n%s%s", res.stdout, res.stderr)
+	}
+}

@@ -173,3 +173,24 @@ func TestSandboxNetworkAllow(t *testing.T) {
 		t.Errorf("the proxy refused %q, want [%s]", refused, other)
 	}
 }
+
+// TestSandboxWorkspaceUnderHome: a repository under the home (~/src/proj)
+// stays visible when the home is replaced, and the rest of the home does
+// not.
+func TestSandboxWorkspaceUnderHome(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	l := newLayout(t, "r1")
+	home := filepath.Dir(l.ws) // the test's temporary directory holds the workspace
+	write(t, filepath.Join(home, "secret"), "s")
+	p := Policy{Sandbox: config.Sandbox{Runner: config.SandboxBwrap, Network: config.NetworkNone},
+		Workspace: l.ws, Config: l.cfg, State: l.state}
+	if _, err := p.PrepareHome("r1", home); err != nil {
+		t.Fatal(err)
+	}
+	out, err := sandboxed(t, p, l, []string{"PATH=/usr/bin:/bin", "HOME=" + home, "WS=" + l.ws},
+		"sh", "-c", `test -f "$WS/loopr.yml" && echo ok > mine && ! test -e "$HOME/secret" && echo held`)
+	if err != nil || !strings.Contains(out, "held") {
+		t.Fatalf("in the sandbox: %v\n%s", err, out)
+	}
+}
