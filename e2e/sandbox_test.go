@@ -230,3 +230,43 @@ func TestSandboxConfigCheck(t *testing.T) {
 		t.Errorf("config check with bwrap working names the sandbox:\n%s%s", res.stdout, res.stderr)
 	}
 }
+
+// TestClaudeSessionCrashSandboxed: TestClaudeSessionCrash's scenario with
+// the agent in a bwrap sandbox (network allow): after the daemon is
+// killed with SIGKILL mid-iteration and restarted, the relaunched claude
+// resumes the same session, which it kept in the loop's private home.
+func TestClaudeSessionCrashSandboxed(t *testing.T) {
+	claude := claudePath(t)
+	needBwrap(t)
+	if inNetns(t) {
+		return
+	}
+	logVersion(t, claude)
+	s := startSessionRig(t, claude, "interrupted")
+	cfg, err := os.ReadFile(filepath.Join(s.repo.dir, "loopr.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	boxed := strings.Replace(string(cfg), "  preset: claude\n", "  preset: claude\n  sandbox: {runner: bwrap, network: allow}\n", 1)
+	commitFiles(t, s.repo, map[string]string{"loopr.yml": boxed})
+	s.d.stop()
+	s.d = startDaemon(t, s.repo)
+
+	l, before, _, _ := crashAndResume(t, s)
+	if l.Iteration != 2 {
+		t.Errorf("iteration %d after the crash, want 2 (the crash spends one)", l.Iteration)
+	}
+	if log := iterFile(s.repo, string(l.ID), 2, "agent.log"); !strings.Contains(log, `"session_id":"`+before.ID+`"`) {
+		t.Errorf("the relaunched claude did not continue session %s:\n%s", before.ID, tail(log, 5))
+	}
+	files, _ := filepath.Glob(filepath.Join(s.repo.home, "loops", string(l.ID), "home", ".claude", "projects", "*", before.ID+".jsonl"))
+	if len(files) == 0 {
+		t.Errorf("session %s is not in the loop's private home", before.ID)
+	}
+	s.mu.Lock()
+	seen := s.seen["crash"]
+	s.mu.Unlock()
+	if !strings.Contains(seen, "You were interrupted") {
+		t.Errorf("no resumed call with the interrupted prompt reached the API (got %q)", seen)
+	}
+}
