@@ -41,7 +41,12 @@
 // The process stays in loopr's process group (no --new-session), so the
 // runner's SIGTERM-then-SIGKILL of the group reaches everything inside;
 // --unshare-pid with --die-with-parent ends every process in the sandbox
-// when bwrap itself dies.
+// when bwrap itself dies, and bwrap when the daemon dies (the parent
+// death signal follows the OS thread that started bwrap: loopr never
+// locks a goroutine to a thread, so Go does not end those threads). Without
+// --new-session a sandbox shares the daemon's controlling terminal, if it
+// has one: `loopr daemon` in a terminal's foreground (the background
+// daemon has none); dropped capabilities stop TIOCSTI on Linux 6.2 and later.
 package sandbox
 
 import (
