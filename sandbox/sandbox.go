@@ -45,8 +45,8 @@
 // death signal follows the OS thread that started bwrap: loopr never
 // locks a goroutine to a thread, so Go does not end those threads). Without
 // --new-session a sandbox shares the daemon's controlling terminal, if it
-// has one: `loopr daemon` in a terminal's foreground (the background
-// daemon has none); dropped capabilities stop TIOCSTI on Linux 6.2 and later.
+// has one: `loopr daemon` in a terminal's foreground (a detached daemon
+// has none); dropped capabilities stop TIOCSTI on Linux 6.2 and later.
 package sandbox
 
 import (
