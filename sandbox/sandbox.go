@@ -16,7 +16,8 @@
 //	tools                 each PATH directory under $HOME, /tmp or <state>,
 //	                      read-only (its parent when it is named bin or
 //	                      .bin: an npm prefix, node_modules, ~/.local), and
-//	                      so the directory of the agent's program
+//	                      so the directory of the agent's program and each
+//	                      file its arguments name by absolute path
 //	the workspace         read-only
 //	<state>               (loopr's home, .loopr) an empty, read-only tmpfs: the store,
 //	                      the daemon's socket, other loops' files and
@@ -150,6 +151,9 @@ func (p Policy) Command(r Run, argv []string) ([]string, error) {
 	for _, f := range program(argv[0], r, hidden, tools) {
 		b.add("--ro-bind", f, f)
 	}
+	for _, f := range argFiles(argv[1:], r, hidden, p.State, tools) {
+		b.add("--ro-bind", f, f)
+	}
 	if p.Workspace != "" {
 		b.add("--ro-bind", p.Workspace, p.Workspace)
 	}
@@ -246,6 +250,27 @@ func program(prog string, r Run, hidden, tools []string) []string {
 		}
 		if d := binDir(filepath.Dir(f), hidden); d != "" && !slices.Contains(out, d) {
 			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// argFiles lists the arguments that name, by absolute path, a regular
+// file under a hidden root but loopr's state directory (a script run by
+// an interpreter, `python3 ~/agents/run.py`), unless a tool directory or
+// the workdir brings it back: each is bound read-only.
+func argFiles(args []string, r Run, hidden []string, state string, tools []string) []string {
+	var out []string
+	for _, a := range args {
+		if !filepath.IsAbs(a) || under(a, state) || under(a, r.Workdir) || slices.Contains(out, a) {
+			continue
+		}
+		if fi, err := os.Stat(a); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if slices.ContainsFunc(hidden, func(h string) bool { return under(a, h) }) &&
+			!slices.ContainsFunc(tools, func(d string) bool { return under(a, d) }) {
+			out = append(out, filepath.Clean(a))
 		}
 	}
 	return out

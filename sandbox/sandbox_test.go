@@ -154,6 +154,17 @@ func TestCommandTools(t *testing.T) {
 	if d := filepath.Dir(agent); under(agent, "/tmp") && !slices.Contains(ms, "--ro-bind "+d+" "+d) {
 		t.Errorf("mounts %q: want the agent's directory %s bound read-only", ms, d)
 	}
+
+	// A script named by an argument (sh script.sh): the file itself.
+	script := filepath.Join(t.TempDir(), "run.sh")
+	write(t, script, "echo hi\n")
+	argv, err = p.Command(Run{Loop: "r1", Workdir: l.wt, Env: []string{"HOME=" + home, "PATH=/usr/bin:/bin"}}, []string{"sh", script, "--flag", "/nonexistent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := mounts(argv); under(script, "/tmp") && !slices.Contains(ms, "--ro-bind "+script+" "+script) {
+		t.Errorf("mounts %q: want the script %s bound read-only", ms, script)
+	}
 }
 
 func TestCommandAllowRunsTheShim(t *testing.T) {
