@@ -194,3 +194,27 @@ func TestSandboxWorkspaceUnderHome(t *testing.T) {
 		t.Fatalf("in the sandbox: %v\n%s", err, out)
 	}
 }
+
+// TestSandboxWorkspaceAsWorkdir: without worktrees (git.worktrees: false)
+// the agent works in the workspace itself: it may write there, but not
+// loopr.yml, and .loopr stays hidden.
+func TestSandboxWorkspaceAsWorkdir(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	l := newLayout(t, "r1")
+	write(t, filepath.Join(l.state, "loopr.db"), "store")
+	p := Policy{Sandbox: config.Sandbox{Runner: config.SandboxBwrap, Network: config.NetworkNone},
+		Workspace: l.ws, Config: l.cfg, State: l.state}
+	l.wt = l.ws
+	out, err := sandboxed(t, p, l, []string{"PATH=/usr/bin:/bin"}, "sh", "-c",
+		`echo ok > mine && ! echo x >> loopr.yml 2>/dev/null && ! test -e .loopr/loopr.db && echo held`)
+	if err != nil || !strings.Contains(out, "held") {
+		t.Fatalf("in the sandbox: %v\n%s", err, out)
+	}
+	if got := read(t, filepath.Join(l.ws, "mine")); got != "ok\n" {
+		t.Errorf("workspace file = %q, want the agent's write", got)
+	}
+	if got := read(t, l.cfg); got != "agent: {}\n" {
+		t.Errorf("loopr.yml = %q, want it unchanged", got)
+	}
+}
