@@ -157,9 +157,25 @@ func (p Policy) Command(r Run, argv []string) ([]string, error) {
 	if p.Workspace != "" {
 		b.add("--ro-bind", p.Workspace, p.Workspace)
 	}
-	// What the agent may use, bound back after the state directory is
-	// hidden when it lies below it (a worktree), before otherwise (the
-	// workspace itself as the workdir would cover the hiding tmpfs).
+	p.loopBinds(b, r)
+	if p.Config != "" && exists(p.Config) {
+		b.add("--ro-bind", p.Config, p.Config)
+	}
+	b.add("--chdir", r.Workdir)
+	if p.NetworkOrDefault() == config.NetworkAllow {
+		if err := b.shim(p, r); err != nil {
+			return nil, err
+		}
+	}
+	b.add("--")
+	return append(b.args, argv...), nil
+}
+
+// loopBinds adds what the loop may use, bound back after the state
+// directory is hidden when it lies below it (a worktree), before
+// otherwise (the workspace itself as the workdir would cover the hiding
+// tmpfs); then the hiding tmpfs is made read-only.
+func (p Policy) loopBinds(b *builder, r Run) {
 	type bind struct{ flag, path string }
 	var binds []bind
 	gitAdmin, gitCommon := gitDirs(r.Workdir)
@@ -192,17 +208,6 @@ func (p Policy) Command(r Run, argv []string) ([]string, error) {
 		}
 	}
 	b.add("--remount-ro", p.State) // the hiding tmpfs itself, not what is bound on it
-	if p.Config != "" && exists(p.Config) {
-		b.add("--ro-bind", p.Config, p.Config)
-	}
-	b.add("--chdir", r.Workdir)
-	if p.NetworkOrDefault() == config.NetworkAllow {
-		if err := b.shim(p, r); err != nil {
-			return nil, err
-		}
-	}
-	b.add("--")
-	return append(b.args, argv...), nil
 }
 
 // shim adds the binding of loopr's binary and of the proxy's socket, and
