@@ -14,20 +14,19 @@ import (
 	"github.com/go-json-experiment/json/v1"
 
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/sandbox"
 )
 
 // needBwrap fails the test under CI (.ci/run installs bubblewrap) and
 // skips it elsewhere when bwrap cannot make a sandbox here.
 func needBwrap(t *testing.T) {
 	t.Helper()
-	err := exec.Command("bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "true").Run()
-	if err == nil {
-		return
+	if err := sandbox.Check(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%v: .ci/run installs bubblewrap; CI must run this test", err)
+		}
+		t.Skipf("%v: apt-get install bubblewrap to run this test", err)
 	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("bwrap cannot run here (%v): .ci/run installs bubblewrap; CI must run this test", err)
-	}
-	t.Skipf("bwrap cannot run here (%v): apt-get install bubblewrap to run this test", err)
 }
 
 // sandboxConfig is a loopr.yml whose ralph loops run testdata/sandbox_agent.sh
