@@ -21,9 +21,10 @@ const (
 // PrepareHome makes the loop's private home and copies into it, from the
 // real home realHome, the files the preset needs (preset.Preset.Home), then
 // those under <state>/sandbox-home/ (the user's own additions, e.g. a
-// .gitconfig). A file is copied when the private copy is missing, or older
-// or of another size than the source (a refreshed token reaches the next
-// start); what the agent made in its home (its sessions) stays. Files over
+// .gitconfig). A file is copied when the private copy is missing or older
+// than the source (a refreshed token reaches the next start; a copy is
+// given the source's time, so one the agent changed since is newer and
+// stays); what the agent made in its home (its sessions) stays. Files over
 // 4 MiB, and anything past 64 MiB in all, are left out; so are sockets and
 // devices. It returns the private home.
 func (p Policy) PrepareHome(loopID, realHome string) (string, error) {
@@ -95,7 +96,7 @@ func (c *copier) file(src, dst string) error {
 	if err != nil || si.Size() > maxHomeFile || si.Size() > c.budget {
 		return nil
 	}
-	if di, err := os.Lstat(dst); err == nil && di.Mode().IsRegular() && di.Size() == si.Size() && !si.ModTime().After(di.ModTime()) {
+	if di, err := os.Lstat(dst); err == nil && di.Mode().IsRegular() && !si.ModTime().After(di.ModTime()) {
 		return nil
 	}
 	c.budget -= si.Size()

@@ -50,8 +50,10 @@ func TestPrepareHome(t *testing.T) {
 		}
 	}
 
-	// The agent's own files stay; a refreshed source file is copied again.
+	// The agent's own files stay, and so does a copy it changed; a
+	// refreshed source file is copied again.
 	write(t, filepath.Join(home, ".claude", "projects", "wt", "session.jsonl"), "mine")
+	write(t, filepath.Join(home, ".claude.json"), "{\"a\":1,\"agent\":2}")
 	later := time.Now().Add(time.Minute)
 	write(t, filepath.Join(real, ".claude", ".credentials.json"), "token-2")
 	if err := os.Chtimes(filepath.Join(real, ".claude", ".credentials.json"), later, later); err != nil {
@@ -62,6 +64,9 @@ func TestPrepareHome(t *testing.T) {
 	}
 	if got := read(t, filepath.Join(home, ".claude", ".credentials.json")); got != "token-2" {
 		t.Errorf("refreshed credentials = %q, want token-2", got)
+	}
+	if got := read(t, filepath.Join(home, ".claude.json")); got != "{\"a\":1,\"agent\":2}" {
+		t.Errorf(".claude.json the agent changed = %q, want its change kept", got)
 	}
 	if got := read(t, filepath.Join(home, ".claude", "projects", "wt", "session.jsonl")); got != "mine" {
 		t.Errorf("the agent's session file = %q, want it kept", got)
