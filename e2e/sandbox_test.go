@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-json-experiment/json/v1"
 
+	"github.com/loopr-dev/loopr/internal/fakeresponses"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/sandbox"
 )
@@ -268,4 +269,40 @@ func TestClaudeSessionCrashSandboxed(t *testing.T) {
 	if !strings.Contains(seen, "You were interrupted") {
 		t.Errorf("no resumed call with the interrupted prompt reached the API (got %q)", seen)
 	}
+}
+
+// TestCodexSandboxed: the real Codex CLI completes a tree in a bwrap
+// sandbox with network allow, allow_hosts naming the fake Responses API
+// (its $CODEX_HOME, under the home, reaches the sandbox as the private
+// home's copy of .codex).
+func TestCodexSandboxed(t *testing.T) {
+	codex := agentCLI(t, "codex", "LOOPR_E2E_CODEX", "@openai/codex", "0.171.0")
+	needBwrap(t)
+	if inNetns(t) {
+		return
+	}
+	logVersion(t, codex)
+	api := &fakeresponses.Server{Script: func(r *fakeresponses.Request) fakeresponses.Reply {
+		m := loopTypeRe.FindStringSubmatch(r.Prompt())
+		switch {
+		case m == nil:
+			return fakeresponses.Reply{Text: "ok", Usage: codexUsage}
+		case r.Turn() > 0 && m[1] == "task":
+			return fakeresponses.Reply{Text: passingAnswer, Usage: codexUsage}
+		case r.Turn() > 0:
+			return fakeresponses.Reply{Text: "Wrote the " + m[1] + ".", Usage: codexUsage}
+		case m[1] == "task":
+			return fakeresponses.Reply{Command: "printf 'token bucket\\n' > limiter.txt", Usage: codexUsage}
+		}
+		return fakeresponses.Reply{Command: "cat > \"$LOOPR_ARTIFACT\" <<'EOF'\n" + claudeArtifacts[m[1]] + "EOF", Usage: codexUsage}
+	}}
+	addr := serveAPI(t, api)
+	codexEnv(t, codex, addr)
+	cfg := strings.Replace(agentTreeConfig, "  preset: claude\n",
+		"  preset: codex\n  sandbox: {runner: bwrap, network: allow, allow_hosts: [\""+addr+"\"]}\n", 1)
+	r := newRepo(t, cfg)
+	d := startDaemon(t, r)
+	loops := runAgentTree(t, r, d)
+	checkAgentTree(t, r, loops, loop.Usage{InputTokens: codexUsage.InputTokens - codexUsage.CachedTokens,
+		OutputTokens: codexUsage.OutputTokens, CacheReadTokens: codexUsage.CachedTokens}, false)
 }
