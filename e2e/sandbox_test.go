@@ -162,6 +162,9 @@ func TestSandboxNetwork(t *testing.T) {
 				waitFor(t, 30*time.Second, "the refusal in the daemon log", func() bool {
 					return strings.Contains(d.output(), "sandbox proxy refused") && strings.Contains(d.output(), other)
 				})
+				if ev := ok(t, r.dir, "events", id); !strings.Contains(ev, "sandbox: the proxy refused "+other) {
+					t.Errorf("the journal does not name the refused host:\n%s", ev)
+				}
 			}
 		})
 	}

@@ -239,6 +239,10 @@ type Runner struct {
 	// group (cgroups, the subreaper; package contain). nil: the group and
 	// nothing more.
 	Jail *contain.Jail
+	// OnRefused, when set, is called the first time in a process run that
+	// the sandbox's proxy refuses a host (network allow: not in
+	// allow_hosts), for the journal. It must not block for long.
+	OnRefused func(loopID string, iteration int, target string)
 	// OnSession, when set, is called with the agent's session id once the
 	// run knows it (claude's is set up front; the others' come with the
 	// CLI's first event), while the agent runs: the caller records it, so

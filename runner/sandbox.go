@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/loopr-dev/loopr/sandbox"
 )
@@ -29,8 +30,17 @@ func (it *iteration) startSandbox() (*sandboxRun, error) {
 	sb := &sandboxRun{it: it}
 	if p.NetworkOrDefault() == "allow" {
 		allow := p.AllowList(it.env)
+		var mu sync.Mutex
+		seen := map[string]bool{}
 		px := &sandbox.Proxy{Allow: allow, Refused: func(target string) {
 			it.log.Warn("sandbox proxy refused a connection: not in sandbox.allow_hosts", "target", target, "allow_hosts", allow)
+			mu.Lock()
+			first := !seen[target]
+			seen[target] = true
+			mu.Unlock()
+			if first && it.r.OnRefused != nil {
+				it.r.OnRefused(it.j.Loop.ID, it.j.Loop.Iteration, target)
+			}
 		}}
 		dir, stop, err := px.Listen()
 		if err != nil {
