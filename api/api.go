@@ -273,6 +273,15 @@ type TypeUsage struct {
 	Cap     int    `json:"cap"`
 }
 
+// ProfileSandbox is the sandbox of one agent profile, as Status shows it.
+type ProfileSandbox struct {
+	Profile    string   `json:"profile"`
+	Runner     string   `json:"runner"`                // none or bwrap
+	Network    string   `json:"network,omitzero"`      // host, none or allow (bwrap only)
+	AllowHosts []string `json:"allow_hosts,omitempty"` // what network allow admits
+	Text       string   `json:"text"`                  // one line, e.g. "bwrap, network none"
+}
+
 // Status is `loopr status` (GET /v1/status).
 type Status struct {
 	Daemon     bool      `json:"daemon"`
@@ -319,6 +328,9 @@ type Status struct {
 	// Containment is how the daemon keeps every process an iteration
 	// starts within reach: "cgroup", "subreaper+scan" or "pgroup+scan".
 	Containment string `json:"containment,omitzero"`
+	// Sandbox says, per agent profile, where its agents run: "none", or
+	// e.g. "bwrap, network allow (api.anthropic.com:443)".
+	Sandbox []ProfileSandbox `json:"sandbox,omitempty"`
 	// Policy is the scheduling policy in force (it follows hot reloads), so
 	// a dashboard scores loops exactly as the daemon does.
 	Policy *scheduler.Policy `json:"policy,omitempty"`

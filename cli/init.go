@@ -166,7 +166,8 @@ func (e *env) configCmd() *cobra.Command {
 		Short: "Validate loopr.yml and check what would fail every iteration here",
 		Long: `Validate loopr.yml (errors name the line and key, exit 2), then check what
 would make every iteration of a loop type fail in this workspace: an agent
-binary that is not on PATH, a validate command whose program is missing, a
+binary that is not on PATH, a sandbox.runner bwrap that bubblewrap cannot
+make here (missing, or no namespaces), a validate command whose program is missing, a
 validate command that cannot work here (go test without a go.mod, npm test
 without a package.json, cargo test without a Cargo.toml, pytest without a
 Python project, make without a Makefile), and, with git worktrees, a

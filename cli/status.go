@@ -123,6 +123,7 @@ func printStatus(out io.Writer, st api.Status, now time.Time) error {
 	if st.Containment != "" {
 		fmt.Fprintf(w, "containment\t%s\n", st.Containment)
 	}
+	printSandbox(w, st.Sandbox)
 	if st.Warning != "" {
 		fmt.Fprintf(w, "note\t%s\n", st.Warning)
 	}
@@ -290,4 +291,18 @@ func trustLines(cmds []string) []string {
 		return cmds
 	}
 	return append(slices.Clone(cmds[:maxTrustLines-1]), fmt.Sprintf("… and %d more: loopr trust lists them all", len(cmds)-maxTrustLines+1))
+}
+
+// printSandbox prints where each profile's agents run: one line when
+// there is only the default profile, else one a profile.
+func printSandbox(w io.Writer, sb []api.ProfileSandbox) {
+	label := "sandbox"
+	for _, p := range sb {
+		if len(sb) == 1 {
+			fmt.Fprintf(w, "%s\t%s\n", label, p.Text)
+			return
+		}
+		fmt.Fprintf(w, "%s\tagent %s: %s\n", label, p.Profile, p.Text)
+		label = ""
+	}
 }

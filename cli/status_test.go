@@ -194,3 +194,32 @@ func TestLandedText(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusSandbox: one sandbox line with only the default profile, one
+// line a profile otherwise.
+func TestStatusSandbox(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		sb   []api.ProfileSandbox
+		want []string
+	}{
+		{"default only", []api.ProfileSandbox{{Profile: "default", Runner: "none", Text: "none"}}, []string{"sandbox      none"}},
+		{"two profiles", []api.ProfileSandbox{
+			{Profile: "default", Runner: "bwrap", Network: "allow", Text: "bwrap, network allow (api.anthropic.com:443)"},
+			{Profile: "local", Runner: "bwrap", Network: "none", Text: "bwrap, network none"},
+		}, []string{"sandbox      agent default: bwrap, network allow (api.anthropic.com:443)", "             agent local: bwrap, network none"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := printStatus(&b, api.Status{Sandbox: tc.sb}, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(b.String(), w+"\n") {
+					t.Errorf("status lacks %q:\n%s", w, b.String())
+				}
+			}
+		})
+	}
+}

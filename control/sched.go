@@ -488,7 +488,8 @@ func NeedsItem(l loop.Loop) api.NeedsYou {
 func (s *Service) Status(now time.Time) (api.Status, error) {
 	c := s.cfg()
 	st := api.Status{Home: s.Paths.Home, Workspace: s.Paths.Workspace, Protocol: api.ProtocolVersion,
-		MaxLoops: c.Concurrency.MaxLoops, Accepting: true, Store: s.Store.Backend() + " " + s.Store.Where()}
+		MaxLoops: c.Concurrency.MaxLoops, Accepting: true, Store: s.Store.Backend() + " " + s.Store.Where(),
+		Sandbox: SandboxStatus(c)}
 	var limits map[string]ratelimit.State
 	running := map[string]int{}
 	err := s.Store.View(func(tx *store.Tx) error {

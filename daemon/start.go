@@ -239,6 +239,7 @@ func (d *daemon) newManager() {
 		Log:          d.log,
 		OnAgentStart: func(id string, pid int) { mgr.RecordPID(id, pid) },
 		OnSession:    func(id, session string) { mgr.RecordSession(id, session) },
+		OnRefused:    func(id string, it int, target string) { mgr.SandboxRefused(id, it, target) },
 		AgentSlots:   make(chan struct{}, max(1, d.config().APICallCap())),
 	}
 	var queue *mergequeue.Queue

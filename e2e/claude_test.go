@@ -269,10 +269,14 @@ func startClaudeRig(t *testing.T, claude, auth string, limit func(r *fakeanthrop
 	}
 	t.Setenv(key, val)
 
-	c.repo = newRepo(t, agentTreeConfig+strings.Join(extraConfig, ""))
+	c.repo = newRepo(t, claudeConfig(agentTreeConfig+strings.Join(extraConfig, "")))
 	c.d = startDaemon(t, c.repo)
 	return c
 }
+
+// claudeConfig edits the loopr.yml of startClaudeRig; a test may replace
+// it before (not in parallel tests: it is one variable).
+var claudeConfig = func(cfg string) string { return cfg }
 
 // runTree queues the plan and waits for the tree to settle; it returns
 // every loop.

@@ -73,6 +73,7 @@ func (m *Manager) prepare(ctx context.Context, a *active, l loop.Loop, profile s
 			RateLimitExitCode: ag.RateLimitExitCode, RateLimitPattern: ratePattern(ag.RateLimitPattern),
 			StallTimeout: time.Duration(ag.StallTimeoutSecs) * time.Second,
 			RetryTimeout: time.Duration(ag.RetryTimeoutSecs) * time.Second,
+			Sandbox:      m.sandboxPolicy(ag),
 		},
 	}
 	worker := ""

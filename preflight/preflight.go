@@ -1,6 +1,7 @@
 // Package preflight finds, before any iteration runs, what would make every
 // iteration of a loop type fail in this workspace: an agent binary that is
-// not on PATH, a validate command whose program is missing, a validate
+// not on PATH, a sandbox (runner: bwrap) that bubblewrap cannot make here,
+// a validate command whose program is missing, a validate
 // command that cannot work here (`go test ./...` without a go.mod, `npm
 // test` without a package.json, ...), or, with git worktrees, a repository
 // without a commit to branch from.
@@ -28,7 +29,12 @@ import (
 	"time"
 
 	"github.com/loopr-dev/loopr/config"
+	"github.com/loopr-dev/loopr/sandbox"
 )
+
+// sandboxFix is what to do when bubblewrap cannot run: on macOS there is
+// none (RELIABILITY.md).
+const sandboxFix = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; it needs Linux with user namespaces, or root), or set sandbox.runner: none"
 
 // Problem is one thing that would fail every iteration of some loop types.
 type Problem struct {
@@ -43,6 +49,9 @@ type Env struct {
 	Workspace string // the directory loops work in (validate commands run there)
 	// LookPath finds a program as exec.LookPath does; nil: exec.LookPath.
 	LookPath func(file string) (string, error)
+	// Sandbox checks that bubblewrap works here, for profiles with
+	// sandbox.runner bwrap; nil: sandbox.Check.
+	Sandbox func() error
 }
 
 func (e Env) lookPath(file string) error {
@@ -55,7 +64,8 @@ func (e Env) lookPath(file string) error {
 }
 
 // Check returns the problems of c in env: for each loop type, its agent
-// (argv[0] of agent.command, or of loops.<type>.agent) and each validate
+// (argv[0] of agent.command, or of loops.<type>.agent), its sandbox
+// (bubblewrap must work when sandbox.runner is bwrap) and each validate
 // command. A problem shared by several types (the inherited agent, the
 // same validate command) is reported once, with all of them.
 func Check(c *config.Config, env Env) []Problem {
@@ -70,6 +80,19 @@ func Check(c *config.Config, env Env) []Problem {
 		index[p.What] = len(out)
 		out = append(out, p)
 	}
+	var sandboxDone bool
+	var sandboxFailed error
+	sandboxErr := func() error { // once per Check: it starts a process
+		if !sandboxDone {
+			sandboxDone = true
+			check := env.Sandbox
+			if check == nil {
+				check = sandbox.Check
+			}
+			sandboxFailed = check()
+		}
+		return sandboxFailed
+	}
 	for _, t := range c.Types() {
 		ls := c.Loop(t)
 		if a, ok := c.Profile(ls.Agent); ok {
@@ -77,6 +100,12 @@ func Check(c *config.Config, env Env) []Problem {
 			key := "agent.command"
 			if ls.Agent != "" && ls.Agent != config.DefaultProfile {
 				key = "agents." + ls.Agent + ".command"
+			}
+			if a.Sandbox.RunnerOrDefault() == config.SandboxBwrap {
+				if err := sandboxErr(); err != nil {
+					add(t, Problem{Key: strings.TrimSuffix(key, "command") + "sandbox.runner", What: "sandbox.runner is bwrap, but " + err.Error(),
+						Fix: sandboxFix})
+				}
 			}
 			if argv := a.Argv(); len(argv) > 0 {
 				if p, ok := checkProgram(argv[0], env); !ok {

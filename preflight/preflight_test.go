@@ -219,3 +219,42 @@ func TestCheckRepositoryWithoutCommits(t *testing.T) {
 		t.Errorf("Check() after the first commit = %+v, want none", ps)
 	}
 }
+
+func TestCheckSandbox(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, yaml string
+		bwrap      error
+		want       []string // TypesText, Key, What
+	}{
+		{"bwrap works", "agent:\n  sandbox: {runner: bwrap}\n", nil, nil},
+		{"no sandbox: bwrap is not asked", "agent:\n  sandbox: {runner: none}\n", errors.New("must not be called"), nil},
+		{"bwrap missing", "agent:\n  sandbox: {runner: bwrap}\n", errors.New("bubblewrap (bwrap) is not installed"),
+			[]string{"all types", "agent.sandbox.runner", "sandbox.runner is bwrap, but bubblewrap (bwrap) is not installed"}},
+		{"one profile's sandbox", "agents:\n  boxed: {sandbox: {runner: bwrap, network: none}}\nloops:\n  ralph: {agent: boxed}\n",
+			errors.New("bwrap cannot create namespaces here: no permission"),
+			[]string{"ralph", "agents.boxed.sandbox.runner", "sandbox.runner is bwrap, but bwrap cannot create namespaces here: no permission"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := config.Parse([]byte(tc.yaml), "loopr.yml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls := 0
+			ps := preflight.Check(c, preflight.Env{Workspace: workspace(t, "go.mod"), LookPath: onPath("claude", "go"),
+				Sandbox: func() error { calls++; return tc.bwrap }})
+			var got []string
+			for _, p := range ps {
+				got = append(got, p.TypesText(c), p.Key, p.What)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Check() mismatch (-want +got):\n%s", diff)
+			}
+			if calls > 1 {
+				t.Errorf("bwrap checked %d times in one Check, want at most once", calls)
+			}
+		})
+	}
+}

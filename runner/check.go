@@ -27,6 +27,9 @@ type Check struct {
 	// loop whose processes they are ("" for none), and Worktree the
 	// directory strays are looked for in (package contain).
 	Name, Loop, Home, Worktree string
+	// Wrap, when set, turns each command's argv into the one to run (the
+	// loop's sandbox); nil: as it is.
+	Wrap func(argv []string) ([]string, error)
 }
 
 // CheckFailure says how a Check did not pass.
@@ -53,9 +56,14 @@ func (r *Runner) RunChecks(ctx context.Context, c Check) ([]loop.Evidence, *Chec
 	for _, cmd := range c.Commands {
 		fmt.Fprintf(c.Log, "$ %s\n", cmd)
 		start := time.Now()
+		argv, err := c.wrap([]string{"sh", "-c", cmd})
+		if err != nil {
+			fmt.Fprintf(c.Log, "[loopr: could not start: %v]\n", err)
+			return out, &CheckFailure{Reason: fmt.Sprintf("validate `%s`: could not start: %v", clip(cmd, 80), err)}
+		}
 		w := r.Redact.Writer(c.Log) // validation.log, validation-clean.log, merge.validate's log
 		p := runProcess(ctx, procSpec{
-			argv:    []string{"sh", "-c", cmd},
+			argv:    argv,
 			dir:     c.Dir,
 			env:     c.Env,
 			out:     w,
@@ -90,4 +98,11 @@ func (r *Runner) RunChecks(ctx context.Context, c Check) ([]loop.Evidence, *Chec
 		fmt.Fprintf(c.Log, "[loopr: ok after %s]\n", took)
 	}
 	return out, nil
+}
+
+func (c Check) wrap(argv []string) ([]string, error) {
+	if c.Wrap == nil {
+		return argv, nil
+	}
+	return c.Wrap(argv)
 }

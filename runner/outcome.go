@@ -62,11 +62,20 @@ func (it *iteration) validate(ctx context.Context, vlog io.Writer) Result {
 		accepted = data
 	}
 	l := it.j.Loop
+	var sb *sandboxRun
+	if len(it.s.Validate) > 0 {
+		var err error
+		if sb, err = it.startSandbox(); err != nil {
+			return it.fail(err.Error(), "", "")
+		}
+		defer sb.end()
+	}
 	ev, f := it.r.RunChecks(ctx, Check{
 		Commands: it.s.Validate, Dir: it.j.Workdir, Env: it.cmdEnv,
 		Timeout: it.s.ValidateTimeout, Grace: it.s.Grace, Log: vlog,
 		Where: loop.WhereWorktree, Started: it.groupStarted,
 		Name: fmt.Sprintf("%s.%d.validate", l.ID, l.Iteration), Loop: l.ID, Home: it.j.Home, Worktree: it.worktree(),
+		Wrap: sb.wrapper(),
 	})
 	it.res.Evidence = ev
 	switch {

@@ -53,6 +53,7 @@ import (
 	"github.com/loopr-dev/loopr/preset"
 	"github.com/loopr-dev/loopr/procenv"
 	"github.com/loopr-dev/loopr/redact"
+	"github.com/loopr-dev/loopr/sandbox"
 )
 
 // Defaults for zero Settings fields.
@@ -111,6 +112,9 @@ type Settings struct {
 	// ResumePromptFile overrides the embedded resume prompt template
 	// (prompts/resume.md); the caller resolves relative paths.
 	ResumePromptFile string
+	// Sandbox is the profile's sandbox: when On, the agent and the
+	// validate commands run in bwrap (package sandbox).
+	Sandbox sandbox.Policy
 }
 
 func (s Settings) withDefaults() Settings {
@@ -239,6 +243,10 @@ type Runner struct {
 	// group (cgroups, the subreaper; package contain). nil: the group and
 	// nothing more.
 	Jail *contain.Jail
+	// OnRefused, when set, is called the first time in a process run that
+	// the sandbox's proxy refuses a host (network allow: not in
+	// allow_hosts), for the journal. It must not block for long.
+	OnRefused func(loopID string, iteration int, target string)
 	// OnSession, when set, is called with the agent's session id once the
 	// run knows it (claude's is set up front; the others' come with the
 	// CLI's first event), while the agent runs: the caller records it, so
@@ -603,9 +611,18 @@ func (it *iteration) runAgent(ctx context.Context, stdin *os.File, argv []string
 		}
 	}
 
+	argv = preset.WithArtifactDir(it.s.Preset, argv, filepath.Dir(it.artifact))
+	sb, err := it.startSandbox()
+	if err == nil {
+		defer sb.end()
+		argv, err = sb.wrap(argv)
+	}
+	if err != nil {
+		return procResult{exitCode: -1, startErr: err}, nil
+	}
 	it.res.AgentStart = it.r.now()
 	p := runProcess(ctx, procSpec{
-		argv:       preset.WithArtifactDir(it.s.Preset, argv, filepath.Dir(it.artifact)),
+		argv:       argv,
 		dir:        it.j.Workdir,
 		env:        it.env,
 		stdin:      stdin,

@@ -1,0 +1,20 @@
+package loopmgr
+
+import (
+	"github.com/loopr-dev/loopr/config"
+	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/sandbox"
+)
+
+// sandboxPolicy is profile ag's sandbox, applied to this workspace.
+func (m *Manager) sandboxPolicy(ag config.Agent) sandbox.Policy {
+	return sandbox.Policy{Sandbox: ag.Sandbox, Preset: ag.Preset,
+		Workspace: m.svc.Paths.Workspace, Config: m.svc.Paths.Config, State: m.svc.Paths.Home}
+}
+
+// SandboxRefused journals that the sandbox's proxy refused target to the
+// agent of iteration of loop id (the runner's OnRefused: once a host and
+// process run).
+func (m *Manager) SandboxRefused(id string, iteration int, target string) {
+	m.journal(loop.Loop{ID: id, Iteration: iteration}, "sandbox: the proxy refused "+target+": not in sandbox.allow_hosts")
+}

@@ -1,0 +1,83 @@
+package runner
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/loopr-dev/loopr/sandbox"
+)
+
+// sandboxRun is the sandbox of one process run of an iteration (the agent,
+// or its validation): the private home made, and for network allow the
+// proxy listening.
+type sandboxRun struct {
+	it    *iteration
+	proxy string // the proxy's socket directory; "" without one
+	stop  func()
+}
+
+// startSandbox prepares the iteration's sandbox (Settings.Sandbox); nil
+// when the profile has none. The caller ends it with end once the
+// processes it wraps are gone.
+func (it *iteration) startSandbox() (*sandboxRun, error) {
+	p := it.s.Sandbox
+	if !p.On() {
+		return nil, nil
+	}
+	if _, err := p.PrepareHome(it.j.Loop.ID, sandbox.Getenv(it.env, "HOME")); err != nil {
+		return nil, err
+	}
+	sb := &sandboxRun{it: it}
+	if p.NetworkOrDefault() == "allow" {
+		allow := p.AllowList(it.env)
+		var mu sync.Mutex
+		seen := map[string]bool{}
+		px := &sandbox.Proxy{Allow: allow, Refused: func(target string) {
+			it.log.Warn("sandbox proxy refused a connection: not in sandbox.allow_hosts", "target", target, "allow_hosts", allow)
+			mu.Lock()
+			first := !seen[target]
+			seen[target] = true
+			mu.Unlock()
+			if first && it.r.OnRefused != nil {
+				it.r.OnRefused(it.j.Loop.ID, it.j.Loop.Iteration, target)
+			}
+		}}
+		dir, stop, err := px.Listen()
+		if err != nil {
+			return nil, err
+		}
+		sb.proxy, sb.stop = dir, stop
+	}
+	return sb, nil
+}
+
+// wrap returns argv to run in the sandbox; argv itself without one.
+func (sb *sandboxRun) wrap(argv []string) ([]string, error) {
+	if sb == nil {
+		return argv, nil
+	}
+	it := sb.it
+	out, err := it.s.Sandbox.Command(sandbox.Run{
+		Loop: it.j.Loop.ID, Workdir: it.j.Workdir, Env: it.env, Proxy: sb.proxy,
+		Writable: []string{it.res.Dir}, // $LOOPR_ARTIFACT, $LOOPR_QUESTION_FILE
+		Readable: []string{it.j.ParentArtifact},
+	}, argv)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	return out, nil
+}
+
+// wrapper is wrap as a Check's Wrap; nil without a sandbox.
+func (sb *sandboxRun) wrapper() func([]string) ([]string, error) {
+	if sb == nil {
+		return nil
+	}
+	return sb.wrap
+}
+
+func (sb *sandboxRun) end() {
+	if sb != nil && sb.stop != nil {
+		sb.stop()
+	}
+}
