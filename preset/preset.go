@@ -59,6 +59,12 @@ type Preset struct {
 	// Home lists the files and directories under $HOME the CLI reads (its
 	// auth and settings): a sandboxed agent's private home gets a copy.
 	Home []string
+	// HomeSkip lists what under Home is the CLI's record of other work
+	// (transcripts of every project's sessions, prompt history, logs):
+	// never copied into a sandboxed agent's home, where it would read
+	// other projects' conversations and whatever secrets they held. The
+	// sessions a loop's own runs make stay in its private home.
+	HomeSkip []string
 	// Hosts are the host:port the CLI talks to: a sandbox with network
 	// allow admits them when allow_hosts is empty. BaseURLEnv, when set in
 	// the agent's environment, names a URL whose host:port is admitted too.
@@ -74,6 +80,7 @@ func Get(name string) (Preset, bool) {
 			p.Env = append([]string(nil), p.Env...)
 			p.EnvPass = append([]string(nil), p.EnvPass...)
 			p.Home = append([]string(nil), p.Home...)
+			p.HomeSkip = append([]string(nil), p.HomeSkip...)
 			p.Hosts = append([]string(nil), p.Hosts...)
 			return p, true
 		}
@@ -88,9 +95,11 @@ var presets = []Preset{
 		// No retries inside the CLI: it would wait out a 429 or 529
 		// silently for ~3 minutes (10 retries, honouring retry-after).
 		// loopr waits instead, and knows why. No self-update mid-run.
-		Env:        []string{"CLAUDE_CODE_MAX_RETRIES=0", "DISABLE_AUTOUPDATER=1"},
-		EnvPass:    []string{"ANTHROPIC_*", "CLAUDE_*", "IS_SANDBOX", "DISABLE_*"},
-		Home:       []string{".claude", ".claude.json"},
+		Env:     []string{"CLAUDE_CODE_MAX_RETRIES=0", "DISABLE_AUTOUPDATER=1"},
+		EnvPass: []string{"ANTHROPIC_*", "CLAUDE_*", "IS_SANDBOX", "DISABLE_*"},
+		Home:    []string{".claude", ".claude.json"},
+		HomeSkip: []string{".claude/projects", ".claude/todos", ".claude/shell-snapshots", ".claude/file-history",
+			".claude/history.jsonl", ".claude/logs", ".claude/ide"},
 		Hosts:      []string{"api.anthropic.com:443"},
 		BaseURLEnv: []string{"ANTHROPIC_BASE_URL"},
 	},
@@ -104,6 +113,7 @@ var presets = []Preset{
 		Command:    []string{"codex", "exec", "--json", "--dangerously-bypass-approvals-and-sandbox", "-"},
 		EnvPass:    []string{"OPENAI_*", "CODEX_*"},
 		Home:       []string{".codex"},
+		HomeSkip:   []string{".codex/sessions", ".codex/archived_sessions", ".codex/history.jsonl", ".codex/log"},
 		Hosts:      []string{"api.openai.com:443", "chatgpt.com:443"},
 		BaseURLEnv: []string{"OPENAI_BASE_URL"},
 	},
@@ -118,6 +128,7 @@ var presets = []Preset{
 		IncludeFlag: "--include-directories",
 		EnvPass:     []string{"GEMINI_*", "GOOGLE_*"},
 		Home:        []string{".gemini"},
+		HomeSkip:    []string{".gemini/tmp", ".gemini/history"},
 		Hosts:       []string{"generativelanguage.googleapis.com:443", "oauth2.googleapis.com:443"},
 		BaseURLEnv:  []string{"GOOGLE_GEMINI_BASE_URL"},
 	},
@@ -132,7 +143,9 @@ var presets = []Preset{
 		// opencode reaches many providers; the common ones' keys pass.
 		EnvPass: []string{"OPENCODE_*", "ANTHROPIC_*", "OPENAI_*", "GEMINI_*", "GOOGLE_*", "OPENROUTER_*"},
 		Home:    []string{".config/opencode", ".local/share/opencode", ".local/state/opencode"},
-		Hosts:   []string{"api.anthropic.com:443", "api.openai.com:443", "openrouter.ai:443", "models.dev:443"},
+		HomeSkip: []string{".local/share/opencode/storage", ".local/share/opencode/log", ".local/share/opencode/snapshot",
+			".local/state/opencode/prompt-history.jsonl"},
+		Hosts: []string{"api.anthropic.com:443", "api.openai.com:443", "openrouter.ai:443", "models.dev:443"},
 	},
 	{Name: Command},
 }

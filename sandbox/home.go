@@ -26,14 +26,19 @@ const (
 // given the source's time, so one the agent changed since is newer and
 // stays); what the agent made in its home (its sessions) stays. Files over
 // 4 MiB, and anything past 64 MiB in all, are left out; so are sockets and
-// devices. It returns the private home.
+// devices, and the CLI's record of other work (preset.Preset.HomeSkip: its
+// transcripts of every project's sessions, its prompt history). It returns
+// the private home.
 func (p Policy) PrepareHome(loopID, realHome string) (string, error) {
 	dst := p.Home(loopID)
 	if err := os.MkdirAll(dst, 0o700); err != nil {
 		return "", fmt.Errorf("sandbox home: %w", err)
 	}
-	c := &copier{budget: maxHomeTotal}
+	c := &copier{budget: maxHomeTotal, skip: map[string]bool{}}
 	if ps, ok := preset.Get(p.Preset); ok && realHome != "" {
+		for _, rel := range ps.HomeSkip {
+			c.skip[filepath.Join(realHome, rel)] = true
+		}
 		for _, rel := range ps.Home {
 			if err := c.tree(filepath.Join(realHome, rel), filepath.Join(dst, rel)); err != nil {
 				return "", fmt.Errorf("sandbox home: %w", err)
@@ -47,7 +52,10 @@ func (p Policy) PrepareHome(loopID, realHome string) (string, error) {
 	return dst, nil
 }
 
-type copier struct{ budget int64 }
+type copier struct {
+	budget int64
+	skip   map[string]bool // source paths not copied (preset.Preset.HomeSkip), with what is under them
+}
 
 // tree copies src (a file, a link or a directory) to dst; a missing src is
 // nothing to copy.
@@ -58,6 +66,12 @@ func (c *copier) tree(src, dst string) error {
 				return nil
 			}
 			return err
+		}
+		if c.skip[path] {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
 		}
 		rel, err := filepath.Rel(src, path)
 		if err != nil {

@@ -27,6 +27,8 @@ func TestPrepareHome(t *testing.T) {
 	write(t, filepath.Join(real, ".claude.json"), "{\"a\":1}")
 	write(t, filepath.Join(real, ".ssh", "id_ed25519"), "private key")
 	write(t, filepath.Join(real, ".claude", "projects", "big.jsonl"), strings.Repeat("x", maxHomeFile+1))
+	write(t, filepath.Join(real, ".claude", "projects", "-other-project", "s.jsonl"), "other project's transcript")
+	write(t, filepath.Join(real, ".claude", "history.jsonl"), "every prompt typed")
 	write(t, filepath.Join(state, ExtraHomeDir, ".gitconfig"), "[user]\n")
 	p := Policy{Sandbox: config.Sandbox{Runner: "bwrap"}, Preset: "claude", State: state}
 
@@ -44,9 +46,9 @@ func TestPrepareHome(t *testing.T) {
 			t.Errorf("%s = %q, want %q", rel, got, want)
 		}
 	}
-	for _, rel := range []string{".ssh", ".claude/projects/big.jsonl"} {
+	for _, rel := range []string{".ssh", ".claude/projects/big.jsonl", ".claude/projects", ".claude/history.jsonl"} {
 		if _, err := os.Lstat(filepath.Join(home, rel)); err == nil {
-			t.Errorf("%s was copied into the private home: want only the preset's files, none over %d bytes", rel, maxHomeFile)
+			t.Errorf("%s was copied into the private home: want only the preset's files, none over %d bytes, none of its HomeSkip", rel, maxHomeFile)
 		}
 	}
 
