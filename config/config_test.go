@@ -374,6 +374,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown runner", "agent:\n  sandbox: {runner: docker}\n", "loopr.yml:2: agent.sandbox.runner: must be one of none, bwrap, not \"docker\""},
 		{"network without sandbox", "agent:\n  sandbox: {network: none}\n", "loopr.yml:2: agent.sandbox.network: none needs runner: bwrap (without a sandbox the agent has the host's network)"},
 		{"allow host without port", "agent:\n  sandbox: {runner: bwrap, network: allow, allow_hosts: [api.example.com]}\n", "loopr.yml:2: agent.sandbox.allow_hosts[0]: \"api.example.com\" must be host:port, e.g. api.anthropic.com:443"},
+		{"allow with nothing to allow", "agent:\n  preset: command\n  command: [aider]\n  sandbox: {runner: bwrap, network: allow}\n", "loopr.yml:4: agent.sandbox.allow_hosts: must list the host:port the agent may reach: preset command has no API host of its own, so network: allow would admit nothing (use network: none for that)"},
 		{"allow hosts with host network", "agent:\n  sandbox: {runner: bwrap, allow_hosts: [\"a:1\"]}\n", "loopr.yml:2: agent.sandbox.allow_hosts: is only used with network: allow"},
 		{"blank program", "agent:\n  command: [\"\", -p]\n", "loopr.yml:2: agent.command[0]: must not be empty"},
 		{"argv as loop agent", "loops:\n  ralph:\n    agent: [aider]\n", "loopr.yml:3: loops.ralph.agent: must name an agent profile (default, or one of agents:), got a list: put the argv in agents.<name>.command and name that profile here"},

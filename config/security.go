@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/loopr-dev/loopr/preset"
 )
 
 // Secret is one entry of a profile's `secrets:`: where the daemon reads the
@@ -104,6 +106,10 @@ func (v *checker) security(key string, a Agent) {
 	}
 	if len(sb.AllowHosts) > 0 && sb.NetworkOrDefault() != NetworkAllow {
 		v.fail(sk+".allow_hosts", "is only used with network: allow")
+	}
+	if p, _ := preset.Get(a.Preset); sb.NetworkOrDefault() == NetworkAllow && len(sb.AllowHosts) == 0 &&
+		len(p.Hosts) == 0 && len(p.BaseURLEnv) == 0 {
+		v.fail(sk+".allow_hosts", "must list the host:port the agent may reach: preset %s has no API host of its own, so network: allow would admit nothing (use network: none for that)", a.Preset)
 	}
 }
 
