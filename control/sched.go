@@ -338,9 +338,10 @@ func (s *Service) Why(id string, now time.Time) (api.Why, error) {
 	for _, r := range row.Reasons {
 		failed[r.Code] = r.Text
 	}
-	if t, ok := failed[scheduler.Backoff]; ok && strings.HasPrefix(l.Reason, loop.HookHold) {
-		// A before_run hook failed (the scheduler sees no reasons:
-		// its records are heads): say which, and its last line.
+	if t, ok := failed[scheduler.Backoff]; ok && loop.Held(l.Reason) {
+		// A before_run hook failed, or the agent could not be started
+		// (the scheduler sees no reasons: its records are heads): say
+		// which, and why.
 		failed[scheduler.Backoff] = strings.Replace(t, "scheduled for ", "backoff until ", 1) + ": " + l.Reason
 	}
 	gate := func(code scheduler.Code, okText string) {

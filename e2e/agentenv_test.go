@@ -180,6 +180,10 @@ func TestSecretFIFOSpendsNoIteration(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "agent-env.txt")); err == nil {
 		t.Error("the agent ran without its secret")
 	}
+	// why says what holds it, not only when it tries again.
+	if got, want := ok(t, r.dir, "why", l.ID), "could not start the agent: agent.secrets.GH_TOKEN: "+secret+" is a named pipe"; !strings.Contains(got, want) {
+		t.Errorf("loopr why does not say why the agent cannot start (want %q):\n%s", want, got)
+	}
 	if err := os.Remove(secret); err != nil {
 		t.Fatal(err)
 	}

@@ -351,6 +351,17 @@ const (
 // hook (on_error: block) holds back: the backoff gate shows it.
 const HookHold = "hook "
 
+// SetupHold starts the Reason of a pending loop whose agent could not be
+// started (a secret that cannot be read, a worktree that cannot be made):
+// the backoff gate of `loopr why` shows it.
+const SetupHold = "could not start the agent: "
+
+// Held reports whether reason is one a start clears: the hold of a hook
+// or of a failed setup, said again if it happens again.
+func Held(reason string) bool {
+	return strings.HasPrefix(reason, HookHold) || strings.HasPrefix(reason, SetupHold)
+}
+
 // NeedsReasons lists every NeedsReason.
 var NeedsReasons = []NeedsReason{NeedsBudget, NeedsNoProgress, NeedsStalled, NeedsQuestion, NeedsLimit, NeedsHook}
 

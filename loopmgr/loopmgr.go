@@ -596,8 +596,8 @@ func (m *Manager) lease(tx *store.Tx, id string, now time.Time, agents *schedule
 	}
 	if err := control.Move(tx, cur, loop.Running, now, msg, func(n *loop.Loop) {
 		n.Lease = lease
-		if strings.HasPrefix(n.Reason, loop.HookHold) {
-			n.Reason = "" // the hook that held it runs again now
+		if loop.Held(n.Reason) {
+			n.Reason = "" // the hook or setup that held it runs again now
 		}
 		if m.o.Git == nil && worker == "" {
 			// Known now: recorded with the start, not by a second

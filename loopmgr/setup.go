@@ -35,6 +35,9 @@ func (m *Manager) setupFailed(id string, iteration int, res runner.Result, now t
 		if err != nil {
 			return err
 		}
-		return control.Move(tx, cur, loop.Pending, now, msg, func(l *loop.Loop) { l.RunnableAt = now.Add(delay) })
+		return control.Move(tx, cur, loop.Pending, now, msg, func(l *loop.Loop) {
+			l.RunnableAt = now.Add(delay)
+			l.Reason = loop.SetupHold + res.Reason // `loopr why` says what to fix
+		})
 	})
 }
