@@ -186,6 +186,9 @@ func (p Policy) loopBinds(b *builder, r Run) {
 	if gitAdmin != "" {
 		binds = append(binds, bind{"--bind", gitAdmin})
 	}
+	for _, f := range gitPointers(r.Workdir, gitAdmin) {
+		binds = append(binds, bind{"--ro-bind", f})
+	}
 	if d := filepath.Join(p.State, "loops", r.Loop); exists(d) {
 		binds = append(binds, bind{"--ro-bind", d})
 	}
@@ -334,6 +337,31 @@ func binDir(d string, hidden []string) string {
 		return d
 	}
 	return ""
+}
+
+// gitPointers lists what tells git, run by loopr outside the sandbox in
+// the workdir, where its repository and configuration are: the workdir's
+// .git (a worktree's gitdir file, or the workspace's own .git directory
+// with its hooks and config) and the worktree administrative directory's
+// commondir, gitdir and config.worktree. They are bound read-only over
+// the writable workdir and administrative directory: an agent that
+// rewrote one could point loopr's next git add or commit at a
+// configuration of its own (core.hooksPath, core.fsmonitor) and run
+// commands outside the sandbox.
+func gitPointers(workdir, admin string) []string {
+	var out []string
+	if f := filepath.Join(workdir, ".git"); exists(f) {
+		out = append(out, f)
+	}
+	if admin == "" {
+		return out
+	}
+	for _, name := range []string{"commondir", "gitdir", "config.worktree"} {
+		if f := filepath.Join(admin, name); exists(f) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // gitDirs reads workdir/.git when it is a file (a linked worktree) and
