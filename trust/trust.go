@@ -41,6 +41,7 @@ var Keys = []string{
 	"notify.command",
 	"webhooks[].url",
 	"worktree.copy",
+	"store (an etcd backend: endpoints, prefix, user, TLS files), api.listen and api.token_file",
 }
 
 // AllEnv is the variable that, set to 1, trusts every loopr.yml.
@@ -86,6 +87,26 @@ type document struct {
 	Notify        []string            `json:"notify"`
 	Webhooks      []string            `json:"webhooks"`
 	WorktreeCopy  []string            `json:"worktree_copy"`
+	// Store and API are set only when they differ from the defaults (the
+	// bbolt file, no TCP listener), so that the fingerprints of files
+	// without them are those recorded before they were covered.
+	Store *storeDoc `json:"store,omitempty"`
+	API   *apiDoc   `json:"api,omitempty"`
+}
+
+// storeDoc is what a fingerprint covers of an etcd store: where loopr
+// keeps and reads its records, loops included (a loop put in that store
+// by anyone runs here).
+type storeDoc struct {
+	Backend string           `json:"backend"`
+	Etcd    config.StoreEtcd `json:"etcd"`
+}
+
+// apiDoc is what a fingerprint covers of api: a TCP listener that accepts
+// loops and commands from the network with the token of token_file.
+type apiDoc struct {
+	Listen    string `json:"listen"`
+	TokenFile string `json:"token_file"`
 }
 
 func hooksOf(hs map[string]config.Hook) map[string]hook {
@@ -117,6 +138,12 @@ func documentOf(c *config.Config) document {
 	}
 	for _, w := range c.Webhooks {
 		d.Webhooks = append(d.Webhooks, w.URL)
+	}
+	if c.Store.Backend != "" && c.Store.Backend != config.Default().Store.Backend {
+		d.Store = &storeDoc{Backend: c.Store.Backend, Etcd: c.Store.Etcd}
+	}
+	if c.API.Listen != "" {
+		d.API = &apiDoc{Listen: c.API.Listen, TokenFile: c.API.TokenFile}
 	}
 	return d
 }
@@ -195,7 +222,43 @@ func Commands(c *config.Config) []Command {
 	if len(c.Worktree.Copy) > 0 {
 		add("worktree.copy", strings.Join(c.Worktree.Copy, ", "))
 	}
+	if d := documentOf(c); d.Store != nil {
+		add("store", storeLine(d.Store))
+	}
+	if c.API.Listen != "" {
+		add("api.listen", c.API.Listen+" (token from "+c.API.TokenFile+")")
+	}
 	return out
+}
+
+// storeLine describes a non-default store, never its password (a changed
+// password still changes the fingerprint, and the line says one is set).
+func storeLine(s *storeDoc) string {
+	if s.Backend != "etcd" {
+		return s.Backend
+	}
+	e := s.Etcd
+	v := "etcd " + strings.Join(e.Endpoints, " ")
+	if e.Prefix != "" {
+		v += ", prefix " + e.Prefix
+	}
+	if e.Username != "" {
+		v += ", user " + e.Username
+	}
+	if e.Password != "" {
+		v += fmt.Sprintf(", a password (sha256 %.8s…)", sha(e.Password))
+	}
+	for _, f := range [][2]string{{"ca_file", e.CAFile}, {"cert_file", e.CertFile}, {"key_file", e.KeyFile}} {
+		if f[1] != "" {
+			v += ", " + f[0] + " " + f[1]
+		}
+	}
+	return v
+}
+
+func sha(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 // profileCommands lists one profile: its argv (and the preset it comes

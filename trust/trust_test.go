@@ -99,6 +99,15 @@ func TestFingerprintKeys(t *testing.T) {
 		{"notify", func(c *config.Config) { c.Notify.Command = []string{"notify-send", "other"} }, true},
 		{"webhook", func(c *config.Config) { c.Webhooks = []config.Webhook{{URL: "http://127.0.0.1:1/x"}} }, true},
 		{"worktree copy", func(c *config.Config) { c.Worktree.Copy = []string{".env"} }, true},
+		{"store etcd", func(c *config.Config) {
+			c.Store = config.Store{Backend: "etcd", Etcd: config.StoreEtcd{Endpoints: []string{"http://evil:2379"}}}
+		}, true},
+		{"etcd password", func(c *config.Config) {
+			c.Store = config.Store{Backend: "etcd", Etcd: config.StoreEtcd{Endpoints: []string{"http://a:2379"}, Password: "pw"}}
+			c.Store.Etcd.Password = "other"
+		}, true},
+		{"api listen", func(c *config.Config) { c.API = config.API{Listen: "0.0.0.0:7070", TokenFile: "tok"} }, true},
+		{"store bbolt spelled out", func(c *config.Config) { c.Store.Backend = "bbolt" }, false},
 		{"max_loops", func(c *config.Config) { c.Concurrency.MaxLoops = 3 }, false},
 		{"prompt", func(c *config.Config) { l := c.Loops["ralph"]; l.Prompt = "p.md"; c.Loops["ralph"] = l }, false},
 		{"timeout", func(c *config.Config) { c.Agent.TimeoutSecs = 60 }, false},
@@ -318,4 +327,29 @@ func FuzzStore(f *testing.F) {
 			t.Errorf("Add error %q does not name the file", err)
 		}
 	})
+}
+
+// TestStoreAndListenNotBuiltin: a file that only points the store at an
+// etcd cluster, or only opens a TCP listener, is not "built-in commands":
+// loops put in that store, or sent to that port, would run here. The
+// listing never shows the etcd password.
+func TestStoreAndListenNotBuiltin(t *testing.T) {
+	t.Parallel()
+	for _, yml := range []string{
+		"store: {backend: etcd, etcd: {endpoints: [\"http://10.9.9.9:2379\"], username: u, password: hunter2hunter2}}\n",
+		"api: {listen: \"0.0.0.0:7070\", token_file: tok}\n",
+	} {
+		c := parse(t, yml)
+		if trust.Builtin(c) {
+			t.Errorf("%s: counted as the built-in commands, want it to need trust", yml)
+		}
+		if len(trust.Commands(c)) == 0 {
+			t.Errorf("%s: no line lists it", yml)
+		}
+		for _, cmd := range trust.Commands(c) {
+			if strings.Contains(cmd.Value, "hunter2") {
+				t.Errorf("the listing shows the etcd password: %s", cmd)
+			}
+		}
+	}
 }
