@@ -339,6 +339,38 @@ func binDir(d string, hidden []string) string {
 	return ""
 }
 
+// Hides reports whether the file at path, symbolic links resolved, is one
+// the sandbox of a process with environment env hides: under its home or
+// /tmp (both replaced) and neither in the repository nor in loopr's own
+// prompts (<state>/prompts). loopr must not read such a file into what the
+// agent gets: a prompt template naming ~/.ssh/id_ed25519, or a link in the
+// repository pointing there, would hand it to the agent.
+func (p Policy) Hides(path string, env []string) bool {
+	if !p.On() || path == "" {
+		return false
+	}
+	real := resolved(path)
+	if p.Workspace != "" && under(real, resolved(p.Workspace)) ||
+		p.State != "" && under(real, resolved(filepath.Join(p.State, "prompts"))) {
+		return false
+	}
+	for _, h := range []string{Getenv(env, "HOME"), "/tmp"} {
+		if h != "" && h != "/" && under(real, resolved(h)) {
+			return true
+		}
+	}
+	return false
+}
+
+// resolved is path with its symbolic links resolved, as clean as it is
+// when that fails.
+func resolved(path string) string {
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
+	}
+	return filepath.Clean(path)
+}
+
 // gitPointers lists what tells git, run by loopr outside the sandbox in
 // the workdir, where its repository and configuration are: the workdir's
 // .git (a worktree's gitdir file, or the workspace's own .git directory
