@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/loopr-dev/loopr/config"
@@ -152,6 +153,28 @@ func Abs(file string) (string, error) {
 	return abs, nil
 }
 
+// WhyBuiltin is State.Why of a file whose commands are loopr's built-in
+// ones.
+const WhyBuiltin = "built-in commands"
+
+// Recorded reports whether the store holds c's fingerprint for c's file:
+// trusted by `loopr trust`, not by being built in or LOOPR_TRUST_ALL.
+func (s Store) Recorded(c *config.Config) (bool, error) {
+	if c.File == "" {
+		return false, nil
+	}
+	abs, err := Abs(c.File)
+	if err != nil {
+		return false, err
+	}
+	entries, err := s.read()
+	if err != nil {
+		return false, err
+	}
+	sum := Fingerprint(c)
+	return slices.Contains(entries, entry{sum, abs}), nil
+}
+
 // State is what Check found.
 type State struct {
 	// Trusted: the configuration may run its commands.
@@ -174,7 +197,7 @@ func (s Store) Check(c *config.Config, getenv func(string) string) (State, error
 		st.Trusted, st.Why = true, "no loopr.yml"
 		return st, nil
 	case st.Fingerprint == builtin:
-		st.Trusted, st.Why = true, "built-in commands"
+		st.Trusted, st.Why = true, WhyBuiltin
 		return st, nil
 	case getenv(AllEnv) == "1":
 		st.Trusted, st.Why = true, AllEnv+"=1"
