@@ -186,6 +186,34 @@ func TestSandboxWorkspaceGitReadOnly(t *testing.T) {
 	}
 }
 
+// TestSandboxOtherHome: a profile whose env: sets HOME elsewhere gets that
+// directory as its private home, and your own home stays hidden too.
+func TestSandboxOtherHome(t *testing.T) {
+	needBwrap(t)
+	userHome, err := os.MkdirTemp("/var/tmp", "loopr-home-") // outside /tmp, which the sandbox replaces anyway
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(userHome) })
+	write(t, filepath.Join(userHome, ".ssh", "id_ed25519"), "key")
+	t.Setenv("HOME", userHome) // the daemon's, the user's
+	l := newLayout(t, "r1")
+	agentHome := filepath.Join(t.TempDir(), "agenthome")
+	p := Policy{Sandbox: config.Sandbox{Runner: config.SandboxBwrap, Network: config.NetworkNone},
+		Workspace: l.ws, Config: l.cfg, State: l.state}
+	if _, err := p.PrepareHome("r1", agentHome); err != nil {
+		t.Fatal(err)
+	}
+	out, err := sandboxed(t, p, l, []string{"PATH=/usr/bin:/bin", "HOME=" + agentHome, "USERHOME=" + userHome}, "sh", "-c",
+		`test -e "$USERHOME/.ssh/id_ed25519" && echo "BROKEN: your home is visible"; echo ok > "$HOME/note" && echo held`)
+	if err != nil || !strings.Contains(out, "held") || strings.Contains(out, "BROKEN") {
+		t.Fatalf("in the sandbox: %v\n%s", err, out)
+	}
+	if p.Hides(filepath.Join(l.ws, "loopr.yml"), nil) || !p.Hides(filepath.Join(userHome, ".ssh", "id_ed25519"), []string{"HOME=" + agentHome}) {
+		t.Errorf("Hides: want the repository shown and your home hidden")
+	}
+}
+
 // TestSandboxNetworkAllow: with network allow the agent reaches an
 // allowed local API (a loopback allow_hosts entry, through the shim's
 // tunnel and loopr's proxy) and nothing else: another local server is

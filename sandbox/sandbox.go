@@ -137,6 +137,10 @@ func (p Policy) Command(r Run, argv []string) ([]string, error) {
 	}
 	home := Getenv(r.Env, "HOME")
 	hidden := []string{"/tmp", p.State}
+	if u := otherHome(home); u != "" {
+		b.add("--tmpfs", u) // yours, when env: gives the agent another HOME
+		hidden = append(hidden, u)
+	}
 	if home != "" && home != "/" {
 		b.add("--bind", p.Home(r.Loop), home)
 		hidden = append(hidden, home)
@@ -354,12 +358,28 @@ func (p Policy) Hides(path string, env []string) bool {
 		p.State != "" && under(real, resolved(filepath.Join(p.State, "prompts"))) {
 		return false
 	}
-	for _, h := range []string{Getenv(env, "HOME"), "/tmp"} {
+	home := Getenv(env, "HOME")
+	for _, h := range []string{home, otherHome(home), "/tmp"} {
 		if h != "" && h != "/" && under(real, resolved(h)) {
 			return true
 		}
 	}
 	return false
+}
+
+// otherHome is the home of the user loopr runs as when it is not home
+// (the agent's HOME, which a profile's env: may set elsewhere) nor below
+// it: hidden too, or the sandbox would show ~/.ssh and ~/.aws read-only.
+func otherHome(home string) string {
+	u, err := os.UserHomeDir()
+	if err != nil || !filepath.IsAbs(u) || filepath.Clean(u) == "/" {
+		return ""
+	}
+	u = filepath.Clean(u)
+	if home != "" && (under(u, home) || home == u) {
+		return ""
+	}
+	return u
 }
 
 // resolved is path with its symbolic links resolved, as clean as it is
