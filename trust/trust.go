@@ -34,8 +34,8 @@ import (
 // fingerprint covers (docs/security.md repeats it).
 var Keys = []string{
 	"agent and agents.<name>: preset, command, resume_args, attach_args, env, env_pass, secrets, sandbox",
-	"loops.<type>.validate, loops.<type>.hooks",
-	"types.<name>.validate, types.<name>.hooks",
+	"loops.<type>.validate, loops.<type>.hooks, loops.<type>.validate_in: clean",
+	"types.<name>.validate, types.<name>.hooks, types.<name>.validate_in: clean",
 	"hooks",
 	"merge.validate",
 	"notify.command",
@@ -74,6 +74,18 @@ type hook struct {
 type typeCmds struct {
 	Validate []string        `json:"validate"`
 	Hooks    map[string]hook `json:"hooks"`
+	// ValidateIn is set only for clean, where validate runs as the daemon,
+	// outside the agent's sandbox (so files trusted before it was covered
+	// keep their fingerprint).
+	ValidateIn string `json:"validate_in,omitempty"`
+}
+
+func typeCmdsOf(s config.LoopSettings) typeCmds {
+	t := typeCmds{Validate: s.Validate, Hooks: hooksOf(s.Hooks)}
+	if s.ValidateIn == config.ValidateInClean {
+		t.ValidateIn = s.ValidateIn
+	}
+	return t
 }
 
 // document is the canonical form the fingerprint hashes.
@@ -131,10 +143,10 @@ func documentOf(c *config.Config) document {
 			Env: a.Env, EnvPass: a.EnvPass, Secrets: a.Secrets, Sandbox: sandboxOf(a.Sandbox)}
 	}
 	for t, s := range c.Loops {
-		d.Loops[t] = typeCmds{Validate: s.Validate, Hooks: hooksOf(s.Hooks)}
+		d.Loops[t] = typeCmdsOf(s)
 	}
 	for t, s := range c.UserTypes {
-		d.Types[t] = typeCmds{Validate: s.Validate, Hooks: hooksOf(s.Hooks)}
+		d.Types[t] = typeCmdsOf(s.LoopSettings)
 	}
 	for _, w := range c.Webhooks {
 		d.Webhooks = append(d.Webhooks, w.URL)
@@ -206,6 +218,9 @@ func Commands(c *config.Config) []Command {
 		}
 		for _, cmd := range s.Validate {
 			add(key+".validate", cmd)
+		}
+		if s.ValidateIn == config.ValidateInClean {
+			add(key+".validate_in", "clean (validate runs as the daemon, outside any sandbox)")
 		}
 		out = append(out, hookCommands(key+".hooks", s.Hooks)...)
 	}

@@ -112,7 +112,8 @@ func TestFingerprintKeys(t *testing.T) {
 		{"prompt", func(c *config.Config) { l := c.Loops["ralph"]; l.Prompt = "p.md"; c.Loops["ralph"] = l }, false},
 		{"timeout", func(c *config.Config) { c.Agent.TimeoutSecs = 60 }, false},
 		{"priority", func(c *config.Config) { c.Scheduler.Priority.Ralph = 7 }, false},
-		{"validate_in", func(c *config.Config) { l := c.Loops["ralph"]; l.ValidateIn = "clean"; c.Loops["ralph"] = l }, false},
+		{"validate_in clean", func(c *config.Config) { l := c.Loops["ralph"]; l.ValidateIn = "clean"; c.Loops["ralph"] = l }, true},
+		{"validate_in worktree", func(c *config.Config) { l := c.Loops["ralph"]; l.ValidateIn = "worktree"; c.Loops["ralph"] = l }, false},
 		{"hook timeout", func(c *config.Config) {
 			c.Hooks["before_run"] = config.Hook{Run: []string{"echo hi"}, OnError: "block", TimeoutSecs: 9}
 		}, false},
