@@ -138,7 +138,10 @@ func (s Store) Add(sum, file string) error {
 }
 
 // Abs is the form of a loopr.yml's path the store keeps: absolute, clean,
-// with symlinks resolved when the file exists.
+// with symlinks in its directory resolved when it exists. A link at the
+// file's own name is not followed: trust is for the commands run in this
+// directory's repository, and a loopr.yml linked to a file trusted for
+// another repository must not borrow that trust.
 func Abs(file string) (string, error) {
 	if file == "" {
 		return "", errors.New("trust: no loopr.yml path")
@@ -147,8 +150,8 @@ func Abs(file string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("trust: %w", err)
 	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(dir, filepath.Base(abs))
 	}
 	return abs, nil
 }

@@ -354,3 +354,46 @@ func TestStoreAndListenNotBuiltin(t *testing.T) {
 		}
 	}
 }
+
+// TestSymlinkBorrowsNoTrust: a repository whose loopr.yml is a symbolic
+// link to a file trusted elsewhere (../theirs/loopr.yml) is not trusted:
+// the trusted commands would run on this repository's Makefile and tests.
+// A workspace reached through a linked directory keeps its trust.
+func TestSymlinkBorrowsNoTrust(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	trusted, evil := filepath.Join(root, "trusted"), filepath.Join(root, "evil")
+	for _, d := range []string{trusted, evil} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file, c := writeBase(t, trusted)
+	store := trust.Store{Path: filepath.Join(root, "cfg", "trusted")}
+	if err := store.Add(trust.Fingerprint(c), file); err != nil {
+		t.Fatal(err)
+	}
+	none := func(string) string { return "" }
+	link := filepath.Join(evil, "loopr.yml")
+	if err := os.Symlink("../trusted/loopr.yml", link); err != nil {
+		t.Fatal(err)
+	}
+	borrowed, err := config.Load(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := store.Check(borrowed, none); err != nil || st.Trusted {
+		t.Errorf("a loopr.yml linked to a trusted file elsewhere: %+v, %v; want it not trusted", st, err)
+	}
+	viaDir := filepath.Join(root, "alias")
+	if err := os.Symlink(trusted, viaDir); err != nil {
+		t.Fatal(err)
+	}
+	same, err := config.Load(filepath.Join(viaDir, "loopr.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := store.Check(same, none); err != nil || !st.Trusted {
+		t.Errorf("the trusted workspace through a linked directory: %+v, %v; want it trusted", st, err)
+	}
+}
