@@ -63,6 +63,15 @@ func (e *env) trust(ctx context.Context, yes bool) error {
 	if err != nil {
 		return err
 	}
+	if st.Trusted && st.Why == trust.WhyBuiltin {
+		// Needs no trust at start; recorded all the same, so that a running
+		// daemon whose trusted commands this file drops applies it.
+		ok, err := store.Recorded(e.cfg)
+		if err != nil {
+			return err
+		}
+		st.Trusted = ok
+	}
 	if st.Trusted {
 		fmt.Fprintf(e.stdout, "already trusted (%s)\n", st.Why)
 		e.tellDaemon(ctx)

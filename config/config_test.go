@@ -367,6 +367,8 @@ func TestParseErrors(t *testing.T) {
 		{"zero max_consecutive", "rate_limit: {max_consecutive: 0}\n", "loopr.yml:1: rate_limit.max_consecutive: must be > 0"},
 		{"negative transient_max", "retry: {transient_max: -1}\n", "loopr.yml:1: retry.transient_max: must be >= 0"},
 		{"bad env name", "agent:\n  env: {\"1X\": y}\n", "loopr.yml:2: agent.env.1X: is not a variable name (letters, digits and _, not starting with a digit)"},
+		{"trust all in env", "agent:\n  env: {LOOPR_TRUST_ALL: \"1\"}\n", "loopr.yml:2: agent.env.LOOPR_TRUST_ALL: is never given to an agent: it would let a loopr the agent starts run any loopr.yml"},
+		{"trust all as secret", "agent:\n  secrets: {LOOPR_TRUST_ALL: {env: X}}\n", "loopr.yml:2: agent.secrets.LOOPR_TRUST_ALL: is never given to an agent: it would let a loopr the agent starts run any loopr.yml"},
 		{"bad env_pass", "agent:\n  env_pass: [\"A-B\"]\n", "loopr.yml:2: agent.env_pass[0]: \"A-B\" is not a variable name or PREFIX_* pattern"},
 		{"secret with both", "agent:\n  secrets:\n    TOKEN: {file: t, env: T}\n", "loopr.yml:3: agent.secrets.TOKEN: must have exactly one of file: PATH or env: VARIABLE"},
 		{"secret with neither", "agents:\n  c:\n    secrets: {TOKEN: {}}\n", "loopr.yml:3: agents.c.secrets.TOKEN: must have exactly one of file: PATH or env: VARIABLE"},

@@ -58,6 +58,13 @@ func (s Sandbox) NetworkOrDefault() string {
 	return s.Network
 }
 
+// trustAllEnv is trust.AllEnv (package trust imports config): the one
+// variable procenv.Never keeps from every loop's process, env: and secrets:
+// included.
+const trustAllEnv = "LOOPR_TRUST_ALL"
+
+const neverGiven = "is never given to an agent: it would let a loopr the agent starts run any loopr.yml"
+
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // security checks a profile's env, env_pass, secrets and sandbox keys.
@@ -68,6 +75,9 @@ func (v *checker) security(key string, a Agent) {
 		}
 		if strings.Contains(a.Env[name], "\x00") {
 			v.fail(key+".env."+name, "must not contain a NUL byte")
+		}
+		if name == trustAllEnv {
+			v.fail(key+".env."+name, neverGiven)
 		}
 	}
 	for i, name := range a.EnvPass {
@@ -84,6 +94,8 @@ func (v *checker) security(key string, a Agent) {
 			v.fail(sk, "must have exactly one of file: PATH or env: VARIABLE")
 		case s.Env != "" && !envName.MatchString(s.Env):
 			v.fail(sk+".env", "%q is not a variable name", s.Env)
+		case name == trustAllEnv:
+			v.fail(sk, neverGiven)
 		}
 		if _, ok := a.Env[name]; ok {
 			v.fail(sk, "is also set in %s.env: a variable is either a plain value or a secret", key)

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"os"
 	"path/filepath"
 	"time"
 
@@ -19,7 +20,7 @@ func OpenStore(cfg *config.Config, paths workspace.Paths, opt store.Options) (*s
 	var err error
 	if cfg == nil || cfg.Store.Backend != store.BackendEtcd {
 		st, err = store.Open(paths.DB(), opt)
-	} else {
+	} else if err = StartTrust(cfg, os.Getenv); err == nil {
 		st, err = store.OpenEtcd(EtcdConfig(cfg, paths), opt)
 	}
 	if err != nil {

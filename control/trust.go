@@ -1,10 +1,13 @@
 package control
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/config"
+	"github.com/loopr-dev/loopr/store"
 	"github.com/loopr-dev/loopr/trust"
 )
 
@@ -68,4 +71,28 @@ func CheckTrust(c *config.Config, getenv func(string) string) (t *api.Trust, why
 		lines = append(lines, cmd.String())
 	}
 	return &api.Trust{File: c.File, Commands: lines, Since: time.Now().UTC(), Text: UntrustedText, Action: "loopr trust"}, why
+}
+
+// StartTrust refuses the settings of an untrusted c that act before any
+// loop could be held back: an etcd store (opening it sends and takes
+// records, loops included, to and from the endpoints the file names) and
+// api.listen (a TCP listener that takes loops from the network). It is
+// nil when c sets neither, or is trusted.
+func StartTrust(c *config.Config, getenv func(string) string) error {
+	var keys []string
+	if c.Store.Backend == store.BackendEtcd {
+		keys = append(keys, "store.etcd")
+	}
+	if c.API.Listen != "" {
+		keys = append(keys, "api.listen")
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	t, why := CheckTrust(c, getenv)
+	if t == nil {
+		return nil
+	}
+	return fmt.Errorf("%s sets %s, which act as soon as loopr opens its store, and is not trusted on this machine (%s): check it, run `loopr trust`, then try again",
+		c.File, strings.Join(keys, " and "), why)
 }

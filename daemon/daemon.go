@@ -99,6 +99,11 @@ func Run(ctx context.Context, o Options) error {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	o = o.withDefaults()
+	if !o.Trusted {
+		if err := control.StartTrust(o.Config, os.Getenv); err != nil {
+			return err
+		}
+	}
 	token, err := apiToken(o.Config) // refuse early: a TCP listener needs a private token
 	if err != nil {
 		return err

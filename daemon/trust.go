@@ -87,6 +87,9 @@ func (d *daemon) trusted(c *config.Config) {
 func (d *daemon) gateReload(next *config.Config) bool {
 	t, why := control.CheckTrust(next, os.Getenv)
 	switch {
+	case t == nil && why == trust.WhyBuiltin && d.svc.Untrusted() == "" && d.dropsCommands(next):
+		d.hold(next) // back to the built-in commands: still a change (a sandbox dropped)
+		return false
 	case t == nil:
 		d.trusted(next)
 		return true
@@ -99,4 +102,20 @@ func (d *daemon) gateReload(next *config.Config) bool {
 	}
 	d.hold(next)
 	return false
+}
+
+// dropsCommands reports whether next, whose commands are loopr's built-in
+// ones, changes the trusted commands in force without `loopr trust` having
+// recorded it: a checkout or a landed commit that reverts loopr.yml to the
+// defaults would otherwise drop its sandbox, env and hooks unasked.
+func (d *daemon) dropsCommands(next *config.Config) bool {
+	if trust.Fingerprint(next) == trust.Fingerprint(d.config()) {
+		return false
+	}
+	store, err := trust.DefaultStore(os.Getenv)
+	if err != nil {
+		return true
+	}
+	ok, err := store.Recorded(next)
+	return err != nil || !ok
 }

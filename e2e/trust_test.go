@@ -149,3 +149,52 @@ func TestTrust(t *testing.T) {
 		t.Fatalf("the daemon exited; log:\n%s", tail(d.output(), 20))
 	}
 }
+
+// TestTrustBuiltinReloadHeld: a reload that takes loopr.yml back to loopr's
+// built-in commands (a checkout or a landed commit dropping the sandbox,
+// env or hooks) is a change of the trusted commands too: it is held, the
+// sandbox stays in force, until `loopr trust` records it.
+func TestTrustBuiltinReloadHeld(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r := repo{dir: dir, home: filepath.Join(dir, ".loopr"), logs: t.TempDir()}
+	cfgPath := filepath.Join(dir, "loopr.yml")
+	const rest = "git: {worktrees: false}\nstorage: {disk_quota_min_gb: 0}\n"
+	if err := os.WriteFile(cfgPath, []byte("agent: {env: {LOOPR_E2E_MARK: kept}, sandbox: {runner: bwrap, network: none}}\n"+rest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"LOOPR_TRUST_ALL=", "XDG_CONFIG_HOME=" + t.TempDir()}
+	must := func(args ...string) string {
+		t.Helper()
+		res := runEnv(t, dir, "", env, args...)
+		if res.code != 0 {
+			t.Fatalf("loopr %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), res.code, res.stdout, res.stderr)
+		}
+		return res.stdout
+	}
+	must("trust", "--yes")
+	d := startDaemonEnv(t, r, env...)
+	if err := os.WriteFile(cfgPath, []byte("concurrency: {max_loops: 3}\n"+rest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var st api.Status
+	waitFor(t, 30*time.Second, "the reload to the built-in commands to be held", func() bool {
+		mustJSON(t, must("status", "--json"), &st)
+		return st.Trust != nil && st.Trust.Held
+	})
+	if got := strings.Join(st.Trust.Commands, "\n"); !strings.Contains(got, "agent.sandbox") || !strings.Contains(got, "removed") {
+		t.Errorf("held trust names %q, want the removed sandbox", got)
+	}
+	if out := must("status"); !strings.Contains(out, "bwrap, network none") {
+		t.Errorf("the sandbox is not in force while the reload is held:\n%s", out)
+	}
+	must("trust", "--yes")
+	waitFor(t, 30*time.Second, "the file to apply once trusted", func() bool {
+		st = api.Status{}
+		mustJSON(t, must("status", "--json"), &st)
+		return st.Trust == nil && st.MaxLoops == 3
+	})
+	if d.exited() {
+		t.Fatalf("the daemon exited; log:\n%s", tail(d.output(), 20))
+	}
+}

@@ -210,12 +210,21 @@ func Syntax(ctx context.Context, cmd string) error {
 }
 
 // openLog opens path for appending, making its directory; a symlink at
-// path is refused (O_NOFOLLOW).
+// path is refused (O_NOFOLLOW). The directory (<iteration>/hooks) lies in
+// the iteration directory the agent could write: a symbolic link or file
+// it left there is removed first, so the log is never created where such
+// a link points.
 func openLog(path string) (*os.File, error) {
 	if path == "" {
 		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	dir := filepath.Dir(path)
+	if fi, err := os.Lstat(dir); err == nil && !fi.IsDir() {
+		if err := os.Remove(dir); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
 	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)

@@ -111,6 +111,34 @@ func TestRunStopsAtTheFirstFailure(t *testing.T) {
 	}
 }
 
+// TestRunLogDirSymlink: an agent that left a symbolic link where the
+// hook's log directory goes (<iteration>/hooks -> a directory of yours) does
+// not make the hook write its log there.
+func TestRunLogDirSymlink(t *testing.T) {
+	t.Parallel()
+	dir, outside := t.TempDir(), t.TempDir()
+	iter := filepath.Join(dir, "iter")
+	if err := os.MkdirAll(iter, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(iter, "hooks")); err != nil {
+		t.Fatal(err)
+	}
+	res := hooks.Run(context.Background(), hooks.Spec{
+		Name: config.AfterRun, Dir: dir, Log: filepath.Join(iter, "hooks", "after_run.log"),
+		Hook: config.Hook{Run: []string{"echo planted"}, TimeoutSecs: 30},
+	})
+	if entries, _ := os.ReadDir(outside); len(entries) > 0 {
+		t.Errorf("the hook wrote %s into the directory the planted link points to", entries[0].Name())
+	}
+	if res.Err != nil {
+		t.Errorf("Run() = %v, want the hook run with its log in a directory of loopr's", res.Err)
+	}
+	if b, err := os.ReadFile(res.Log); err != nil || !strings.Contains(string(b), "planted") {
+		t.Errorf("log %s: %q, %v", res.Log, b, err)
+	}
+}
+
 // TestRunRedactsOutput: a secret a hook prints is neither in its log nor
 // in the Result the journal and NEEDS YOU read.
 func TestRunRedactsOutput(t *testing.T) {

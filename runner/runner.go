@@ -430,11 +430,13 @@ func (it *iteration) start(ctx context.Context, r *Resume) (procResult, *Result)
 		}
 	}
 	var prompt string
-	var err error
-	if r != nil {
+	err := it.hiddenPrompt()
+	switch {
+	case err != nil:
+	case r != nil:
 		prompt, err = ResumePromptFor(*j, *r)
 		it.res.Resumed = true
-	} else {
+	default:
 		prompt, err = PromptFor(*j)
 		if id := newSessionID(); !slices.Equal(preset.StartArgv(it.s.Preset, argv, id), argv) {
 			argv = preset.StartArgv(it.s.Preset, argv, id)

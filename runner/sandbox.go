@@ -51,6 +51,18 @@ func (it *iteration) startSandbox() (*sandboxRun, error) {
 	return sb, nil
 }
 
+// hiddenPrompt refuses, in a sandbox, a prompt template the sandbox hides
+// from the agent (sandbox.Policy.Hides): reading it into the prompt would
+// hand the agent the very file kept from it.
+func (it *iteration) hiddenPrompt() error {
+	for _, f := range []string{it.j.Settings.PromptFile, it.j.Settings.ResumePromptFile} {
+		if it.s.Sandbox.Hides(f, it.env) {
+			return fmt.Errorf("prompt template %s lies outside the repository, where the sandbox hides it from the agent: loopr does not read it into the prompt either; keep prompt templates in the repository or <home>/prompts", f)
+		}
+	}
+	return nil
+}
+
 // wrap returns argv to run in the sandbox; argv itself without one.
 func (sb *sandboxRun) wrap(argv []string) ([]string, error) {
 	if sb == nil {

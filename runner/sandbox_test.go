@@ -111,3 +111,38 @@ func TestRunSandboxedValidate(t *testing.T) {
 		t.Errorf("evidence %+v: want the first command passed in the sandbox", res.Evidence)
 	}
 }
+
+// TestRunSandboxedPromptOutside: a prompt template that resolves to a file
+// the sandbox hides (under /tmp or the home, outside the repository; here
+// through a link in the repository) is not read into the sandboxed agent's
+// prompt: the iteration fails naming it, and the agent never sees it.
+func TestRunSandboxedPromptOutside(t *testing.T) {
+	t.Parallel()
+	j := sandboxedJob(t, `cat`)
+	secret := filepath.Join(t.TempDir(), "id_ed25519")
+	if err := os.WriteFile(secret, []byte("PRIVATE-KEY-MATERIAL\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(j.Workdir, "prompt.md")
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	j.Settings.PromptFile = link
+	res := (&Runner{}).Run(context.Background(), j)
+	if log, _ := os.ReadFile(filepath.Join(res.Dir, "agent.log")); strings.Contains(string(log), "PRIVATE-KEY") {
+		t.Fatalf("the sandboxed agent got a file the sandbox hides in its prompt:\n%s", log)
+	}
+	if res.Outcome != Failed || !strings.Contains(res.Reason, "prompt template") {
+		t.Errorf("Run() = %v %q, want a failure naming the prompt template", res.Outcome, res.Reason)
+	}
+	inside := filepath.Join(j.Workdir, "mine.md")
+	if err := os.WriteFile(inside, []byte("my own prompt for {{.Title}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j.Settings.PromptFile = inside
+	j.Loop.Iteration++
+	res = (&Runner{}).Run(context.Background(), j)
+	if log, _ := os.ReadFile(filepath.Join(res.Dir, "agent.log")); !strings.Contains(string(log), "my own prompt") {
+		t.Errorf("a prompt template in the repository did not reach the agent: %v %q\n%s", res.Outcome, res.Reason, log)
+	}
+}

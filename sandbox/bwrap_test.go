@@ -130,6 +130,90 @@ func TestSandboxPromises(t *testing.T) {
 	}
 }
 
+// TestSandboxGitEscape: the agent cannot point the git that loopr runs
+// outside the sandbox (git add, commit, status in the worktree) at a git
+// directory or configuration of its own: a rewritten .git file, commondir
+// or gitdir would make loopr's git run the agent's hooks or
+// core.fsmonitor as the user, outside the sandbox. The worktree's .git
+// file and its administrative directory's pointers are read-only; the rest
+// of that directory (index, HEAD, logs) stays writable.
+func TestSandboxGitEscape(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	l := newLayout(t, "r1")
+	write(t, filepath.Join(l.admin, "gitdir"), filepath.Join(l.wt, ".git")+"\n")
+	write(t, filepath.Join(l.admin, "config.worktree"), "")
+	p := Policy{Sandbox: config.Sandbox{Runner: config.SandboxBwrap, Network: config.NetworkNone},
+		Workspace: l.ws, Config: l.cfg, State: l.state}
+	script := strings.Join([]string{
+		`fail() { echo "BROKEN: $*"; exit 1; }`,
+		`echo "gitdir: $PWD/.evil" > .git 2>/dev/null && fail "the worktree's .git file is writable"`,
+		`rm -f .git 2>/dev/null; mv .git gone 2>/dev/null; test -f .git || fail "the worktree's .git file can be removed"`,
+		`echo /evil > "$ADMIN/commondir" 2>/dev/null && fail "commondir is writable"`,
+		`echo /evil > "$ADMIN/gitdir" 2>/dev/null && fail "gitdir is writable"`,
+		`echo "[core] hooksPath = /evil" > "$ADMIN/config.worktree" 2>/dev/null && fail "config.worktree is writable"`,
+		`echo ok > "$ADMIN/index" || fail "the worktree's index is not writable"`,
+		`echo all held`,
+	}, "\n")
+	out, err := sandboxed(t, p, l, []string{"PATH=/usr/bin:/bin", "ADMIN=" + l.admin}, "sh", "-c", script)
+	if err != nil || !strings.Contains(out, "all held") {
+		t.Fatalf("in the sandbox: %v\n%s", err, out)
+	}
+	if got := read(t, filepath.Join(l.wt, ".git")); got != "gitdir: "+l.admin+"\n" {
+		t.Errorf(".git = %q after the run, want it unchanged", got)
+	}
+}
+
+// TestSandboxWorkspaceGitReadOnly: without worktrees the workdir is the
+// workspace, whose .git directory holds the hooks and config loopr's own
+// git commits run with: it is read-only in the sandbox.
+func TestSandboxWorkspaceGitReadOnly(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	l := newLayout(t, "r1")
+	p := Policy{Sandbox: config.Sandbox{Runner: config.SandboxBwrap, Network: config.NetworkNone},
+		Workspace: l.ws, Config: l.cfg, State: l.state}
+	l.wt = l.ws
+	out, err := sandboxed(t, p, l, []string{"PATH=/usr/bin:/bin"}, "sh", "-c", strings.Join([]string{
+		`fail() { echo "BROKEN: $*"; exit 1; }`,
+		`mkdir -p .git/hooks 2>/dev/null; echo evil > .git/hooks/post-commit 2>/dev/null && fail ".git/hooks is writable"`,
+		`echo "[core] fsmonitor = evil" >> .git/config 2>/dev/null && fail ".git/config is writable"`,
+		`echo ok > mine || fail "the workspace is not writable"`,
+		`echo all held`,
+	}, "\n"))
+	if err != nil || !strings.Contains(out, "all held") {
+		t.Fatalf("in the sandbox: %v\n%s", err, out)
+	}
+}
+
+// TestSandboxOtherHome: a profile whose env: sets HOME elsewhere gets that
+// directory as its private home, and your own home stays hidden too.
+func TestSandboxOtherHome(t *testing.T) {
+	needBwrap(t)
+	userHome, err := os.MkdirTemp("/var/tmp", "loopr-home-") // outside /tmp, which the sandbox replaces anyway
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(userHome) })
+	write(t, filepath.Join(userHome, ".ssh", "id_ed25519"), "key")
+	t.Setenv("HOME", userHome) // the daemon's, the user's
+	l := newLayout(t, "r1")
+	agentHome := filepath.Join(t.TempDir(), "agenthome")
+	p := Policy{Sandbox: config.Sandbox{Runner: config.SandboxBwrap, Network: config.NetworkNone},
+		Workspace: l.ws, Config: l.cfg, State: l.state}
+	if _, err := p.PrepareHome("r1", agentHome); err != nil {
+		t.Fatal(err)
+	}
+	out, err := sandboxed(t, p, l, []string{"PATH=/usr/bin:/bin", "HOME=" + agentHome, "USERHOME=" + userHome}, "sh", "-c",
+		`test -e "$USERHOME/.ssh/id_ed25519" && echo "BROKEN: your home is visible"; echo ok > "$HOME/note" && echo held`)
+	if err != nil || !strings.Contains(out, "held") || strings.Contains(out, "BROKEN") {
+		t.Fatalf("in the sandbox: %v\n%s", err, out)
+	}
+	if p.Hides(filepath.Join(l.ws, "loopr.yml"), nil) || !p.Hides(filepath.Join(userHome, ".ssh", "id_ed25519"), []string{"HOME=" + agentHome}) {
+		t.Errorf("Hides: want the repository shown and your home hidden")
+	}
+}
+
 // TestSandboxNetworkAllow: with network allow the agent reaches an
 // allowed local API (a loopback allow_hosts entry, through the shim's
 // tunnel and loopr's proxy) and nothing else: another local server is

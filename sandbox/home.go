@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 
 	"github.com/loopr-dev/loopr/preset"
 )
@@ -34,7 +36,7 @@ func (p Policy) PrepareHome(loopID, realHome string) (string, error) {
 	if err := os.MkdirAll(dst, 0o700); err != nil {
 		return "", fmt.Errorf("sandbox home: %w", err)
 	}
-	c := &copier{budget: maxHomeTotal, skip: map[string]bool{}}
+	c := &copier{budget: maxHomeTotal, root: dst, skip: map[string]bool{}}
 	if ps, ok := preset.Get(p.Preset); ok && realHome != "" {
 		for _, rel := range ps.HomeSkip {
 			c.skip[filepath.Join(realHome, rel)] = true
@@ -55,6 +57,37 @@ func (p Policy) PrepareHome(loopID, realHome string) (string, error) {
 type copier struct {
 	budget int64
 	skip   map[string]bool // source paths not copied (preset.Preset.HomeSkip), with what is under them
+	root   string          // the private home: the agent writes in it between copies
+}
+
+// mkdir makes dir, below c.root, a real directory: a link or file the
+// agent left at any of its components is removed first, so a copy never
+// follows one out of the private home.
+func (c *copier) mkdir(dir string) error {
+	rel, err := filepath.Rel(c.root, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%s is not below the private home %s", dir, c.root)
+	}
+	cur := c.root
+	for _, name := range strings.Split(rel, string(filepath.Separator)) {
+		if name == "." {
+			continue
+		}
+		cur = filepath.Join(cur, name)
+		fi, err := os.Lstat(cur)
+		if err == nil && fi.IsDir() {
+			continue
+		}
+		if err == nil {
+			if err := os.Remove(cur); err != nil {
+				return err
+			}
+		}
+		if err := os.Mkdir(cur, 0o700); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // tree copies src (a file, a link or a directory) to dst; a missing src is
@@ -80,7 +113,7 @@ func (c *copier) tree(src, dst string) error {
 		to := filepath.Join(dst, rel)
 		switch t := d.Type(); {
 		case d.IsDir():
-			return os.MkdirAll(to, 0o700)
+			return c.mkdir(to)
 		case t&fs.ModeSymlink != 0:
 			return c.link(path, to)
 		case t.IsRegular():
@@ -98,10 +131,10 @@ func (c *copier) link(src, dst string) error {
 	if cur, err := os.Readlink(dst); err == nil && cur == target {
 		return nil
 	}
-	_ = os.Remove(dst)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+	if err := c.mkdir(filepath.Dir(dst)); err != nil {
 		return err
 	}
+	_ = os.Remove(dst)
 	return os.Symlink(target, dst)
 }
 
@@ -119,11 +152,16 @@ func (c *copier) file(src, dst string) error {
 		return nil // unreadable: the CLI would not read it either
 	}
 	defer in.Close()
-	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+	if err := c.mkdir(filepath.Dir(dst)); err != nil {
 		return err
 	}
+	// A fresh temporary file: whatever the agent left at its name (a
+	// link to a file of yours) is removed, not written through.
 	tmp := dst + ".loopr-copy"
-	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, si.Mode().Perm()|0o600)
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, si.Mode().Perm()|0o600)
 	if err != nil {
 		return err
 	}

@@ -74,3 +74,48 @@ func TestPrepareHome(t *testing.T) {
 		t.Errorf("the agent's session file = %q, want it kept", got)
 	}
 }
+
+// TestPrepareHomeLinks: the private home is the agent's to write, so what
+// it leaves there — a link at the copy's temporary name, or a directory of
+// the preset's replaced by a link — never makes the next copy write
+// outside the private home.
+func TestPrepareHomeLinks(t *testing.T) {
+	t.Parallel()
+	real, state, outside := t.TempDir(), t.TempDir(), t.TempDir()
+	write(t, filepath.Join(real, ".claude", "settings.json"), "{}")
+	write(t, filepath.Join(real, ".config", "opencode", "opencode.json"), "{}")
+	victim := filepath.Join(outside, "bashrc")
+	write(t, victim, "mine\n")
+	p := Policy{Sandbox: config.Sandbox{Runner: "bwrap"}, Preset: "claude", State: state}
+	home, err := p.PrepareHome("r1", real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent's doing: the copy is gone, its temporary name links to
+	// your file; .claude is a link to a directory of yours.
+	os.Remove(filepath.Join(home, ".claude", "settings.json"))
+	if err := os.Symlink(victim, filepath.Join(home, ".claude", "settings.json.loopr-copy")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.PrepareHome("r1", real); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, victim); got != "mine\n" {
+		t.Errorf("the file the planted link named = %q, want it untouched", got)
+	}
+	if err := os.RemoveAll(filepath.Join(home, ".claude")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(home, ".claude")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.PrepareHome("r1", real); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "settings.json")); err == nil {
+		t.Errorf("the copy went through the planted .claude link into %s", outside)
+	}
+	if got := read(t, filepath.Join(home, ".claude", "settings.json")); got != "{}" {
+		t.Errorf("private .claude/settings.json = %q, want the copy", got)
+	}
+}

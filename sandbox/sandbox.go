@@ -137,6 +137,10 @@ func (p Policy) Command(r Run, argv []string) ([]string, error) {
 	}
 	home := Getenv(r.Env, "HOME")
 	hidden := []string{"/tmp", p.State}
+	if u := otherHome(home); u != "" {
+		b.add("--tmpfs", u) // yours, when env: gives the agent another HOME
+		hidden = append(hidden, u)
+	}
 	if home != "" && home != "/" {
 		b.add("--bind", p.Home(r.Loop), home)
 		hidden = append(hidden, home)
@@ -185,6 +189,9 @@ func (p Policy) loopBinds(b *builder, r Run) {
 	binds = append(binds, bind{"--bind", r.Workdir})
 	if gitAdmin != "" {
 		binds = append(binds, bind{"--bind", gitAdmin})
+	}
+	for _, f := range gitPointers(r.Workdir, gitAdmin) {
+		binds = append(binds, bind{"--ro-bind", f})
 	}
 	if d := filepath.Join(p.State, "loops", r.Loop); exists(d) {
 		binds = append(binds, bind{"--ro-bind", d})
@@ -334,6 +341,79 @@ func binDir(d string, hidden []string) string {
 		return d
 	}
 	return ""
+}
+
+// Hides reports whether the file at path, symbolic links resolved, is one
+// the sandbox of a process with environment env hides: under its home or
+// /tmp (both replaced) and neither in the repository nor in loopr's own
+// prompts (<state>/prompts). loopr must not read such a file into what the
+// agent gets: a prompt template naming ~/.ssh/id_ed25519, or a link in the
+// repository pointing there, would hand it to the agent.
+func (p Policy) Hides(path string, env []string) bool {
+	if !p.On() || path == "" {
+		return false
+	}
+	real := resolved(path)
+	if p.Workspace != "" && under(real, resolved(p.Workspace)) ||
+		p.State != "" && under(real, resolved(filepath.Join(p.State, "prompts"))) {
+		return false
+	}
+	home := Getenv(env, "HOME")
+	for _, h := range []string{home, otherHome(home), "/tmp"} {
+		if h != "" && h != "/" && under(real, resolved(h)) {
+			return true
+		}
+	}
+	return false
+}
+
+// otherHome is the home of the user loopr runs as when it is not home
+// (the agent's HOME, which a profile's env: may set elsewhere) nor below
+// it: hidden too, or the sandbox would show ~/.ssh and ~/.aws read-only.
+func otherHome(home string) string {
+	u, err := os.UserHomeDir()
+	if err != nil || !filepath.IsAbs(u) || filepath.Clean(u) == "/" {
+		return ""
+	}
+	u = filepath.Clean(u)
+	if home != "" && (under(u, home) || home == u) {
+		return ""
+	}
+	return u
+}
+
+// resolved is path with its symbolic links resolved, as clean as it is
+// when that fails.
+func resolved(path string) string {
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
+	}
+	return filepath.Clean(path)
+}
+
+// gitPointers lists what tells git, run by loopr outside the sandbox in
+// the workdir, where its repository and configuration are: the workdir's
+// .git (a worktree's gitdir file, or the workspace's own .git directory
+// with its hooks and config) and the worktree administrative directory's
+// commondir, gitdir and config.worktree. They are bound read-only over
+// the writable workdir and administrative directory: an agent that
+// rewrote one could point loopr's next git add or commit at a
+// configuration of its own (core.hooksPath, core.fsmonitor) and run
+// commands outside the sandbox.
+func gitPointers(workdir, admin string) []string {
+	var out []string
+	if f := filepath.Join(workdir, ".git"); exists(f) {
+		out = append(out, f)
+	}
+	if admin == "" {
+		return out
+	}
+	for _, name := range []string{"commondir", "gitdir", "config.worktree"} {
+		if f := filepath.Join(admin, name); exists(f) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // gitDirs reads workdir/.git when it is a file (a linked worktree) and

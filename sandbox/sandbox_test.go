@@ -83,18 +83,22 @@ func TestCommandMounts(t *testing.T) {
 	want := []string{
 		"--ro-bind / /", "--dev /dev", "--proc /proc", "--tmpfs /tmp", "--unshare-pid", "--die-with-parent", "--cap-drop ALL",
 		"--unshare-net",
+		"--tmpfs " + otherHome(home), // the test's own home: the agent's is another (TestSandboxOtherHome)
 		"--bind " + p.Home("r1") + " " + home,
 		"--ro-bind " + l.ws + " " + l.ws,
 		"--ro-bind " + filepath.Join(l.ws, ".git") + " " + filepath.Join(l.ws, ".git"),
 		"--bind " + l.admin + " " + l.admin,
+		"--ro-bind " + filepath.Join(l.admin, "commondir") + " " + filepath.Join(l.admin, "commondir"),
 		"--tmpfs " + l.state,
 		"--bind " + l.wt + " " + l.wt,
+		"--ro-bind " + filepath.Join(l.wt, ".git") + " " + filepath.Join(l.wt, ".git"),
 		"--ro-bind " + filepath.Join(l.state, "loops", "r1") + " " + filepath.Join(l.state, "loops", "r1"),
 		"--bind " + l.iter + " " + l.iter,
 		"--remount-ro " + l.state,
 		"--ro-bind " + l.cfg + " " + l.cfg,
 		"--chdir " + l.wt,
 	}
+	want = slices.DeleteFunc(want, func(m string) bool { return m == "--tmpfs " }) // no home of the test's own
 	if diff := cmp.Diff(want, mounts(argv)); diff != "" {
 		t.Errorf("Command() mounts mismatch (-want +got):\n%s", diff)
 	}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/loopr-dev/loopr/config"
@@ -137,7 +138,10 @@ func (s Store) Add(sum, file string) error {
 }
 
 // Abs is the form of a loopr.yml's path the store keeps: absolute, clean,
-// with symlinks resolved when the file exists.
+// with symlinks in its directory resolved when it exists. A link at the
+// file's own name is not followed: trust is for the commands run in this
+// directory's repository, and a loopr.yml linked to a file trusted for
+// another repository must not borrow that trust.
 func Abs(file string) (string, error) {
 	if file == "" {
 		return "", errors.New("trust: no loopr.yml path")
@@ -146,10 +150,32 @@ func Abs(file string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("trust: %w", err)
 	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(dir, filepath.Base(abs))
 	}
 	return abs, nil
+}
+
+// WhyBuiltin is State.Why of a file whose commands are loopr's built-in
+// ones.
+const WhyBuiltin = "built-in commands"
+
+// Recorded reports whether the store holds c's fingerprint for c's file:
+// trusted by `loopr trust`, not by being built in or LOOPR_TRUST_ALL.
+func (s Store) Recorded(c *config.Config) (bool, error) {
+	if c.File == "" {
+		return false, nil
+	}
+	abs, err := Abs(c.File)
+	if err != nil {
+		return false, err
+	}
+	entries, err := s.read()
+	if err != nil {
+		return false, err
+	}
+	sum := Fingerprint(c)
+	return slices.Contains(entries, entry{sum, abs}), nil
 }
 
 // State is what Check found.
@@ -174,7 +200,7 @@ func (s Store) Check(c *config.Config, getenv func(string) string) (State, error
 		st.Trusted, st.Why = true, "no loopr.yml"
 		return st, nil
 	case st.Fingerprint == builtin:
-		st.Trusted, st.Why = true, "built-in commands"
+		st.Trusted, st.Why = true, WhyBuiltin
 		return st, nil
 	case getenv(AllEnv) == "1":
 		st.Trusted, st.Why = true, AllEnv+"=1"

@@ -34,13 +34,14 @@ import (
 // fingerprint covers (docs/security.md repeats it).
 var Keys = []string{
 	"agent and agents.<name>: preset, command, resume_args, attach_args, env, env_pass, secrets, sandbox",
-	"loops.<type>.validate, loops.<type>.hooks",
-	"types.<name>.validate, types.<name>.hooks",
+	"loops.<type>.validate, loops.<type>.hooks, loops.<type>.validate_in: clean",
+	"types.<name>.validate, types.<name>.hooks, types.<name>.validate_in: clean",
 	"hooks",
 	"merge.validate",
 	"notify.command",
 	"webhooks[].url",
 	"worktree.copy",
+	"store (an etcd backend: endpoints, prefix, user, TLS files), api.listen and api.token_file",
 }
 
 // AllEnv is the variable that, set to 1, trusts every loopr.yml.
@@ -73,6 +74,18 @@ type hook struct {
 type typeCmds struct {
 	Validate []string        `json:"validate"`
 	Hooks    map[string]hook `json:"hooks"`
+	// ValidateIn is set only for clean, where validate runs as the daemon,
+	// outside the agent's sandbox (so files trusted before it was covered
+	// keep their fingerprint).
+	ValidateIn string `json:"validate_in,omitempty"`
+}
+
+func typeCmdsOf(s config.LoopSettings) typeCmds {
+	t := typeCmds{Validate: s.Validate, Hooks: hooksOf(s.Hooks)}
+	if s.ValidateIn == config.ValidateInClean {
+		t.ValidateIn = s.ValidateIn
+	}
+	return t
 }
 
 // document is the canonical form the fingerprint hashes.
@@ -86,6 +99,26 @@ type document struct {
 	Notify        []string            `json:"notify"`
 	Webhooks      []string            `json:"webhooks"`
 	WorktreeCopy  []string            `json:"worktree_copy"`
+	// Store and API are set only when they differ from the defaults (the
+	// bbolt file, no TCP listener), so that the fingerprints of files
+	// without them are those recorded before they were covered.
+	Store *storeDoc `json:"store,omitempty"`
+	API   *apiDoc   `json:"api,omitempty"`
+}
+
+// storeDoc is what a fingerprint covers of an etcd store: where loopr
+// keeps and reads its records, loops included (a loop put in that store
+// by anyone runs here).
+type storeDoc struct {
+	Backend string           `json:"backend"`
+	Etcd    config.StoreEtcd `json:"etcd"`
+}
+
+// apiDoc is what a fingerprint covers of api: a TCP listener that accepts
+// loops and commands from the network with the token of token_file.
+type apiDoc struct {
+	Listen    string `json:"listen"`
+	TokenFile string `json:"token_file"`
 }
 
 func hooksOf(hs map[string]config.Hook) map[string]hook {
@@ -110,13 +143,19 @@ func documentOf(c *config.Config) document {
 			Env: a.Env, EnvPass: a.EnvPass, Secrets: a.Secrets, Sandbox: sandboxOf(a.Sandbox)}
 	}
 	for t, s := range c.Loops {
-		d.Loops[t] = typeCmds{Validate: s.Validate, Hooks: hooksOf(s.Hooks)}
+		d.Loops[t] = typeCmdsOf(s)
 	}
 	for t, s := range c.UserTypes {
-		d.Types[t] = typeCmds{Validate: s.Validate, Hooks: hooksOf(s.Hooks)}
+		d.Types[t] = typeCmdsOf(s.LoopSettings)
 	}
 	for _, w := range c.Webhooks {
 		d.Webhooks = append(d.Webhooks, w.URL)
+	}
+	if c.Store.Backend != "" && c.Store.Backend != config.Default().Store.Backend {
+		d.Store = &storeDoc{Backend: c.Store.Backend, Etcd: c.Store.Etcd}
+	}
+	if c.API.Listen != "" {
+		d.API = &apiDoc{Listen: c.API.Listen, TokenFile: c.API.TokenFile}
 	}
 	return d
 }
@@ -180,6 +219,9 @@ func Commands(c *config.Config) []Command {
 		for _, cmd := range s.Validate {
 			add(key+".validate", cmd)
 		}
+		if s.ValidateIn == config.ValidateInClean {
+			add(key+".validate_in", "clean (validate runs as the daemon, outside any sandbox)")
+		}
 		out = append(out, hookCommands(key+".hooks", s.Hooks)...)
 	}
 	out = append(out, hookCommands("hooks", c.Hooks)...)
@@ -195,7 +237,43 @@ func Commands(c *config.Config) []Command {
 	if len(c.Worktree.Copy) > 0 {
 		add("worktree.copy", strings.Join(c.Worktree.Copy, ", "))
 	}
+	if d := documentOf(c); d.Store != nil {
+		add("store", storeLine(d.Store))
+	}
+	if c.API.Listen != "" {
+		add("api.listen", c.API.Listen+" (token from "+c.API.TokenFile+")")
+	}
 	return out
+}
+
+// storeLine describes a non-default store, never its password (a changed
+// password still changes the fingerprint, and the line says one is set).
+func storeLine(s *storeDoc) string {
+	if s.Backend != "etcd" {
+		return s.Backend
+	}
+	e := s.Etcd
+	v := "etcd " + strings.Join(e.Endpoints, " ")
+	if e.Prefix != "" {
+		v += ", prefix " + e.Prefix
+	}
+	if e.Username != "" {
+		v += ", user " + e.Username
+	}
+	if e.Password != "" {
+		v += fmt.Sprintf(", a password (sha256 %.8s…)", sha(e.Password))
+	}
+	for _, f := range [][2]string{{"ca_file", e.CAFile}, {"cert_file", e.CertFile}, {"key_file", e.KeyFile}} {
+		if f[1] != "" {
+			v += ", " + f[0] + " " + f[1]
+		}
+	}
+	return v
+}
+
+func sha(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 // profileCommands lists one profile: its argv (and the preset it comes

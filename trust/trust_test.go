@@ -99,11 +99,21 @@ func TestFingerprintKeys(t *testing.T) {
 		{"notify", func(c *config.Config) { c.Notify.Command = []string{"notify-send", "other"} }, true},
 		{"webhook", func(c *config.Config) { c.Webhooks = []config.Webhook{{URL: "http://127.0.0.1:1/x"}} }, true},
 		{"worktree copy", func(c *config.Config) { c.Worktree.Copy = []string{".env"} }, true},
+		{"store etcd", func(c *config.Config) {
+			c.Store = config.Store{Backend: "etcd", Etcd: config.StoreEtcd{Endpoints: []string{"http://evil:2379"}}}
+		}, true},
+		{"etcd password", func(c *config.Config) {
+			c.Store = config.Store{Backend: "etcd", Etcd: config.StoreEtcd{Endpoints: []string{"http://a:2379"}, Password: "pw"}}
+			c.Store.Etcd.Password = "other"
+		}, true},
+		{"api listen", func(c *config.Config) { c.API = config.API{Listen: "0.0.0.0:7070", TokenFile: "tok"} }, true},
+		{"store bbolt spelled out", func(c *config.Config) { c.Store.Backend = "bbolt" }, false},
 		{"max_loops", func(c *config.Config) { c.Concurrency.MaxLoops = 3 }, false},
 		{"prompt", func(c *config.Config) { l := c.Loops["ralph"]; l.Prompt = "p.md"; c.Loops["ralph"] = l }, false},
 		{"timeout", func(c *config.Config) { c.Agent.TimeoutSecs = 60 }, false},
 		{"priority", func(c *config.Config) { c.Scheduler.Priority.Ralph = 7 }, false},
-		{"validate_in", func(c *config.Config) { l := c.Loops["ralph"]; l.ValidateIn = "clean"; c.Loops["ralph"] = l }, false},
+		{"validate_in clean", func(c *config.Config) { l := c.Loops["ralph"]; l.ValidateIn = "clean"; c.Loops["ralph"] = l }, true},
+		{"validate_in worktree", func(c *config.Config) { l := c.Loops["ralph"]; l.ValidateIn = "worktree"; c.Loops["ralph"] = l }, false},
 		{"hook timeout", func(c *config.Config) {
 			c.Hooks["before_run"] = config.Hook{Run: []string{"echo hi"}, OnError: "block", TimeoutSecs: 9}
 		}, false},
@@ -318,4 +328,72 @@ func FuzzStore(f *testing.F) {
 			t.Errorf("Add error %q does not name the file", err)
 		}
 	})
+}
+
+// TestStoreAndListenNotBuiltin: a file that only points the store at an
+// etcd cluster, or only opens a TCP listener, is not "built-in commands":
+// loops put in that store, or sent to that port, would run here. The
+// listing never shows the etcd password.
+func TestStoreAndListenNotBuiltin(t *testing.T) {
+	t.Parallel()
+	for _, yml := range []string{
+		"store: {backend: etcd, etcd: {endpoints: [\"http://10.9.9.9:2379\"], username: u, password: hunter2hunter2}}\n",
+		"api: {listen: \"0.0.0.0:7070\", token_file: tok}\n",
+	} {
+		c := parse(t, yml)
+		if trust.Builtin(c) {
+			t.Errorf("%s: counted as the built-in commands, want it to need trust", yml)
+		}
+		if len(trust.Commands(c)) == 0 {
+			t.Errorf("%s: no line lists it", yml)
+		}
+		for _, cmd := range trust.Commands(c) {
+			if strings.Contains(cmd.Value, "hunter2") {
+				t.Errorf("the listing shows the etcd password: %s", cmd)
+			}
+		}
+	}
+}
+
+// TestSymlinkBorrowsNoTrust: a repository whose loopr.yml is a symbolic
+// link to a file trusted elsewhere (../theirs/loopr.yml) is not trusted:
+// the trusted commands would run on this repository's Makefile and tests.
+// A workspace reached through a linked directory keeps its trust.
+func TestSymlinkBorrowsNoTrust(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	trusted, evil := filepath.Join(root, "trusted"), filepath.Join(root, "evil")
+	for _, d := range []string{trusted, evil} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file, c := writeBase(t, trusted)
+	store := trust.Store{Path: filepath.Join(root, "cfg", "trusted")}
+	if err := store.Add(trust.Fingerprint(c), file); err != nil {
+		t.Fatal(err)
+	}
+	none := func(string) string { return "" }
+	link := filepath.Join(evil, "loopr.yml")
+	if err := os.Symlink("../trusted/loopr.yml", link); err != nil {
+		t.Fatal(err)
+	}
+	borrowed, err := config.Load(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := store.Check(borrowed, none); err != nil || st.Trusted {
+		t.Errorf("a loopr.yml linked to a trusted file elsewhere: %+v, %v; want it not trusted", st, err)
+	}
+	viaDir := filepath.Join(root, "alias")
+	if err := os.Symlink(trusted, viaDir); err != nil {
+		t.Fatal(err)
+	}
+	same, err := config.Load(filepath.Join(viaDir, "loopr.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := store.Check(same, none); err != nil || !st.Trusted {
+		t.Errorf("the trusted workspace through a linked directory: %+v, %v; want it trusted", st, err)
+	}
 }
