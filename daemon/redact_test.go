@@ -126,3 +126,36 @@ func TestTokenShapesRedactedAtEverySink(t *testing.T) {
 		return nil
 	})
 }
+
+// TestSecretsRedactedBeforeAnyAgent: the secret of a profile no loop has
+// run on yet is redacted from the start (an agent of another profile may
+// print the secret's file it finds in the workspace).
+func TestSecretsRedactedBeforeAnyAgent(t *testing.T) {
+	t.Parallel()
+	paths := newPaths(t)
+	value := "deploy-key-" + strings.Repeat("z", 24)
+	file := filepath.Join(paths.Workspace, ".secrets", "deploy")
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(value+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig("sh", "-c", "cat "+file)
+	other := config.DefaultAgent()
+	other.Preset, other.Command = "command", []string{"true"}
+	other.Secrets = map[string]config.Secret{"DEPLOY_KEY": {File: file}}
+	cfg.Agents = map[string]config.Agent{"deployer": other}
+	d := startDaemon(t, paths, cfg)
+	ctx := context.Background()
+	l, err := d.c.Create(ctx, api.CreateRequest{Type: loop.Ralph, Title: "ship it with " + value})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err = d.c.Get(ctx, l.ID); err != nil { // as stored
+		t.Fatal(err)
+	}
+	if strings.Contains(l.Title, value) || !strings.Contains(l.Title, "[redacted DEPLOY_KEY]") {
+		t.Errorf("title %q: want the deployer profile's secret redacted before any of its agents ran", l.Title)
+	}
+}

@@ -188,6 +188,7 @@ func (d *daemon) reload(path string, last *[]byte) {
 		parts = append(parts, s)
 	}
 	d.cfg.Store(cfg)
+	d.learnSecrets()
 	d.metrics.reload("applied")
 	msg := "config reloaded from " + filepath.Base(path) + ": " + strings.Join(parts, "; ")
 	d.log.Info("config reloaded", "file", path, "changes", strings.Join(parts, "; "))

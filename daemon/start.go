@@ -232,6 +232,7 @@ func (d *daemon) newManager() {
 	var mgr *loopmgr.Manager
 	d.redact = redact.New()
 	d.useRedactor()
+	d.learnSecrets()
 	run := &runner.Runner{
 		Redact:       d.redact,
 		Jail:         d.jail,

@@ -45,6 +45,20 @@ func (p Profile) ReadSecrets(lookup func(string) (string, bool)) ([]Value, error
 	return out, nil
 }
 
+// Known returns the values of p's secrets that can be read now, leaving
+// out those that cannot (ReadSecrets says why when an agent starts). The
+// daemon gives them to its Redactor ahead of any agent: an agent of another
+// profile may print a secret file it finds in the workspace.
+func (p Profile) Known(lookup func(string) (string, bool)) []Value {
+	var out []Value
+	for _, s := range p.Secrets {
+		if v, err := s.read(lookup); err == nil {
+			out = append(out, Value{s.Name, v})
+		}
+	}
+	return out
+}
+
 func (s Secret) read(lookup func(string) (string, bool)) (string, error) {
 	if s.File == "" {
 		v, ok := lookup(s.Env)
