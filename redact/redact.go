@@ -52,11 +52,20 @@ var shapes = []struct {
 	{"slack_token", []string{"xox"}, regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,250}`)},
 }
 
-// mayMatch reports whether s contains one of lits.
+// mayMatch reports whether s contains one of lits. Text is checked as it
+// is: a []byte is not copied into a string for each literal (the Writer
+// calls this on every 64 KiB of a long line).
 func mayMatch[T string | []byte](s T, lits []string) bool {
 	for _, l := range lits {
-		if strings.Contains(string(s), l) {
-			return true
+		switch v := any(s).(type) {
+		case string:
+			if strings.Contains(v, l) {
+				return true
+			}
+		case []byte:
+			if bytes.Contains(v, []byte(l)) {
+				return true
+			}
 		}
 	}
 	return false
