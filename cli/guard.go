@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,13 +33,11 @@ func (e *env) guardCmd() *cobra.Command {
 				return &UsageError{errors.New("_guard: no pipe on fd 3 (the daemon starts it)")}
 			}
 			o.Ctl = ctl
-			var logw io.Writer = io.Discard
-			logs := filepath.Join(o.Home, "logs")
-			_ = os.MkdirAll(logs, 0o700)
-			if f, err := os.OpenFile(filepath.Join(logs, "guard.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
-				defer f.Close()
-				logw = f
-			}
+			// The log is opened when there is a line to write, never
+			// before: a guard of a clean stop writes nothing, so it never
+			// recreates a home removed right after its daemon stopped.
+			logw := &lazyLog{path: filepath.Join(o.Home, "logs", "guard.log")}
+			defer logw.Close()
 			o.Log = logw
 			if _, err := contain.Guard(o); err != nil && !errors.Is(err, contain.ErrGuardStopped) {
 				return err
@@ -69,4 +66,29 @@ func guardBinary() string {
 		return ""
 	}
 	return exe
+}
+
+// lazyLog opens its file (in an existing home only: the logs directory,
+// not its parents, is created) at the first Write.
+type lazyLog struct {
+	path string
+	f    *os.File
+}
+
+func (l *lazyLog) Write(p []byte) (int, error) {
+	if l.f == nil {
+		_ = os.Mkdir(filepath.Dir(l.path), 0o700)
+		f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return len(p), nil // a guard has no one to tell: the kill matters, not its log line
+		}
+		l.f = f
+	}
+	return l.f.Write(p)
+}
+
+func (l *lazyLog) Close() {
+	if l.f != nil {
+		l.f.Close()
+	}
 }
