@@ -87,6 +87,10 @@ type Snapshot struct {
 	// them together (reason no_git). NoGitText says why; "" → a default.
 	NoGit     map[string]bool
 	NoGitText string
+	// Trees is the work left in each tree, by root id (AddWork): the
+	// tree term's input. nil, or a loop whose tree is not in it: no tree
+	// term for that loop.
+	Trees map[string]TreeWork
 }
 
 // Row is one waiting loop in the decision.
@@ -440,6 +444,7 @@ func Plan(s Snapshot, now time.Time, p Policy) Decision {
 	fair := p.Fairness.Enabled
 	w.scores = make([]Score, len(s.Waiting))
 	keys := make([]sortKey, 0, len(s.Waiting))
+	least := w.leastTree()
 	for i, c := range s.Waiting {
 		l := c.Loop
 		if l == nil || !l.Status.Waiting() {
@@ -448,6 +453,10 @@ func Plan(s Snapshot, now time.Time, p Policy) Decision {
 		typ := w.typeIndex(l.Type)
 		ts := &w.tt.types[typ]
 		w.scores[i] = score(l, now, ts.base, p.Weights)
+		if least >= 0 {
+			tw, ok := s.Trees[treeOf(&s.Waiting[i])]
+			treeTerms(&w.scores[i], tw, ok, least, now, p.Weights)
+		}
 		k := sortKey{
 			prio: w.scores[i].Priority,
 			sec:  l.CreatedAt.Unix(), nsec: int32(l.CreatedAt.Nanosecond()),
@@ -491,6 +500,25 @@ func Plan(s Snapshot, now time.Time, p Policy) Decision {
 		lo = hi
 	}
 	return w.d
+}
+
+// leastTree returns the smallest work left among the trees of the waiting
+// loops, or -1 when the tree term is off or the snapshot knows no tree.
+func (w *walk) leastTree() float64 {
+	if len(w.s.Trees) == 0 || w.p.Weights.TreeBoostMax <= 0 && w.p.Weights.TreeAgeBoostMax <= 0 {
+		return -1
+	}
+	least := -1.0
+	for i := range w.s.Waiting {
+		c := &w.s.Waiting[i]
+		if c.Loop == nil || !c.Loop.Status.Waiting() {
+			continue
+		}
+		if tw, ok := w.s.Trees[treeOf(c)]; ok && (least < 0 || tw.Left < least) {
+			least = tw.Left
+		}
+	}
+	return max(least, 0)
 }
 
 // setup prepares the per-plan tables of the policies in use: the rate limit

@@ -14,6 +14,11 @@ type Weights struct {
 	DepthBoostPerLevel       int `json:"depth_boost_per_level"`       // added per ancestor
 	RetryPenaltyPerIteration int `json:"retry_penalty_per_iteration"` // subtracted per iteration after the first
 	RetryPenaltyMax          int `json:"retry_penalty_max"`           // cap of the retry penalty
+	// The tree term (tree.go): shortest remaining tree first, bounded by
+	// a saturating tree age. 0 turns each part off.
+	TreeBoostMax          int `json:"tree_boost_max,omitzero"`            // boost of the tree with the least work left
+	TreeAgeBoostPerMinute int `json:"tree_age_boost_per_minute,omitzero"` // added per whole minute since the root was created
+	TreeAgeBoostMax       int `json:"tree_age_boost_max,omitzero"`        // cap of the tree age boost
 }
 
 // Policy is everything the scheduler is told by configuration. The fields
@@ -65,7 +70,7 @@ func DefaultPolicy() Policy {
 // Score is a loop's priority and the terms it is made of, so that every
 // number a user sees can be traced (the TUI's why pane, `loopr debug scheduler`).
 //
-//	Priority = Base + AgeBoost + DepthBoost − RetryPenalty
+//	Priority = Base + AgeBoost + DepthBoost − RetryPenalty + TreeBoost + TreeAgeBoost
 type Score struct {
 	Priority     int `json:"priority"`
 	Base         int `json:"base"`
@@ -75,6 +80,14 @@ type Score struct {
 	DepthBoost   int `json:"depth_boost"`
 	Iteration    int `json:"iteration"`
 	RetryPenalty int `json:"retry_penalty"` // subtracted; 0 or positive
+	// The tree term (tree.go), when the snapshot knows the loop's tree:
+	// the estimated seconds of work left in it and in the tree with the
+	// least, and the minutes since its root was created.
+	TreeLeft       float64 `json:"tree_left,omitzero"`
+	TreeLeast      float64 `json:"tree_least,omitzero"`
+	TreeBoost      int     `json:"tree_boost,omitzero"`
+	TreeAgeMinutes int     `json:"tree_age_minutes,omitzero"`
+	TreeAgeBoost   int     `json:"tree_age_boost,omitzero"`
 }
 
 // ScoreOf computes l's priority at now (SPEC §4, seed 004):
@@ -105,10 +118,33 @@ func score(l *loop.Loop, now time.Time, base int, w Weights) Score {
 // Explain spells the score out the way the TUI's why pane shows it:
 //
 //	priority 111 = base 100 + age 1 (1 min × 1, max 50) + depth 30 (3 × 10) − retry 20 ((5−1) × 5, max 30)
+//
+// With the tree term on (either tree weight > 0) it goes on:
+//
+//	… + tree 30 (least left 12m ÷ this tree's 24m × 60) + tree age 20 (40 min × 1, max 60)
 func (s Score) Explain(w Weights) string {
-	return fmt.Sprintf("priority %d = base %d + age %d (%d min × %d, max %d) + depth %d (%d × %d) − retry %d ((%d−1) × %d, max %d)",
+	out := fmt.Sprintf("priority %d = base %d + age %d (%d min × %d, max %d) + depth %d (%d × %d) − retry %d ((%d−1) × %d, max %d)",
 		s.Priority, s.Base,
 		s.AgeBoost, s.AgeMinutes, w.AgeBoostPerMinute, w.AgeBoostMax,
 		s.DepthBoost, s.Depth, w.DepthBoostPerLevel,
 		s.RetryPenalty, s.Iteration, w.RetryPenaltyPerIteration, w.RetryPenaltyMax)
+	if w.TreeBoostMax > 0 || w.TreeAgeBoostMax > 0 {
+		out += fmt.Sprintf(" + tree %d (least left %s ÷ this tree's %s × %d) + tree age %d (%d min × %d, max %d)",
+			s.TreeBoost, Seconds(s.TreeLeast), Seconds(s.TreeLeft), w.TreeBoostMax,
+			s.TreeAgeBoost, s.TreeAgeMinutes, w.TreeAgeBoostPerMinute, w.TreeAgeBoostMax)
+	}
+	return out
+}
+
+// Seconds formats an estimate of work for a person: 45s, 12m, 3h05m.
+func Seconds(sec float64) string {
+	d := time.Duration(max(sec, 0) * float64(time.Second)).Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	default:
+		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
 }
