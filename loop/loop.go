@@ -144,6 +144,30 @@ type Loop struct {
 	// Session is the agent session of the loop's latest run (Session):
 	// what the next run resumes, and what `loopr attach` opens.
 	Session *Session `json:"session,omitempty"`
+	// Progress is what the loop's agent last reported (the MCP tool
+	// report_progress): shown in the TUI and the web dashboard. Cleared
+	// when a new iteration starts.
+	Progress *Progress `json:"progress,omitempty"`
+	// Fanout is the best-of-N group this loop is a candidate of (issue 25);
+	// nil for a loop of its own.
+	Fanout *Fanout `json:"fanout,omitempty"`
+}
+
+// Progress is an agent's report of how far it is.
+type Progress struct {
+	Text    string    `json:"text"`
+	Percent int       `json:"percent"` // 0–100; -1: not given
+	At      time.Time `json:"at"`
+}
+
+// Fanout names a best-of-N group: N candidate loops of one task, of which
+// only the winner merges.
+type Fanout struct {
+	Group string `json:"group"` // the id shared by the candidates (the first candidate's id)
+	Index int    `json:"index"` // 1..N
+	Of    int    `json:"of"`    // N
+	// Winner is set on every candidate once the group is decided.
+	Winner string `json:"winner,omitzero"`
 }
 
 // Landed records a landing (`loopr land`): the branch merged into, the
