@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/internal/safefile"
@@ -112,6 +113,20 @@ func (s Store) Add(sum, file string) error {
 	if strings.ContainsAny(file, "\n\r") {
 		return fmt.Errorf("trust: %q: a path with a line break cannot be recorded", file)
 	}
+	dir := filepath.Dir(s.Path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("trust: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("trust: %w", err)
+	}
+	// One writer at a time: two `loopr trust` (or init) at once each read
+	// the file, and the second rename would drop the first's line.
+	unlock, err := lockFile(s.Path + ".lock")
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	entries, err := s.read()
 	if err != nil {
 		return err
@@ -124,13 +139,6 @@ func (s Store) Add(sum, file string) error {
 		}
 	}
 	fmt.Fprintf(&b, "%s %s\n", sum, file)
-	dir := filepath.Dir(s.Path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("trust: %w", err)
-	}
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return fmt.Errorf("trust: %w", err)
-	}
 	if err := safefile.WriteAtomic(s.Path, []byte(b.String()), 0o600); err != nil {
 		return fmt.Errorf("trust: write %s: %w", s.Path, err)
 	}
@@ -228,4 +236,18 @@ func (s Store) Check(c *config.Config, getenv func(string) string) (State, error
 		st.Why = "its commands changed since they were trusted"
 	}
 	return st, nil
+}
+
+// lockFile takes an exclusive flock on path (created 0600), waiting for
+// another holder, and returns its release.
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("trust: lock %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("trust: lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
 }

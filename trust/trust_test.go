@@ -1,9 +1,11 @@
 package trust_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/loopr-dev/loopr/config"
@@ -395,5 +397,37 @@ func TestSymlinkBorrowsNoTrust(t *testing.T) {
 	}
 	if st, err := store.Check(same, none); err != nil || !st.Trusted {
 		t.Errorf("the trusted workspace through a linked directory: %+v, %v; want it trusted", st, err)
+	}
+}
+
+// Concurrent Adds (two `loopr trust` at once) keep every line: without the
+// lock, each read-modify-rename drops the lines another wrote meanwhile.
+func TestConcurrentAddsKeepEveryLine(t *testing.T) {
+	dir := t.TempDir()
+	s := trust.Store{Path: filepath.Join(dir, "cfg", "trusted")}
+	const n = 24
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			file := filepath.Join(dir, fmt.Sprintf("repo%02d", i), "loopr.yml")
+			errs <- s.Add(strings.Repeat(fmt.Sprintf("%x", i%16), 64), file)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(s.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(string(b), "/loopr.yml\n"); got != n {
+		t.Fatalf("%d lines after %d concurrent adds, want %d:\n%s", got, n, n, b)
 	}
 }
