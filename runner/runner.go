@@ -45,6 +45,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/loopr-dev/loopr/artifact"
@@ -393,6 +394,10 @@ func (it *iteration) run(ctx context.Context) Result {
 		reason := fmt.Sprintf("agent exited %d", p.exitCode)
 		if p.signal != 0 {
 			reason = fmt.Sprintf("agent killed by signal %d (%v)", int(p.signal), p.signal)
+		} else if sig := p.exitCode - 128; it.s.Sandbox.On() && sig > 0 && sig < 65 {
+			// bwrap exits 128+n for a child killed by signal n: the
+			// two cannot be told apart from outside.
+			reason += fmt.Sprintf(" (in the sandbox: killed by signal %d (%v), or it exited %d itself)", sig, syscall.Signal(sig), p.exitCode)
 		}
 		return it.fail(reason, "agent.log", it.agentLog)
 	}

@@ -146,3 +146,14 @@ func TestRunSandboxedPromptOutside(t *testing.T) {
 		t.Errorf("a prompt template in the repository did not reach the agent: %v %q\n%s", res.Outcome, res.Reason, log)
 	}
 }
+
+// TestRunSandboxedSignalNamed: bwrap exits 128+n for an agent killed by
+// signal n, so the reason names the signal as well as the exit status.
+func TestRunSandboxedSignalNamed(t *testing.T) {
+	t.Parallel()
+	j := sandboxedJob(t, `kill -9 $$`)
+	res := (&Runner{}).Run(context.Background(), j)
+	if res.Outcome != Failed || !strings.Contains(res.Reason, "agent exited 137 (in the sandbox: killed by signal 9 (killed)") {
+		t.Fatalf("Run() = %v %q, want exit 137 read as signal 9", res.Outcome, res.Reason)
+	}
+}
