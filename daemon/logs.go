@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -47,25 +48,9 @@ func IterationLog(home, id string, n int) (string, int) {
 // loop leaves running or moves to another iteration), when the daemon
 // stops or the client leaves; a loop that has not run yet is waited for.
 func (d *daemon) agentLogRoute(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	if err := checkQuery(q, "iteration", "follow"); err != nil {
+	n, follow, err := logQuery(r.URL.Query())
+	if err != nil {
 		return err
-	}
-	n := 0
-	if s := q.Get("iteration"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v <= 0 {
-			return control.Invalid("iteration", "want a positive integer, got %q", s)
-		}
-		n = v
-	}
-	follow := false
-	switch s := q.Get("follow"); s {
-	case "", "0", "false":
-	case "1", "true":
-		follow = true
-	default:
-		return control.Invalid("follow", "want 1 or 0, got %q", s)
 	}
 	id, err := loopID(r)
 	if err != nil {
@@ -87,22 +72,11 @@ func (d *daemon) agentLogRoute(w http.ResponseWriter, r *http.Request) error {
 	path, it := IterationLog(d.paths.Home, id, n)
 	d.streams.Add(1)
 	defer d.streams.Done()
-	// Following a loop that has not run yet: wait for its first log.
-	for path == "" && follow && n == 0 && !l.Status.Terminal() && !l.Status.AwaitsPerson() {
-		select {
-		case <-r.Context().Done():
-			return nil
-		case <-d.hub.done:
-			return nil
-		case <-time.After(logPoll):
-		}
-		if l, err = d.svc.Get(id); err != nil {
+	if path == "" && follow && n == 0 {
+		var gone bool
+		if path, it, gone, err = d.waitFirstLog(r, l); err != nil || gone {
 			return err
 		}
-		if elsewhere := d.ranElsewhere(id, 0); elsewhere != "" {
-			return control.Invalid("iteration", "%s", elsewhere) // it started on another worker
-		}
-		path, it = IterationLog(d.paths.Home, id, 0)
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
@@ -124,6 +98,58 @@ func (d *daemon) agentLogRoute(w http.ResponseWriter, r *http.Request) error {
 	defer f.Close()
 	w.Header().Set("X-Loopr-Log", path)
 	w.WriteHeader(http.StatusOK)
+	d.streamLog(w, r, f, id, it, follow)
+	return nil
+}
+
+// logQuery reads ?iteration=N (0: the latest) and ?follow=1.
+func logQuery(q url.Values) (n int, follow bool, err error) {
+	if err := checkQuery(q, "iteration", "follow"); err != nil {
+		return 0, false, err
+	}
+	if s := q.Get("iteration"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v <= 0 {
+			return 0, false, control.Invalid("iteration", "want a positive integer, got %q", s)
+		}
+		n = v
+	}
+	switch s := q.Get("follow"); s {
+	case "", "0", "false":
+	case "1", "true":
+		follow = true
+	default:
+		return 0, false, control.Invalid("follow", "want 1 or 0, got %q", s)
+	}
+	return n, follow, nil
+}
+
+// waitFirstLog waits, for a follower of a loop that has not run yet, until
+// its first log exists, the loop ends or waits for a person, the request
+// or the daemon ends (gone: nothing more to send); "" when there is none.
+func (d *daemon) waitFirstLog(r *http.Request, l loop.Loop) (path string, it int, gone bool, err error) {
+	for path == "" && !l.Status.Terminal() && !l.Status.AwaitsPerson() {
+		select {
+		case <-r.Context().Done():
+			return "", 0, true, nil
+		case <-d.hub.done:
+			return "", 0, true, nil
+		case <-time.After(logPoll):
+		}
+		if l, err = d.svc.Get(l.ID); err != nil {
+			return "", 0, false, err
+		}
+		if elsewhere := d.ranElsewhere(l.ID, 0); elsewhere != "" {
+			return "", 0, false, control.Invalid("iteration", "%s", elsewhere) // it started on another worker
+		}
+		path, it = IterationLog(d.paths.Home, l.ID, 0)
+	}
+	return path, it, false, nil
+}
+
+// streamLog copies f to w; following, it goes on copying what is appended
+// while iteration it of loop id runs.
+func (d *daemon) streamLog(w http.ResponseWriter, r *http.Request, f io.Reader, id string, it int, follow bool) {
 	rc := http.NewResponseController(w)
 	buf := make([]byte, 32<<10)
 	copyAll := func() error {
@@ -148,22 +174,22 @@ func (d *daemon) agentLogRoute(w http.ResponseWriter, r *http.Request) error {
 	for {
 		if err := copyAll(); err != nil {
 			d.log.Debug("agent log stream ended", "loop", id, "err", err)
-			return nil
+			return
 		}
 		if !follow {
-			return nil
+			return
 		}
 		cur, err := d.svc.Get(id)
 		if err != nil || cur.Status != loop.Running || cur.Iteration != it {
 			copyAll() // what was written before the iteration ended
-			return nil
+			return
 		}
 		select {
 		case <-r.Context().Done():
-			return nil
+			return
 		case <-d.hub.done:
 			copyAll()
-			return nil
+			return
 		case <-time.After(logPoll):
 		}
 	}
