@@ -150,45 +150,7 @@ func (c *checker) logical(tx *bolt.Tx) {
 			c.add("meta: schema version %d, this loopr uses %d", v, SchemaVersion)
 		}
 	})
-	c.section("loops", func() {
-		// An index lookup that meets a damaged index page is that index's
-		// problem, counted once, not the end of the walk over the records.
-		unreadable := map[string]int{}
-		has := func(b *bolt.Bucket, name []byte, key []byte) (found bool) {
-			defer func() {
-				if p := recover(); p != nil {
-					unreadable[string(name)]++
-					found = true
-				}
-			}()
-			return b.Get(key) != nil
-		}
-		defer func() {
-			for _, name := range [][]byte{bucketIdxStatus, bucketIdxParent} {
-				if n := unreadable[string(name)]; n > 0 {
-					c.add("index %s: %d record lookups met a damaged page", name, n)
-				}
-			}
-		}()
-		cur := loops.Cursor()
-		for k, v := cur.First(); k != nil; k, v = cur.Next() {
-			l, err := decodeLoop(k, v)
-			if err != nil {
-				c.add("%v", err)
-				continue
-			}
-			if !loop.ValidID(l.ID) {
-				c.add("loop %q: not a valid id", k)
-				continue
-			}
-			if !has(idxStatus, bucketIdxStatus, indexKey(string(l.Status), l.ID)) {
-				c.add("loop %s: status %s: missing from %s", l.ID, l.Status, bucketIdxStatus)
-			}
-			if l.Parent != "" && !has(idxParent, bucketIdxParent, indexKey(l.Parent, l.ID)) {
-				c.add("loop %s: parent %s: missing from %s", l.ID, l.Parent, bucketIdxParent)
-			}
-		}
-	})
+	c.section("loops", func() { c.loopRecords(loops, idxStatus, idxParent) })
 	for _, idx := range []struct {
 		bucket *bolt.Bucket
 		name   []byte
@@ -197,67 +159,119 @@ func (c *checker) logical(tx *bolt.Tx) {
 		{idxStatus, bucketIdxStatus, func(l loop.Loop) string { return string(l.Status) }},
 		{idxParent, bucketIdxParent, func(l loop.Loop) string { return l.Parent }},
 	} {
-		c.section(string(idx.name), func() {
-			cur := idx.bucket.Cursor()
-			for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
-				a, id, ok := splitIndexKey(k)
-				if !ok {
-					c.add("index %s: malformed key %q", idx.name, k)
-					continue
-				}
-				v := loops.Get(id)
-				if v == nil {
-					c.add("index %s: loop %s: no record", idx.name, id)
-					continue
-				}
-				l, err := decodeLoop(id, v)
-				if err != nil {
-					continue // reported with the records
-				}
-				if got := idx.field(l); got != string(a) {
-					c.add("index %s: loop %s listed under %q, record has %q", idx.name, id, a, got)
-				}
-			}
-		})
+		c.section(string(idx.name), func() { c.loopIndex(loops, idx.bucket, idx.name, idx.field) })
 	}
-	c.section("events", func() {
-		cur := events.Cursor()
-		for k, v := cur.First(); k != nil; k, v = cur.Next() {
-			if len(k) != 8 {
-				c.add("events: malformed key %q", k)
-				continue
+	c.section("events", func() { c.eventRecords(events, idxEvents) })
+	c.section(string(bucketIdxEvents), func() { c.eventIndex(events, idxEvents) })
+}
+
+// loopRecords checks each loop record and that both loop indexes list it.
+func (c *checker) loopRecords(loops, idxStatus, idxParent *bolt.Bucket) {
+	// An index lookup that meets a damaged index page is that index's
+	// problem, counted once, not the end of the walk over the records.
+	unreadable := map[string]int{}
+	has := func(b *bolt.Bucket, name []byte, key []byte) (found bool) {
+		defer func() {
+			if p := recover(); p != nil {
+				unreadable[string(name)]++
+				found = true
 			}
-			seq := binary.BigEndian.Uint64(k)
-			ev, err := decodeEvent(seq, v)
-			if err != nil {
-				c.add("%v", err)
-				continue
-			}
-			if ev.Seq != seq {
-				c.add("event %d: record has seq %d", seq, ev.Seq)
-			}
-			if ev.Loop != "" && idxEvents.Get(eventIndexKey(ev.Loop, seq)) == nil {
-				c.add("event %d: loop %s: missing from %s", seq, ev.Loop, bucketIdxEvents)
-			}
-		}
-	})
-	c.section(string(bucketIdxEvents), func() {
-		cur := idxEvents.Cursor()
-		for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
-			id, sk, ok := splitIndexKey(k)
-			if !ok || len(sk) != 8 {
-				c.add("index %s: malformed key %q", bucketIdxEvents, k)
-				continue
-			}
-			seq := binary.BigEndian.Uint64(sk)
-			v := events.Get(sk)
-			if v == nil {
-				c.add("index %s: event %d: no record", bucketIdxEvents, seq)
-				continue
-			}
-			if ev, err := decodeEvent(seq, v); err == nil && ev.Loop != string(id) {
-				c.add("index %s: event %d listed under loop %s, record has %q", bucketIdxEvents, seq, id, ev.Loop)
+		}()
+		return b.Get(key) != nil
+	}
+	defer func() {
+		for _, name := range [][]byte{bucketIdxStatus, bucketIdxParent} {
+			if n := unreadable[string(name)]; n > 0 {
+				c.add("index %s: %d record lookups met a damaged page", name, n)
 			}
 		}
-	})
+	}()
+	cur := loops.Cursor()
+	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		l, err := decodeLoop(k, v)
+		if err != nil {
+			c.add("%v", err)
+			continue
+		}
+		if !loop.ValidID(l.ID) {
+			c.add("loop %q: not a valid id", k)
+			continue
+		}
+		if !has(idxStatus, bucketIdxStatus, indexKey(string(l.Status), l.ID)) {
+			c.add("loop %s: status %s: missing from %s", l.ID, l.Status, bucketIdxStatus)
+		}
+		if l.Parent != "" && !has(idxParent, bucketIdxParent, indexKey(l.Parent, l.ID)) {
+			c.add("loop %s: parent %s: missing from %s", l.ID, l.Parent, bucketIdxParent)
+		}
+	}
+}
+
+// loopIndex checks that each entry of a loop index names a record whose
+// field holds what the entry says.
+func (c *checker) loopIndex(loops, idx *bolt.Bucket, name []byte, field func(loop.Loop) string) {
+	cur := idx.Cursor()
+	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+		a, id, ok := splitIndexKey(k)
+		if !ok {
+			c.add("index %s: malformed key %q", name, k)
+			continue
+		}
+		v := loops.Get(id)
+		if v == nil {
+			c.add("index %s: loop %s: no record", name, id)
+			continue
+		}
+		l, err := decodeLoop(id, v)
+		if err != nil {
+			continue // reported with the records
+		}
+		if got := field(l); got != string(a) {
+			c.add("index %s: loop %s listed under %q, record has %q", name, id, a, got)
+		}
+	}
+}
+
+// eventRecords checks each journal record and that the event index lists it.
+func (c *checker) eventRecords(events, idxEvents *bolt.Bucket) {
+	cur := events.Cursor()
+	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		if len(k) != 8 {
+			c.add("events: malformed key %q", k)
+			continue
+		}
+		seq := binary.BigEndian.Uint64(k)
+		ev, err := decodeEvent(seq, v)
+		if err != nil {
+			c.add("%v", err)
+			continue
+		}
+		if ev.Seq != seq {
+			c.add("event %d: record has seq %d", seq, ev.Seq)
+		}
+		if ev.Loop != "" && idxEvents.Get(eventIndexKey(ev.Loop, seq)) == nil {
+			c.add("event %d: loop %s: missing from %s", seq, ev.Loop, bucketIdxEvents)
+		}
+	}
+}
+
+// eventIndex checks that each entry of the event index names a record of
+// that loop.
+func (c *checker) eventIndex(events, idxEvents *bolt.Bucket) {
+	cur := idxEvents.Cursor()
+	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+		id, sk, ok := splitIndexKey(k)
+		if !ok || len(sk) != 8 {
+			c.add("index %s: malformed key %q", bucketIdxEvents, k)
+			continue
+		}
+		seq := binary.BigEndian.Uint64(sk)
+		v := events.Get(sk)
+		if v == nil {
+			c.add("index %s: event %d: no record", bucketIdxEvents, seq)
+			continue
+		}
+		if ev, err := decodeEvent(seq, v); err == nil && ev.Loop != string(id) {
+			c.add("index %s: event %d listed under loop %s, record has %q", bucketIdxEvents, seq, id, ev.Loop)
+		}
+	}
 }

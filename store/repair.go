@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -172,151 +173,17 @@ func salvage(path string, db *bolt.DB, cyclic map[string]bool) (salvaged, error)
 	var sv salvaged
 	err := guardPath(path, func() error {
 		return db.View(func(tx *bolt.Tx) error {
-			try := func(fn func()) (ok bool) {
-				return guardPath(path, func() (err error) {
-					defer func() {
-						if p := recover(); p != nil {
-							err = fmt.Errorf("%v", p) // any panic here is the file's
-						}
-					}()
-					fn()
-					return nil
-				}) == nil
-			}
+			r := &salvager{path: path, tx: tx, cyclic: cyclic, sv: &sv}
 			// A store of a newer loopr is not this loopr's to rewrite.
 			var version int
 			var verr error
-			if try(func() { version, verr = schemaVersion(&Tx{kv: boltTx{tx}}) }) && verr == nil && version > SchemaVersion {
+			if r.try(func() { version, verr = schemaVersion(&Tx{kv: boltTx{tx}}) }) && verr == nil && version > SchemaVersion {
 				return &SchemaError{Found: version, Supported: SchemaVersion}
 			}
-			bucket := func(name []byte) *bolt.Bucket {
-				if cyclic[string(name)] {
-					return nil
-				}
-				var b *bolt.Bucket
-				try(func() { b = tx.Bucket(name) })
-				return b
-			}
-			// walk calls fn with each key and value of b until the end or a
-			// damaged page; it reports whether it saw the whole bucket.
-			walk := func(b *bolt.Bucket, fn func(k, v []byte)) bool {
-				if b == nil {
-					return false
-				}
-				return try(func() {
-					c := b.Cursor()
-					for k, v := c.First(); k != nil; k, v = c.Next() {
-						fn(bytes.Clone(k), bytes.Clone(v))
-					}
-				})
-			}
-
-			// Every loop id the file names, in its records or its indexes.
-			ids := map[string]bool{}
-			name := func(id []byte) {
-				if loop.ValidID(string(id)) {
-					ids[string(id)] = true
-				}
-			}
-			loopsB := bucket(bucketLoops)
-			sv.loopsUnreadable = loopsB == nil
-			recs := map[string][]byte{}
-			loopsWhole := walk(loopsB, func(k, v []byte) { name(k); recs[string(k)] = v })
-			for _, idx := range [][]byte{bucketIdxStatus, bucketIdxParent, bucketIdxEvents} {
-				walk(bucket(idx), func(k, _ []byte) {
-					if a, b, ok := splitIndexKey(k); ok {
-						if !bytes.Equal(idx, bucketIdxStatus) {
-							name(a) // a parent, or the loop an event is about
-						}
-						if !bytes.Equal(idx, bucketIdxEvents) {
-							name(b)
-						}
-					}
-				})
-			}
-			for _, id := range slices.Sorted(func(yield func(string) bool) {
-				for id := range ids {
-					if !yield(id) {
-						return
-					}
-				}
-			}) {
-				v, seen := recs[id]
-				if !seen && loopsB != nil {
-					if !try(func() { v = bytes.Clone(loopsB.Get([]byte(id))) }) {
-						sv.skippedLoops = append(sv.skippedLoops, id) // its page is damaged
-						continue
-					}
-				}
-				if v == nil {
-					if loopsWhole {
-						sv.dangling++ // an index entry for a loop that is not there
-					} else {
-						sv.skippedLoops = append(sv.skippedLoops, id)
-					}
-					continue
-				}
-				l, err := decodeLoop([]byte(id), v)
-				if err != nil {
-					sv.skippedLoops = append(sv.skippedLoops, id)
-					continue
-				}
-				sv.loops = append(sv.loops, l)
-			}
-
-			// The journal: its records, then whatever its index names that the
-			// walk missed.
-			eventsB := bucket(bucketEvents)
-			evs := map[uint64][]byte{}
-			bad := map[uint64]bool{}
-			eventsWhole := walk(eventsB, func(k, v []byte) {
-				if len(k) == 8 {
-					evs[binary.BigEndian.Uint64(k)] = v
-				}
-			})
-			walk(bucket(bucketIdxEvents), func(k, _ []byte) {
-				_, sk, ok := splitIndexKey(k)
-				if !ok || len(sk) != 8 {
-					return
-				}
-				seq := binary.BigEndian.Uint64(sk)
-				if _, have := evs[seq]; have || eventsB == nil {
-					if eventsB == nil {
-						bad[seq] = true
-					}
-					return
-				}
-				var v []byte
-				if !try(func() { v = bytes.Clone(eventsB.Get(sk)) }) || (v == nil && !eventsWhole) {
-					bad[seq] = true
-					return
-				}
-				if v != nil {
-					evs[seq] = v
-				}
-			})
-			if eventsB != nil {
-				try(func() { sv.lastSeq = eventsB.Sequence() })
-			}
-			for _, seq := range slices.Sorted(func(yield func(uint64) bool) {
-				for s := range evs {
-					if !yield(s) {
-						return
-					}
-				}
-			}) {
-				ev, err := decodeEvent(seq, evs[seq])
-				if err != nil || ev.Seq != seq || (ev.Loop != "" && !loop.ValidID(ev.Loop)) {
-					sv.skippedEvents++
-					continue
-				}
-				sv.events = append(sv.events, rawEvent{seq: seq, loop: ev.Loop, raw: evs[seq]})
-				sv.lastSeq = max(sv.lastSeq, seq)
-			}
-			sv.skippedEvents += len(bad)
-
+			r.loops()
+			r.events()
 			// Meta: everything but the schema version, which the new file has.
-			walk(bucket(bucketMeta), func(k, v []byte) {
+			r.walk(r.bucket(bucketMeta), func(k, v []byte) {
 				if string(k) != keySchemaVersion && v != nil {
 					sv.meta = append(sv.meta, rawKV{k, v})
 				}
@@ -325,6 +192,149 @@ func salvage(path string, db *bolt.DB, cyclic map[string]bool) (salvaged, error)
 		})
 	})
 	return sv, err
+}
+
+// salvager reads what it can of one damaged file's transaction.
+type salvager struct {
+	path   string
+	tx     *bolt.Tx
+	cyclic map[string]bool
+	sv     *salvaged
+}
+
+// try runs fn, turning a fault or panic on a damaged page into false.
+func (r *salvager) try(fn func()) (ok bool) {
+	return guardPath(r.path, func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("%v", p) // any panic here is the file's
+			}
+		}()
+		fn()
+		return nil
+	}) == nil
+}
+
+// bucket opens a top-level bucket; nil when it is cyclic or unreadable.
+func (r *salvager) bucket(name []byte) *bolt.Bucket {
+	if r.cyclic[string(name)] {
+		return nil
+	}
+	var b *bolt.Bucket
+	r.try(func() { b = r.tx.Bucket(name) })
+	return b
+}
+
+// walk calls fn with each key and value of b until the end or a damaged
+// page; it reports whether it saw the whole bucket.
+func (r *salvager) walk(b *bolt.Bucket, fn func(k, v []byte)) bool {
+	if b == nil {
+		return false
+	}
+	return r.try(func() {
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			fn(bytes.Clone(k), bytes.Clone(v))
+		}
+	})
+}
+
+// loops salvages every loop the file names, in its records or its indexes.
+func (r *salvager) loops() {
+	sv := r.sv
+	ids := map[string]bool{}
+	name := func(id []byte) {
+		if loop.ValidID(string(id)) {
+			ids[string(id)] = true
+		}
+	}
+	loopsB := r.bucket(bucketLoops)
+	sv.loopsUnreadable = loopsB == nil
+	recs := map[string][]byte{}
+	loopsWhole := r.walk(loopsB, func(k, v []byte) { name(k); recs[string(k)] = v })
+	for _, idx := range [][]byte{bucketIdxStatus, bucketIdxParent, bucketIdxEvents} {
+		r.walk(r.bucket(idx), func(k, _ []byte) {
+			if a, b, ok := splitIndexKey(k); ok {
+				if !bytes.Equal(idx, bucketIdxStatus) {
+					name(a) // a parent, or the loop an event is about
+				}
+				if !bytes.Equal(idx, bucketIdxEvents) {
+					name(b)
+				}
+			}
+		})
+	}
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
+		v, seen := recs[id]
+		if !seen && loopsB != nil {
+			if !r.try(func() { v = bytes.Clone(loopsB.Get([]byte(id))) }) {
+				sv.skippedLoops = append(sv.skippedLoops, id) // its page is damaged
+				continue
+			}
+		}
+		if v == nil {
+			if loopsWhole {
+				sv.dangling++ // an index entry for a loop that is not there
+			} else {
+				sv.skippedLoops = append(sv.skippedLoops, id)
+			}
+			continue
+		}
+		l, err := decodeLoop([]byte(id), v)
+		if err != nil {
+			sv.skippedLoops = append(sv.skippedLoops, id)
+			continue
+		}
+		sv.loops = append(sv.loops, l)
+	}
+}
+
+// events salvages the journal: its records, then whatever its index names
+// that the walk missed.
+func (r *salvager) events() {
+	sv := r.sv
+	eventsB := r.bucket(bucketEvents)
+	evs := map[uint64][]byte{}
+	bad := map[uint64]bool{}
+	eventsWhole := r.walk(eventsB, func(k, v []byte) {
+		if len(k) == 8 {
+			evs[binary.BigEndian.Uint64(k)] = v
+		}
+	})
+	r.walk(r.bucket(bucketIdxEvents), func(k, _ []byte) {
+		_, sk, ok := splitIndexKey(k)
+		if !ok || len(sk) != 8 {
+			return
+		}
+		seq := binary.BigEndian.Uint64(sk)
+		if _, have := evs[seq]; have || eventsB == nil {
+			if eventsB == nil {
+				bad[seq] = true
+			}
+			return
+		}
+		var v []byte
+		if !r.try(func() { v = bytes.Clone(eventsB.Get(sk)) }) || (v == nil && !eventsWhole) {
+			bad[seq] = true
+			return
+		}
+		if v != nil {
+			evs[seq] = v
+		}
+	})
+	if eventsB != nil {
+		r.try(func() { sv.lastSeq = eventsB.Sequence() })
+	}
+	for _, seq := range slices.Sorted(maps.Keys(evs)) {
+		ev, err := decodeEvent(seq, evs[seq])
+		if err != nil || ev.Seq != seq || (ev.Loop != "" && !loop.ValidID(ev.Loop)) {
+			sv.skippedEvents++
+			continue
+		}
+		sv.events = append(sv.events, rawEvent{seq: seq, loop: ev.Loop, raw: evs[seq]})
+		sv.lastSeq = max(sv.lastSeq, seq)
+	}
+	sv.skippedEvents += len(bad)
 }
 
 // copyFile copies src to a new file dst and syncs it: the backup where a
