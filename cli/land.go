@@ -39,7 +39,9 @@ way that conflicts with the plan branch, or when your uncommitted changes
 touch a file the landing changes. --dry-run says what would happen.
 
 With a daemon running, the landing runs in it, holding the merge queue's
-lock on the plan branch: no task lands on it meanwhile.`,
+lock on the plan branch: no task lands on it meanwhile. While it runs,
+stderr shows how long it has taken (a line rewritten each second on a
+terminal, a line every 30 seconds elsewhere).`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: e.completeLoopIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -53,7 +55,13 @@ lock on the plan branch: no task lands on it meanwhile.`,
 				if !jsonOut && !req.DryRun {
 					fmt.Fprintf(e.stdout, "landing plan %s %q…\n", loop.ShortID(l.ID), oneLine(l.Title, 50))
 				}
+				what := "landing"
+				if req.DryRun {
+					what = "checking the landing"
+				}
+				stop := showWaiting(e.stderr, isTerminal(e.stderr), what)
 				res, err := b.Land(ctx, l.ID, req)
+				stop()
 				if err != nil {
 					return err
 				}
