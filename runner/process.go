@@ -111,23 +111,8 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 	}
 	pgid := cmd.Process.Pid // Setpgid: the leader's pid names the group
 
-	var stalled <-chan struct{}
-	if s.stall > 0 {
-		a := &activity{}
-		a.touch()
-		s.out = activeWriter{w: s.out, a: a}
-		watchCtx, stopWatch := context.WithCancel(ctx)
-		defer stopWatch()
-		stalled = watchStall(watchCtx, s.dir, s.stallSkip, s.stall, a)
-	}
-
-	var retrying <-chan struct{}
-	if s.retry != nil && s.retryAfter > 0 {
-		w := newRetryWatch(s.retry, s.retryAfter)
-		defer w.stop()
-		s.out = io.MultiWriter(s.out, w)
-		retrying = w.fired
-	}
+	stalled, retrying, stopWatches := s.watches(ctx)
+	defer stopWatches()
 
 	copied := make(chan struct{})
 	go func() {
@@ -167,6 +152,53 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 	if res.cancelled && errors.Is(context.Cause(ctx), ErrKill) {
 		s.grace = 0 // fenced: no grace, SIGKILL now
 	}
+	s.end(pgid, cell, waited, exited)
+
+	select {
+	case <-copied:
+	case <-time.After(drainTimeout):
+		pr.Close() // unblocks the copy; os.Pipe files are pollable
+		<-copied
+	}
+
+	if ps := cmd.ProcessState; ps != nil {
+		res.exitCode = ps.ExitCode()
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.signal = ws.Signal()
+		}
+	}
+	return res
+}
+
+// watches starts the stall and retry watches s asks for, on s.out, and
+// returns their channels (nil: not watched) and what stops them.
+func (s *procSpec) watches(ctx context.Context) (stalled, retrying <-chan struct{}, stop func()) {
+	var stops []func()
+	if s.stall > 0 {
+		a := &activity{}
+		a.touch()
+		s.out = activeWriter{w: s.out, a: a}
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		stops = append(stops, stopWatch)
+		stalled = watchStall(watchCtx, s.dir, s.stallSkip, s.stall, a)
+	}
+	if s.retry != nil && s.retryAfter > 0 {
+		w := newRetryWatch(s.retry, s.retryAfter)
+		stops = append(stops, w.stop)
+		s.out = io.MultiWriter(s.out, w)
+		retrying = w.fired
+	}
+	return stalled, retrying, func() {
+		for _, f := range stops {
+			f()
+		}
+	}
+}
+
+// end stops what is left of the process group pgid (and its cgroup cell)
+// once the wait ended: the leader exited, or (not exited) it is signalled
+// SIGTERM, then SIGKILL after the grace; then whatever left the group.
+func (s procSpec) end(pgid int, cell *contain.Cell, waited <-chan error, exited bool) {
 	if exited {
 		stopGroup(pgid, cell, s.grace, false)
 	} else {
@@ -192,21 +224,6 @@ func runProcess(ctx context.Context, s procSpec) procResult {
 		contain.KillMatching(contain.Match{Home: s.home, Loop: s.loop})
 	}
 	s.jail.KillStrays(s.loop, s.worktree)
-
-	select {
-	case <-copied:
-	case <-time.After(drainTimeout):
-		pr.Close() // unblocks the copy; os.Pipe files are pollable
-		<-copied
-	}
-
-	if ps := cmd.ProcessState; ps != nil {
-		res.exitCode = ps.ExitCode()
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			res.signal = ws.Signal()
-		}
-	}
-	return res
 }
 
 // killWait bounds the wait for a SIGKILLed group to disappear. SIGKILL is
