@@ -309,3 +309,30 @@ func TestCodexSandboxed(t *testing.T) {
 	checkAgentTree(t, r, loops, loop.Usage{InputTokens: codexUsage.InputTokens - codexUsage.CachedTokens,
 		OutputTokens: codexUsage.OutputTokens, CacheReadTokens: codexUsage.CachedTokens}, false)
 }
+
+// TestSandboxCleanValidate: validate_in: clean runs the agent's code again
+// in a fresh checkout, so it runs in the loop's sandbox too: a validate
+// command that writes outside the checkout reaches nothing, in the
+// worktree or in the clean checkout, and the loop still completes.
+func TestSandboxCleanValidate(t *testing.T) {
+	needBwrap(t)
+	t.Parallel()
+	outside := t.TempDir()
+	seen := filepath.Join(outside, "seen")
+	cfg := strings.Replace(sandboxConfig(t, "{runner: bwrap, network: none}", "plain"),
+		`ralph: {max_iterations: 1, validate: ["test -s done.txt"]}`,
+		`ralph: {max_iterations: 1, validate_in: clean, validate: ["test -s done.txt && { echo \"$LOOPR_WORKDIR\" >> `+seen+` 2>/dev/null; true; }"]}`, 1)
+	r := newRepo(t, cfg)
+	d := startDaemon(t, r)
+	id := addRalph(t, r, "clean")
+	l := waitDone(t, r, d, id)
+	if l.Status != loop.Complete {
+		t.Fatalf("loop is %s (%s), want complete\nagent.log:\n%s", l.Status, l.Reason, iterFile(r, id, 1, "agent.log"))
+	}
+	if clean := iterFile(r, id, 1, "validation-clean.log"); !strings.Contains(clean, "$ test -s done.txt") {
+		t.Fatalf("the clean validate did not run: validation-clean.log:\n%s", clean)
+	}
+	if b, err := os.ReadFile(seen); err == nil {
+		t.Errorf("validate wrote outside its sandbox, from:\n%s", b)
+	}
+}

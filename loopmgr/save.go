@@ -149,6 +149,11 @@ func (m *Manager) checker() checker {
 	return &runner.Runner{Redact: m.o.Redact}
 }
 
+// sandboxer is the runner's sandbox for checks outside an iteration.
+type sandboxer interface {
+	CheckSandbox(s runner.Settings, l loop.Loop, dir string, env []string) (func([]string) ([]string, error), func(), error)
+}
+
 // maxCleanLog bounds validation-clean.log.
 const maxCleanLog = 1 << 20
 
@@ -185,8 +190,18 @@ func (m *Manager) afterSave(ctx context.Context, job runner.Job, res runner.Resu
 	own := append(slices.Clone(job.Settings.Env), "LOOPR_LOOP_ID="+l.ID, "LOOPR_LOOP_TYPE="+l.Type,
 		"LOOPR_ITERATION="+strconv.Itoa(l.Iteration), "LOOPR_WORKDIR="+dir, "LOOPR_HOME="+m.svc.Paths.Home)
 	env := procenv.Set(job.Settings.Profile.Commands(os.Environ()), own...)
+	// They run the agent's code: in its sandbox, as its worktree's did.
+	var wrap func([]string) ([]string, error)
+	if sb, ok := m.o.Runner.(sandboxer); ok {
+		w, end, err := sb.CheckSandbox(job.Settings, l, dir, env)
+		if err != nil {
+			return fail("validate_in: clean: "+err.Error(), "")
+		}
+		defer end()
+		wrap = w
+	}
 	ev, f := m.checker().RunChecks(ctx, runner.Check{
-		Commands: ls.Validate, Dir: dir, Env: env, Log: limitWriter{&log, maxCleanLog},
+		Commands: ls.Validate, Dir: dir, Env: env, Log: limitWriter{&log, maxCleanLog}, Wrap: wrap,
 		Where: loop.WhereClean, Commit: sv.commit, Started: func(pid int) { m.RecordPID(l.ID, pid) },
 		Name: fmt.Sprintf("%s.%d.clean", l.ID, l.Iteration), Loop: l.ID, Home: m.svc.Paths.Home, Worktree: dir,
 	})

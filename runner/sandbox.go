@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/sandbox"
 )
 
@@ -71,7 +72,7 @@ func (sb *sandboxRun) wrap(argv []string) ([]string, error) {
 	it := sb.it
 	out, err := it.s.Sandbox.Command(sandbox.Run{
 		Loop: it.j.Loop.ID, Workdir: it.j.Workdir, Env: it.env, Proxy: sb.proxy,
-		Writable: []string{it.res.Dir}, // $LOOPR_ARTIFACT, $LOOPR_QUESTION_FILE
+		Writable: nonEmpty(it.res.Dir), // $LOOPR_ARTIFACT, $LOOPR_QUESTION_FILE
 		Readable: []string{it.j.ParentArtifact},
 	}, argv)
 	if err != nil {
@@ -92,4 +93,29 @@ func (sb *sandboxRun) end() {
 	if sb != nil && sb.stop != nil {
 		sb.stop()
 	}
+}
+
+func nonEmpty(paths ...string) []string {
+	var out []string
+	for _, p := range paths {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// CheckSandbox prepares, for commands that run loop l's code outside an
+// iteration in dir (validate_in: clean runs the agent's tests again in a
+// fresh checkout), the same sandbox as the loop's own validate: its
+// profile's (s.Sandbox), dir read-write. wrap is for Check.Wrap, nil
+// without a sandbox; end, always set, is called once the commands are gone.
+func (r *Runner) CheckSandbox(s Settings, l loop.Loop, dir string, env []string) (wrap func([]string) ([]string, error), end func(), err error) {
+	it := &iteration{r: r, j: Job{Loop: l, Workdir: dir, Settings: s}, s: s, env: env}
+	it.log = r.logger().With("loop", l.ID, "iteration", l.Iteration)
+	sb, err := it.startSandbox()
+	if err != nil {
+		return nil, func() {}, fmt.Errorf("sandbox: %w", err)
+	}
+	return sb.wrapper(), sb.end, nil
 }
