@@ -58,7 +58,38 @@ type Loop struct {
 	// DependsSet: the workload gives depends_on (maybe empty), which
 	// overrides the parent type's children setting.
 	DependsSet bool
-	Line       int // where it is in the workload file
+	// AtSet: the workload gives at. A child without at is created when its
+	// parent completes, as the daemon creates a parent's children.
+	AtSet bool
+	// Iterations are the loop's attempts in order: each runs Duration
+	// seconds and passes or fails. nil: one passing iteration of Duration.
+	Iterations []Iteration
+	// Approval is how long the loop waits for `loopr approve` once an
+	// iteration passed (seconds, a plan's require_approval): it holds no slot.
+	Approval int
+	Agent    string // agent profile; "" = its type's
+	Line     int    // where it is in the workload file
+}
+
+// Iteration is one attempt of a loop.
+type Iteration struct {
+	Duration int  `yaml:"duration"`
+	Pass     bool `yaml:"pass"`
+}
+
+// Attempts returns l's iterations: Iterations, or one passing of Duration.
+func (l *Loop) Attempts() []Iteration {
+	if len(l.Iterations) > 0 {
+		return l.Iterations
+	}
+	return []Iteration{{Duration: l.Duration, Pass: true}}
+}
+
+// Limit is a rate-limit window of an agent profile: its loops are held
+// (reason rate_limited) from From until Until (seconds).
+type Limit struct {
+	Profile     string
+	From, Until int
 }
 
 // Workload is a parsed workload file.
@@ -66,6 +97,7 @@ type Workload struct {
 	Until  int            // last second simulated; 0 = until nothing is left to happen
 	Config *config.Config // loopr.yml with the workload's config: and types:
 	Loops  []Loop         // in file order
+	Limits []Limit        // rate-limit windows
 	File   string
 }
 
@@ -99,7 +131,7 @@ func Parse(data []byte, filename string, base *config.Config) (*Workload, error)
 		return nil, p.errorf(doc.Line, "", "must be a mapping with loops")
 	}
 	root := doc.Content[0]
-	var cfgNode, typesNode, loopsNode *yaml.Node
+	var cfgNode, typesNode, loopsNode, limitsNode *yaml.Node
 	typesLine := 0
 	seen := map[string]int{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
@@ -121,8 +153,10 @@ func Parse(data []byte, filename string, base *config.Config) (*Workload, error)
 			typesNode, typesLine = v, k.Line
 		case "loops":
 			loopsNode = v
+		case "limits":
+			limitsNode = v
 		default:
-			return nil, p.errorf(k.Line, k.Value, "unknown key (want until, config, types, loops)")
+			return nil, p.errorf(k.Line, k.Value, "unknown key (want until, config, types, limits, loops)")
 		}
 	}
 	var err error
@@ -143,6 +177,11 @@ func Parse(data []byte, filename string, base *config.Config) (*Workload, error)
 	}
 	if w.Loops, err = p.loops(loopsNode, w.Config); err != nil {
 		return nil, err
+	}
+	if limitsNode != nil {
+		if w.Limits, err = p.limits(limitsNode, w.Config); err != nil {
+			return nil, err
+		}
 	}
 	return w, nil
 }
@@ -232,13 +271,20 @@ func (p parser) loops(n *yaml.Node, c *config.Config) ([]Loop, error) {
 				l.Duration, err = p.integer(v, sub, 1, maxUntil)
 			case "at":
 				l.At, err = p.integer(v, sub, 0, maxUntil)
+				l.AtSet = true
+			case "iterations":
+				l.Iterations, err = p.iterations(v, sub)
+			case "approval":
+				l.Approval, err = p.integer(v, sub, 0, maxUntil)
+			case "agent":
+				l.Agent, err = p.text(v, sub)
 			case "deadline":
 				l.Deadline, err = p.integer(v, sub, 1, maxUntil)
 			case "depends_on":
 				l.DependsOn, err = p.ids(v, sub)
 				l.DependsSet = true
 			default:
-				err = p.errorf(k.Line, sub, "unknown key (want id, type, key, owner, conflict_key, parent, cost, duration, at, deadline, depends_on)")
+				err = p.errorf(k.Line, sub, "unknown key (want id, type, key, owner, conflict_key, parent, cost, duration, iterations, approval, agent, at, deadline, depends_on)")
 			}
 			if err != nil {
 				return nil, err
@@ -259,6 +305,8 @@ func (p parser) loops(n *yaml.Node, c *config.Config) ([]Loop, error) {
 			return nil, p.errorf(el.Line, key+".type", "missing (one of %s)", strings.Join(c.Types(), ", "))
 		case !c.KnownType(l.Type):
 			return nil, p.errorf(line("type"), key+".type", "unknown type %q (known: %s; add it under types:)", l.Type, strings.Join(c.Types(), ", "))
+		case l.Agent != "" && !slices.Contains(c.Profiles(), l.Agent):
+			return nil, p.errorf(line("agent"), key+".agent", "unknown agent profile %q (known: %s)", l.Agent, strings.Join(c.Profiles(), ", "))
 		}
 		if first, dup := index[l.ID]; dup {
 			return nil, p.errorf(line("id"), key+".id", "duplicate id %q (first at line %d)", l.ID, out[first].Line)
@@ -268,7 +316,7 @@ func (p parser) loops(n *yaml.Node, c *config.Config) ([]Loop, error) {
 			switch {
 			case !ok:
 				return nil, p.errorf(line("parent"), key+".parent", "no loop %q before this one", l.Parent)
-			case out[pi].At > l.At:
+			case l.AtSet && out[pi].AtSet && out[pi].At > l.At:
 				return nil, p.errorf(line("at"), key+".at", "%d: before its parent %s arrives (at %d)", l.At, l.Parent, out[pi].At)
 			}
 		}
@@ -279,6 +327,83 @@ func (p parser) loops(n *yaml.Node, c *config.Config) ([]Loop, error) {
 		}
 		index[l.ID] = len(out)
 		out = append(out, l)
+	}
+	return out, nil
+}
+
+// iterations decodes a list of {duration, pass}.
+func (p parser) iterations(n *yaml.Node, key string) ([]Iteration, error) {
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		return nil, p.errorf(n.Line, key, "must be a list like [{duration: 300, pass: false}, {duration: 200, pass: true}], got %s", config.Describe(n))
+	}
+	out := make([]Iteration, len(n.Content))
+	for i, el := range n.Content {
+		sub := fmt.Sprintf("%s[%d]", key, i)
+		if el.Kind != yaml.MappingNode {
+			return nil, p.errorf(el.Line, sub, "must be a mapping like {duration: 300, pass: true}, got %s", config.Describe(el))
+		}
+		it := Iteration{Duration: 1}
+		for j := 0; j+1 < len(el.Content); j += 2 {
+			k, v := el.Content[j], el.Content[j+1]
+			var err error
+			switch k.Value {
+			case "duration":
+				it.Duration, err = p.integer(v, sub+".duration", 1, maxUntil)
+			case "pass":
+				if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" || v.Decode(&it.Pass) != nil {
+					err = p.errorf(v.Line, sub+".pass", "must be true or false, got %s", config.Describe(v))
+				}
+			default:
+				err = p.errorf(k.Line, sub+"."+k.Value, "unknown key (want duration, pass)")
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		out[i] = it
+	}
+	return out, nil
+}
+
+// limits decodes the rate-limit windows.
+func (p parser) limits(n *yaml.Node, c *config.Config) ([]Limit, error) {
+	if n.Kind != yaml.SequenceNode {
+		return nil, p.errorf(n.Line, "limits", "must be a list like [{profile: claude, from: 600, until: 2400}], got %s", config.Describe(n))
+	}
+	out := make([]Limit, len(n.Content))
+	for i, el := range n.Content {
+		key := fmt.Sprintf("limits[%d]", i)
+		if el.Kind != yaml.MappingNode {
+			return nil, p.errorf(el.Line, key, "must be a mapping like {profile: claude, from: 600, until: 2400}, got %s", config.Describe(el))
+		}
+		var l Limit
+		for j := 0; j+1 < len(el.Content); j += 2 {
+			k, v := el.Content[j], el.Content[j+1]
+			sub := key + "." + k.Value
+			var err error
+			switch k.Value {
+			case "profile":
+				if l.Profile, err = p.text(v, sub); err == nil && !slices.Contains(c.Profiles(), l.Profile) {
+					err = p.errorf(v.Line, sub, "unknown agent profile %q (known: %s)", l.Profile, strings.Join(c.Profiles(), ", "))
+				}
+			case "from":
+				l.From, err = p.integer(v, sub, 0, maxUntil)
+			case "until":
+				l.Until, err = p.integer(v, sub, 0, maxUntil)
+			default:
+				err = p.errorf(k.Line, sub, "unknown key (want profile, from, until)")
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		switch {
+		case l.Profile == "":
+			return nil, p.errorf(el.Line, key+".profile", "missing (one of %s)", strings.Join(c.Profiles(), ", "))
+		case l.Until <= l.From:
+			return nil, p.errorf(el.Line, key+".until", "%d: must be after from (%d)", l.Until, l.From)
+		}
+		out[i] = l
 	}
 	return out, nil
 }
