@@ -20,10 +20,13 @@ type GenParams struct {
 	PlanMedian, SpecMedian, PhaseMedian float64
 	Retried                             float64 // share of tasks that need more than one iteration
 	Iterations                          [2]int  // iterations of such a task (the last passes)
-	PlanGap                             [2]int  // seconds between two plans' submissions
-	Approval                            [2]int  // seconds a plan waits for approval
-	Limits                              [2]int  // rate-limit windows on the default profile
-	LimitLen                            int     // seconds each lasts
+	// RetryScale: each iteration of such a task takes the task's draw ×
+	// a factor uniform in this range.
+	RetryScale [2]float64
+	PlanGap    [2]int // seconds between two plans' submissions
+	Approval   [2]int // seconds a plan waits for approval
+	Limits     [2]int // rate-limit windows on the default profile
+	LimitLen   int    // seconds each lasts
 }
 
 // Study are the parameters of issue 25's study: 3–4 plans of 3–5 specs ×
@@ -33,9 +36,9 @@ type GenParams struct {
 var Study = GenParams{
 	Plans: [2]int{3, 4}, Specs: [2]int{3, 5}, Phases: [2]int{2, 4}, Tasks: [2]int{3, 8},
 	Slots:      [2]int{4, 8},
-	TaskMedian: 600, TaskSigma: 0.7,
+	TaskMedian: 600, TaskSigma: 0.6,
 	PlanMedian: 300, SpecMedian: 240, PhaseMedian: 180,
-	Retried: 0.35, Iterations: [2]int{2, 5},
+	Retried: 0.35, Iterations: [2]int{2, 5}, RetryScale: [2]float64{0.5, 1.5},
 	PlanGap: [2]int{900, 2700}, Approval: [2]int{120, 900},
 	Limits: [2]int{1, 2}, LimitLen: 1800,
 }
@@ -117,7 +120,7 @@ func (g *gen) task(b *strings.Builder, id, parent string) float64 {
 	its := make([]string, n)
 	total := 0
 	for i := range n {
-		di := max(int(float64(d)*(0.5+g.r.Float64())), 30)
+		di := max(int(float64(d)*(g.p.RetryScale[0]+(g.p.RetryScale[1]-g.p.RetryScale[0])*g.r.Float64())), 30)
 		total += di
 		its[i] = fmt.Sprintf("{duration: %d, pass: %t}", di, i == n-1)
 	}
