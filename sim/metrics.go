@@ -27,6 +27,7 @@ type Metrics struct {
 	P95Flow  float64 `json:"p95_flow"`
 	// Trees are the trees (loops without a parent), in workload order.
 	Trees []TreeMetrics `json:"trees"`
+	loops int           // in the workload
 }
 
 // TreeMetrics is one tree's times. -1: it did not happen.
@@ -46,7 +47,7 @@ type TreeMetrics struct {
 
 // metrics measures the finished run.
 func (s *run) metrics() Metrics {
-	m := Metrics{Slots: s.pol.MaxLoops}
+	m := Metrics{Slots: s.pol.MaxLoops, loops: len(s.ls)}
 	byTree := map[string]int{}
 	for _, l := range s.ls {
 		if l.parent == nil {

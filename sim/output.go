@@ -68,6 +68,54 @@ func (r Result) WriteJSON(w io.Writer) error {
 	return err
 }
 
+// WriteJSONMetrics writes the events and the metrics as one object
+// (`loopr sim --json --metrics`): {"policy": "loopr", "events": [...], "metrics": {...}}.
+func (r Result) WriteJSONMetrics(w io.Writer) error {
+	v := struct {
+		Policy  string  `json:"policy"`
+		Events  []Event `json:"events"`
+		Metrics Metrics `json:"metrics"`
+	}{r.Policy, r.Events, r.Metrics}
+	if v.Events == nil {
+		v.Events = []Event{}
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// write adds the metrics to the text summary: makespan against its bound,
+// tree completion, and each tree's times when the workload has trees.
+func (m Metrics) write(b *strings.Builder) error {
+	fmt.Fprintf(b, "\nmakespan %s (lower bound %s: %.2f×); slots %.0f%% busy; tree completion (flow) mean %s, p95 %s\n",
+		clock(float64(m.Makespan)), clock(m.LowerBound), float64(m.Makespan)/max(m.LowerBound, 1), 100*m.Utilisation, clock(m.MeanFlow), clock(m.P95Flow))
+	if len(m.Trees) == 0 || len(m.Trees) == m.loops {
+		return nil // no loop has a parent: the keys above say it all
+	}
+	b.WriteString("\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TREE\tSUBMIT\tFIRST TASK\tCOMPLETE\tFLOW\tCRITICAL PATH\tSLOWDOWN")
+	for _, t := range m.Trees {
+		slow := "-"
+		if t.Flow >= 0 {
+			slow = fmt.Sprintf("%.2f×", t.Slowdown)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Root, at2(t.Submit), at2(t.FirstTaskDone), at2(t.Complete), at2(t.Flow), clock(float64(t.CriticalPath)), slow)
+	}
+	return tw.Flush()
+}
+
+// at2 formats a time of the metrics: -1 is "-".
+func at2(sec int) string {
+	if sec < 0 {
+		return "-"
+	}
+	return clock(float64(sec))
+}
+
 // WriteText writes the timeline, a summary per key and what still waits.
 func (r Result) WriteText(w io.Writer) error {
 	var b strings.Builder
@@ -110,6 +158,9 @@ func (r Result) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\n", k.Key, k.Loops, admitted, len(k.DoneAt), avg, mx, doneAt)
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := r.Metrics.write(&b); err != nil {
 		return err
 	}
 	if len(r.Waiting) > 0 {
