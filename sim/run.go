@@ -259,24 +259,43 @@ func (s *run) build() {
 		sl.key = scheduler.FairnessKey(rec, sl.root)
 		s.ls[i], s.byID[l.ID] = sl, sl
 	}
-	// Ranks, from the last loop back: parents and dependencies come first.
+	// Ranks: a loop's successors are its children and the loops that
+	// depend on it or on a loop below it (depends_on waits for a subtree).
 	succ := make(map[*simLoop][]*simLoop)
 	for _, l := range s.ls {
 		if l.parent != nil {
 			succ[l.parent] = append(succ[l.parent], l)
 		}
 		for _, d := range l.rec.DependsOn {
-			succ[s.byID[d]] = append(succ[s.byID[d]], l)
+			for _, y := range s.subtree(s.byID[d], nil) {
+				succ[y] = append(succ[y], l)
+			}
 		}
 	}
-	for i := len(s.ls) - 1; i >= 0; i-- {
-		l := s.ls[i]
-		after := 0
-		for _, n := range succ[l] {
-			after = max(after, n.rank)
+	done := make(map[*simLoop]bool, len(s.ls))
+	var rank func(l *simLoop) int
+	rank = func(l *simLoop) int {
+		if !done[l] {
+			after := 0
+			for _, n := range succ[l] {
+				after = max(after, rank(n))
+			}
+			l.rank, done[l] = s.span(l)+after, true
 		}
-		l.rank = s.span(l) + after
+		return l.rank
 	}
+	for _, l := range s.ls {
+		rank(l)
+	}
+}
+
+// subtree appends l and every loop below it to out.
+func (s *run) subtree(l *simLoop, out []*simLoop) []*simLoop {
+	out = append(out, l)
+	for _, k := range l.kids {
+		out = s.subtree(k, out)
+	}
+	return out
 }
 
 // span is the seconds from l's first admission to its completion if it
