@@ -16,7 +16,7 @@ import (
 // the tree term"): tree_boost_max, tree_age_boost_per_minute,
 // tree_age_boost_max. They are loopr.yml's defaults; until config has
 // them, TestTreeWeights sets them itself.
-var tuned = [3]int{30, 1, 960}
+var tuned = [3]int{20, 1, 960}
 
 var tune = flag.Bool("tune", false, "TestTune: print the grid of tree weights on the six workloads and 20 more")
 
@@ -138,7 +138,7 @@ func TestTune(t *testing.T) {
 		}
 	}
 	for _, g := range grid {
-		line := fmt.Sprintf("%-14v", g)
+		line := fmt.Sprintf("%3d/%d/%-4d", g[0], g[1], g[2])
 		for _, st := range sets {
 			fails, gain := 0, 0.0
 			for i, w := range st.ws {
