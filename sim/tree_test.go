@@ -152,4 +152,24 @@ func TestTune(t *testing.T) {
 		}
 		fmt.Println(line)
 	}
+	// BENCHMARKS.md's table: the six with the tuned weights.
+	fmt.Println("| workload | policy | makespan (÷ bound) | mean tree completion | p95 | worst slowdown (÷ fifo's, same tree) | utilisation |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for i, w := range sets[0].ws {
+		refs := sets[0].refs[i]
+		r, _ := sim.RunWith(w, sim.Options{Adjust: weights(tuned)})
+		for _, x := range []sim.Result{refs[0], r, refs[1], refs[2]} {
+			name := x.Policy
+			if name == "loopr" {
+				name = fmt.Sprintf("loopr %d/%d/%d", tuned[0], tuned[1], tuned[2])
+			}
+			worst, vs := 0.0, 0.0
+			for j, tm := range x.Metrics.Trees {
+				worst, vs = max(worst, tm.Slowdown), max(vs, tm.Slowdown/refs[1].Metrics.Trees[j].Slowdown)
+			}
+			m := x.Metrics
+			fmt.Printf("| gen%d (%d trees, %d slots) | %s | %.1f h (%.2f×) | %.2f h | %.2f h | %.2f (%.2f×) | %.0f%% |\n", i+1, len(m.Trees), m.Slots, name,
+				float64(m.Makespan)/3600, float64(m.Makespan)/m.LowerBound, m.MeanFlow/3600, m.P95Flow/3600, worst, vs, 100*m.Utilisation)
+		}
+	}
 }
