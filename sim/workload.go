@@ -11,19 +11,37 @@
 //	until: 30                  # last virtual second simulated (0 or absent: until all is done)
 //	config: {concurrency: {max_loops: 8}, scheduler: {fairness: {enabled: true}}}
 //	types: {sync-clone: {base: 100, tier: 8, max_running: 8, conflict_group: git}}
+//	limits: [{profile: default, from: 600, until: 2400}]
 //	loops:
 //	  - {id: a1, type: sync-clone, key: clientA, conflict_key: repo1, cost: 10, duration: 3, at: 1}
 //	  - {id: a2, type: sync-clone, depends_on: [a1]}
+//	  - {id: p1, type: plan, duration: 300, approval: 600}
+//	  - {id: s1, type: spec, parent: p1, iterations: [{duration: 200, pass: false}, {duration: 150, pass: true}]}
 //
-// Each virtual second: arrivals first, then completions (a loop admitted at
-// t with duration d completes at t+d), then loops past their deadline
-// expire, then admissions until nothing more is admissible.
+// Each virtual second: arrivals, then iterations that end (a loop admitted
+// at t whose iteration lasts d ends at t+d) and approvals given, then loops
+// past their deadline expire, then admissions until nothing is admissible.
 //
-// A loop's depends_on names loops listed before it; it starts once each of
-// them and every loop below it in the workload is done, as in the daemon.
-// Children without depends_on follow their parent type's children setting
-// (loops.<type>.children: a spec's phases run one after another, each
-// after the sibling listed before it).
+// A loop with a parent and no at: is created when its parent completes,
+// as the daemon creates children; with at: it exists from that second and
+// waits for its parent. A loop's depends_on names loops listed before it;
+// it starts once each of them and every loop below it in the workload is
+// done, as in the daemon. Children without depends_on follow their parent
+// type's children setting (loops.<type>.children: a spec's phases run one
+// after another, each after the sibling listed before it).
+//
+// iterations are a loop's attempts: a failed one sends it back to waiting
+// with Iteration+1 and RunnableAt after config.Retry.Delay, as loopmgr
+// does; approval holds a loop that passed (no slot) before it completes;
+// limits hold the loops of a profile with reason rate_limited. With a tree
+// weight on, each plan gets Snapshot.Trees from scheduler.AddWork over the
+// unfinished loops, with durations learned by scheduler.Durations.Observe
+// from every iteration that ended (alpha: scheduler.fairness.alpha).
+//
+// Run measures the makespan, each tree's flow and slowdown, and the lower
+// bound (Metrics); RunWith and Compare run the reference policies
+// (Policies: loopr, seed, fifo, cpf) on the same workload, and Generate
+// writes workloads like the issue-25 study's.
 package sim
 
 import (
