@@ -31,8 +31,8 @@ configuration is loopr.yml with the workload's config: and types: laid over it.
 
 Loop keys: id, type (required); key (fairness key), owner, conflict_key,
 parent, cost (cost hint, seconds), duration (seconds, default 1), iterations
-(a list of {duration, pass}: a failed one waits the retry backoff and runs
-again, as in the daemon), approval (seconds a passed loop waits for loopr
+(a list of {duration, pass}, or {pass_rate, sigma, seed} to draw them: a
+failed one waits the retry backoff and runs again, as in the daemon), approval (seconds a passed loop waits for loopr
 approve), agent (profile), at (arrival second; a child without at is created
 when its parent completes), deadline (expires if still waiting then).
 limits: rate-limit windows of an agent profile. Each virtual second:

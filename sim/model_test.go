@@ -182,3 +182,39 @@ loops:
 		t.Error("an unknown policy must be refused")
 	}
 }
+
+// TestIterationsDrawn: iterations: {pass_rate, sigma, seed} draws the
+// attempts, the same for the same seed and id, other for another seed,
+// and about pass_rate of the first attempts pass.
+func TestIterationsDrawn(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("loops:\n")
+	for i := range 200 {
+		b.WriteString("  - {id: l" + fmtInt(i) + ", type: ralph, duration: 100, iterations: {pass_rate: 0.6, sigma: 0.5, seed: SEED}}\n")
+	}
+	draw := func(seed string) []sim.Loop {
+		return parse(t, "drawn.yaml", strings.ReplaceAll(b.String(), "SEED", seed)).Loops
+	}
+	one, again, other := draw("1"), draw("1"), draw("2")
+	if !cmp.Equal(one, again) {
+		t.Error("the same seed drew other iterations")
+	}
+	if cmp.Equal(one, other) {
+		t.Error("another seed drew the same iterations")
+	}
+	passed, varied := 0, false
+	for _, l := range one {
+		its := l.Iterations
+		if len(its) == 0 || !its[len(its)-1].Pass || slices.ContainsFunc(its[:len(its)-1], func(it sim.Iteration) bool { return it.Pass }) {
+			t.Fatalf("%s: %+v: want failures then one pass", l.ID, its)
+		}
+		if its[0].Pass {
+			passed++
+		}
+		varied = varied || its[0].Duration != 100
+	}
+	if passed < 90 || passed > 150 || !varied {
+		t.Errorf("%d of 200 first attempts passed (want about 120), durations varied %v", passed, varied)
+	}
+}

@@ -30,7 +30,9 @@
 // type's children setting (loops.<type>.children: a spec's phases run one
 // after another, each after the sibling listed before it).
 //
-// iterations are a loop's attempts: a failed one sends it back to waiting
+// iterations are a loop's attempts, listed or drawn ({pass_rate, sigma,
+// seed}: each passes with that probability and lasts duration × a
+// lognormal factor, the same for the same seed and id): a failed one sends it back to waiting
 // with Iteration+1 and RunnableAt after config.Retry.Delay, as loopmgr
 // does; approval holds a loop that passed (no slot) before it completes;
 // limits hold the loops of a profile with reason rate_limited. With a tree
@@ -48,7 +50,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
+	"math"
+	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strconv"
@@ -261,6 +266,7 @@ func (p parser) loops(n *yaml.Node, c *config.Config) ([]Loop, error) {
 			return nil, p.errorf(el.Line, key, "must be a mapping like {id: a1, type: ralph, duration: 3}, got %s", config.Describe(el))
 		}
 		l := Loop{Duration: 1, Line: el.Line}
+		var dist *distribution
 		lines := map[string]int{}
 		for j := 0; j+1 < len(el.Content); j += 2 {
 			k, v := el.Content[j], el.Content[j+1]
@@ -291,7 +297,11 @@ func (p parser) loops(n *yaml.Node, c *config.Config) ([]Loop, error) {
 				l.At, err = p.integer(v, sub, 0, maxUntil)
 				l.AtSet = true
 			case "iterations":
-				l.Iterations, err = p.iterations(v, sub)
+				if v.Kind == yaml.MappingNode {
+					dist, err = p.distribution(v, sub)
+				} else {
+					l.Iterations, err = p.iterations(v, sub)
+				}
 			case "approval":
 				l.Approval, err = p.integer(v, sub, 0, maxUntil)
 			case "agent":
@@ -307,6 +317,9 @@ func (p parser) loops(n *yaml.Node, c *config.Config) ([]Loop, error) {
 			if err != nil {
 				return nil, err
 			}
+		}
+		if dist != nil {
+			l.Iterations = dist.draw(l.ID, l.Duration, max(c.Loop(l.Type).MaxIterations, 1))
 		}
 		line := func(k string) int {
 			if l, ok := lines[k]; ok {
@@ -352,7 +365,7 @@ func (p parser) loops(n *yaml.Node, c *config.Config) ([]Loop, error) {
 // iterations decodes a list of {duration, pass}.
 func (p parser) iterations(n *yaml.Node, key string) ([]Iteration, error) {
 	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
-		return nil, p.errorf(n.Line, key, "must be a list like [{duration: 300, pass: false}, {duration: 200, pass: true}], got %s", config.Describe(n))
+		return nil, p.errorf(n.Line, key, "must be a list like [{duration: 300, pass: false}, {duration: 200, pass: true}] or a distribution like {pass_rate: 0.6, sigma: 0.5, seed: 1}, got %s", config.Describe(n))
 	}
 	out := make([]Iteration, len(n.Content))
 	for i, el := range n.Content {
@@ -381,6 +394,59 @@ func (p parser) iterations(n *yaml.Node, key string) ([]Iteration, error) {
 		out[i] = it
 	}
 	return out, nil
+}
+
+// distribution is iterations given as {pass_rate, sigma, seed}: each
+// attempt passes with probability pass_rate and lasts duration × a
+// lognormal factor of sigma, drawn from seed and the loop's id, up to the
+// type's max_iterations (the loop fails if none passes).
+type distribution struct {
+	passRate, sigma float64
+	seed            uint64
+}
+
+func (d *distribution) draw(id string, duration, maxIterations int) []Iteration {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	r := rand.New(rand.NewPCG(d.seed, h.Sum64()))
+	var out []Iteration
+	for range min(maxIterations, 1000) {
+		it := Iteration{Duration: max(int(math.Round(float64(duration)*math.Exp(d.sigma*r.NormFloat64()))), 1), Pass: r.Float64() < d.passRate}
+		out = append(out, it)
+		if it.Pass {
+			break
+		}
+	}
+	return out
+}
+
+func (p parser) distribution(n *yaml.Node, key string) (*distribution, error) {
+	d := &distribution{passRate: 1}
+	for j := 0; j+1 < len(n.Content); j += 2 {
+		k, v := n.Content[j], n.Content[j+1]
+		sub := key + "." + k.Value
+		var err error
+		switch k.Value {
+		case "pass_rate":
+			if d.passRate, err = p.number(v, sub); err == nil && (d.passRate <= 0 || d.passRate > 1) {
+				err = p.errorf(v.Line, sub, "must be above 0 and at most 1")
+			}
+		case "sigma":
+			if d.sigma, err = p.number(v, sub); err == nil && d.sigma > 5 {
+				err = p.errorf(v.Line, sub, "must be between 0 and 5")
+			}
+		case "seed":
+			var s int
+			s, err = p.integer(v, sub, 0, math.MaxInt32)
+			d.seed = uint64(s)
+		default:
+			err = p.errorf(k.Line, sub, "unknown key (want pass_rate, sigma, seed)")
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
 }
 
 // limits decodes the rate-limit windows.
