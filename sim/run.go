@@ -101,13 +101,14 @@ type simLoop struct {
 	root     string // id of the root of its tree; "" for a root
 	key      string // fairness key
 	st       status
-	arrived  int // second it arrived
-	since    int // second it began to wait for its current iteration
-	admitted int // second its current iteration was admitted
-	finish   int // second its current iteration ends
-	attempt  int // index of its current iteration in Attempts()
-	approve  int // second its approval ends
-	doneAt   int // second it completed
+	arrived  int    // second it arrived
+	since    int    // second it began to wait for its current iteration
+	admitted int    // second its current iteration was admitted
+	finish   int    // second its current iteration ends
+	attempt  int    // index of its current iteration in Attempts()
+	approve  int    // second its approval ends
+	doneAt   int    // second it completed
+	ranOn    string // the agent profile of its current iteration (Row.Agent)
 	parent   *simLoop
 	kids     []*simLoop
 	rank     int // seconds from its start to the end of the longest chain after it (cpf)
@@ -369,7 +370,7 @@ func (s *run) endIteration(l *simLoop, t int) {
 	wall := time.Duration(it.Duration) * time.Second
 	s.busy += int64(it.Duration)
 	s.changed = true
-	s.durs.Observe(l.Type, s.pol.Agents.Of(l.rec), wall, s.alpha)
+	s.durs.Observe(l.Type, l.ranOn, wall, s.alpha) // by the profile it ran on, as loopmgr
 	if s.fp.Enabled {
 		s.fair.Evict(now, s.fp.IdleTTL)
 		s.fair.Observe(l.Type, l.key, wall, now, s.fp)
@@ -496,6 +497,9 @@ func (s *run) admit(d scheduler.Decision, t int, now time.Time) bool {
 		l.st, l.rec.Status, l.admitted = running, loop.Running, t
 		l.finish = t + l.Attempts()[l.attempt].Duration
 		l.rec.StartedAt = now
+		if r := rows[id]; r != nil {
+			l.ranOn = r.Agent
+		}
 		s.nWaiting--
 		s.running = append(s.running, l)
 		s.emit(t, Admit, id, admitText(l, rows[id], len(s.running), s.pol.MaxLoops))
