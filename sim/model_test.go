@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,21 +16,9 @@ import (
 func timeline(r sim.Result) []string {
 	out := make([]string, len(r.Events))
 	for i, e := range r.Events {
-		out[i] = strings.Join([]string{itoa(e.T), e.Event, e.ID}, ":")
+		out[i] = strings.Join([]string{strconv.Itoa(e.T), e.Event, e.ID}, ":")
 	}
 	return out
-}
-
-func itoa(n int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + fmtInt(n)) }
-
-func fmtInt(n int) string {
-	if n < 0 {
-		return "-" + fmtInt(-n)
-	}
-	if n < 10 {
-		return string(rune('0' + n))
-	}
-	return fmtInt(n/10) + string(rune('0'+n%10))
 }
 
 // TestTreesArriveAtCompletion: a child without at: is created when its
@@ -191,7 +180,7 @@ func TestIterationsDrawn(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("loops:\n")
 	for i := range 200 {
-		b.WriteString("  - {id: l" + fmtInt(i) + ", type: ralph, duration: 100, iterations: {pass_rate: 0.6, sigma: 0.5, seed: SEED}}\n")
+		b.WriteString("  - {id: l" + strconv.Itoa(i) + ", type: ralph, duration: 100, iterations: {pass_rate: 0.6, sigma: 0.5, seed: SEED}}\n")
 	}
 	draw := func(seed string) []sim.Loop {
 		return parse(t, "drawn.yaml", strings.ReplaceAll(b.String(), "SEED", seed)).Loops

@@ -432,24 +432,8 @@ func (s *run) loop() {
 			arrivals = arrivals[1:]
 		}
 		// 2. Iterations that end, then approvals given.
-		kept := s.running[:0]
-		for _, l := range s.running {
-			if l.finish > t {
-				kept = append(kept, l)
-				continue
-			}
-			s.endIteration(l, t)
-		}
-		s.running = kept
-		still := s.approving[:0]
-		for _, l := range s.approving {
-			if l.approve > t {
-				still = append(still, l)
-				continue
-			}
-			s.complete(l, t)
-		}
-		s.approving = still
+		s.running = due(s.running, t, func(l *simLoop) int { return l.finish }, s.endIteration)
+		s.approving = due(s.approving, t, func(l *simLoop) int { return l.approve }, s.complete)
 		// 3. Loops past their deadline expire (the manager's sweep).
 		for _, l := range s.ls {
 			if !deadlines {
@@ -482,6 +466,20 @@ func (s *run) loop() {
 			s.res.Waiting = append(s.res.Waiting, Waiting{ID: l.ID, Reasons: r.Reasons})
 		}
 	}
+}
+
+// due calls f(l, t) for each loop of ls whose when(l) has come, in order,
+// and returns the others.
+func due(ls []*simLoop, t int, when func(*simLoop) int, f func(*simLoop, int)) []*simLoop {
+	kept := ls[:0]
+	for _, l := range ls {
+		if when(l) > t {
+			kept = append(kept, l)
+			continue
+		}
+		f(l, t)
+	}
+	return kept
 }
 
 // admit starts the loops d starts at t.

@@ -362,6 +362,17 @@ func (p parser) loops(n *yaml.Node, c *config.Config) ([]Loop, error) {
 	return out, nil
 }
 
+// fields calls f with each key, value and the key's name under key of
+// the mapping n, stopping at the first error.
+func fields(n *yaml.Node, key string, f func(k, v *yaml.Node, sub string) error) error {
+	for j := 0; j+1 < len(n.Content); j += 2 {
+		if err := f(n.Content[j], n.Content[j+1], key+"."+n.Content[j].Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // iterations decodes a list of {duration, pass}.
 func (p parser) iterations(n *yaml.Node, key string) ([]Iteration, error) {
 	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
@@ -374,22 +385,21 @@ func (p parser) iterations(n *yaml.Node, key string) ([]Iteration, error) {
 			return nil, p.errorf(el.Line, sub, "must be a mapping like {duration: 300, pass: true}, got %s", config.Describe(el))
 		}
 		it := Iteration{Duration: 1}
-		for j := 0; j+1 < len(el.Content); j += 2 {
-			k, v := el.Content[j], el.Content[j+1]
-			var err error
+		err := fields(el, sub, func(k, v *yaml.Node, sub string) (err error) {
 			switch k.Value {
 			case "duration":
-				it.Duration, err = p.integer(v, sub+".duration", 1, maxUntil)
+				it.Duration, err = p.integer(v, sub, 1, maxUntil)
 			case "pass":
 				if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" || v.Decode(&it.Pass) != nil {
-					err = p.errorf(v.Line, sub+".pass", "must be true or false, got %s", config.Describe(v))
+					err = p.errorf(v.Line, sub, "must be true or false, got %s", config.Describe(v))
 				}
 			default:
-				err = p.errorf(k.Line, sub+"."+k.Value, "unknown key (want duration, pass)")
+				err = p.errorf(k.Line, sub, "unknown key (want duration, pass)")
 			}
-			if err != nil {
-				return nil, err
-			}
+			return err
+		})
+		if err != nil {
+			return nil, err
 		}
 		out[i] = it
 	}
@@ -422,10 +432,7 @@ func (d *distribution) draw(id string, duration, maxIterations int) []Iteration 
 
 func (p parser) distribution(n *yaml.Node, key string) (*distribution, error) {
 	d := &distribution{passRate: 1}
-	for j := 0; j+1 < len(n.Content); j += 2 {
-		k, v := n.Content[j], n.Content[j+1]
-		sub := key + "." + k.Value
-		var err error
+	err := fields(n, key, func(k, v *yaml.Node, sub string) (err error) {
 		switch k.Value {
 		case "pass_rate":
 			if d.passRate, err = p.number(v, sub); err == nil && (d.passRate <= 0 || d.passRate > 1) {
@@ -442,9 +449,10 @@ func (p parser) distribution(n *yaml.Node, key string) (*distribution, error) {
 		default:
 			err = p.errorf(k.Line, sub, "unknown key (want pass_rate, sigma, seed)")
 		}
-		if err != nil {
-			return nil, err
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return d, nil
 }
@@ -461,10 +469,7 @@ func (p parser) limits(n *yaml.Node, c *config.Config) ([]Limit, error) {
 			return nil, p.errorf(el.Line, key, "must be a mapping like {profile: claude, from: 600, until: 2400}, got %s", config.Describe(el))
 		}
 		var l Limit
-		for j := 0; j+1 < len(el.Content); j += 2 {
-			k, v := el.Content[j], el.Content[j+1]
-			sub := key + "." + k.Value
-			var err error
+		err := fields(el, key, func(k, v *yaml.Node, sub string) (err error) {
 			switch k.Value {
 			case "profile":
 				if l.Profile, err = p.text(v, sub); err == nil && !slices.Contains(c.Profiles(), l.Profile) {
@@ -477,9 +482,10 @@ func (p parser) limits(n *yaml.Node, c *config.Config) ([]Limit, error) {
 			default:
 				err = p.errorf(k.Line, sub, "unknown key (want profile, from, until)")
 			}
-			if err != nil {
-				return nil, err
-			}
+			return err
+		})
+		if err != nil {
+			return nil, err
 		}
 		switch {
 		case l.Profile == "":
