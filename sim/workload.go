@@ -35,7 +35,8 @@
 // lognormal factor, the same for the same seed and id): a failed one sends it back to waiting
 // with Iteration+1 and RunnableAt after config.Retry.Delay, as loopmgr
 // does; approval holds a loop that passed (no slot) before it completes;
-// limits hold the loops of a profile with reason rate_limited. With a tree
+// limits hold the loops of a profile with reason rate_limited (running
+// iterations finish: a window holds starts). With a tree
 // weight on, each plan gets Snapshot.Trees from scheduler.AddWork over the
 // unfinished loops, with durations learned by scheduler.Durations.Observe
 // from every iteration that ended (alpha: scheduler.fairness.alpha).
