@@ -43,7 +43,7 @@ func weights(w [3]int) func(*scheduler.Policy) {
 // slowdown under fifo. It returns what fails.
 //
 // The makespan is not held to cpf's: knowing every iteration's true
-// duration, cpf ends 2–18% sooner than seed and fifo on these workloads,
+// duration, cpf ends 2–16% sooner than seed and fifo on these workloads,
 // which no order from estimates matches (docs/design.md).
 func verdict(r sim.Result, refs []sim.Result) []string {
 	bestMean, bestSpan, fifo := 1e18, 1e18, refs[1]
