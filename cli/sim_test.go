@@ -34,7 +34,8 @@ loops:
 		t.Fatalf("loopr sim = exit %d: %s", code, errs)
 	}
 	for _, want := range []string{
-		"T=  1 ADMIT  a1 sync-clone prio=100 tier=8 conflict_key=repo1 running=1/1\n", // max_loops 1 from loopr.yml
+		"T=  1 ADMIT  a1 sync-clone prio=1",        // 100, plus the tree term when loopr.yml's defaults turn it on
+		" tier=8 conflict_key=repo1 running=1/1\n", // max_loops 1 from loopr.yml
 		"T=  4 DONE   a1\n",
 		"T=  4 ADMIT  a2 ",
 		"KEY      LOOPS  ADMITTED  DONE  WAIT AVG  WAIT MAX  DONE AT\nclientA  2      2         2     1.5       3         4 5\n",
@@ -92,5 +93,69 @@ loops:
 		if !strings.Contains(out, want) {
 			t.Errorf("loopr sim output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestSimCompareAndMetrics: --compare runs the named policies on one
+// workload (text and JSON), an unknown one is exit 2; --json --metrics is
+// an object with the events and the metrics, and --json alone stays the
+// events array.
+func TestSimCompareAndMetrics(t *testing.T) {
+	t.Parallel()
+	ws := policyWorkspace(t, "concurrency: {max_loops: 1}\n")
+	path := filepath.Join(t.TempDir(), "trees.yaml")
+	body := `loops:
+  - {id: a, type: plan, duration: 1}
+  - {id: a1, type: ralph, parent: a, duration: 60}
+  - {id: a2, type: ralph, parent: a, duration: 60}
+  - {id: b, type: plan, duration: 1, at: 2}
+  - {id: b1, type: ralph, parent: b, duration: 60}
+`
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(append(slices.Clone(ws), "sim", "--compare", "fifo,cpf", path)...)
+	if code != 0 {
+		t.Fatalf("loopr sim --compare = exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"2 trees, 1 slots", "\nfifo ", "\ncpf ", "TREE  SUBMIT  CRITICAL PATH  FIFO FLOW", "\na     0s      1m01s          2m01s (1.98×)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("loopr sim --compare lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errs = run(append(slices.Clone(ws), "sim", "--compare", "loopr,seed", "--json", path)...)
+	var cmp struct {
+		Policies []struct {
+			Policy  string `json:"policy"`
+			Metrics struct {
+				Makespan int `json:"makespan"`
+				Trees    []struct {
+					Root     string `json:"root"`
+					Complete int    `json:"complete"`
+				} `json:"trees"`
+			} `json:"metrics"`
+		} `json:"policies"`
+	}
+	if err := json.Unmarshal([]byte(out), &cmp); code != 0 || err != nil {
+		t.Fatalf("loopr sim --compare --json = exit %d %v: %s%s", code, err, out, errs)
+	}
+	if len(cmp.Policies) != 2 || cmp.Policies[1].Policy != "seed" || cmp.Policies[0].Metrics.Makespan != 182 || len(cmp.Policies[0].Metrics.Trees) != 2 {
+		t.Errorf("loopr sim --compare --json = %+v", cmp)
+	}
+	code, _, errs = run(append(slices.Clone(ws), "sim", "--compare", "fifo,lifo", path)...)
+	if code != 2 || !strings.Contains(errs, `unknown policy "lifo"`) {
+		t.Errorf("loopr sim --compare lifo = exit %d %q, want 2 naming it", code, errs)
+	}
+	code, out, _ = run(append(slices.Clone(ws), "sim", "--json", "--metrics", path)...)
+	var obj struct {
+		Policy  string           `json:"policy"`
+		Events  []map[string]any `json:"events"`
+		Metrics struct {
+			MeanFlow   float64 `json:"mean_flow"`
+			LowerBound float64 `json:"lower_bound"`
+		} `json:"metrics"`
+	}
+	if err := json.Unmarshal([]byte(out), &obj); code != 0 || err != nil || obj.Policy != "loopr" || len(obj.Events) != 15 || obj.Metrics.LowerBound != 182 || obj.Metrics.MeanFlow <= 0 {
+		t.Errorf("loopr sim --json --metrics = exit %d %v: %+v\n%s", code, err, obj, out)
 	}
 }

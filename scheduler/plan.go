@@ -483,8 +483,12 @@ func Plan(s Snapshot, now time.Time, p Policy) Decision {
 	w.pool = make([]Reason, 0, len(keys)+len(keys)/2)
 
 	// 2 and 3. Order, then gates and admission in that order.
-	if !fair {
-		slices.SortFunc(keys, compareKeys)
+	if !fair || p.Order != nil {
+		if p.Order != nil {
+			w.order(keys)
+		} else {
+			slices.SortFunc(keys, compareKeys)
+		}
 		for i := range keys {
 			w.visit(&keys[i])
 		}

@@ -47,6 +47,11 @@ type Policy struct {
 	// Agents maps loops to agent profiles, whose rate limits
 	// (Snapshot.Limits) hold back only the loops that run on them.
 	Agents Agents `json:"agents,omitzero"`
+	// Order, when set, replaces the order of the rows (tier, priority,
+	// fairness) with its own, ties in seed 004's order; the gates are
+	// unchanged. nil: loopr's order. For reference policies (loopr sim
+	// --compare), never from configuration (order.go).
+	Order func(a, b *Row) int `json:"-"`
 }
 
 // DefaultPolicy returns seed 004's policy: base plan 40, spec 60, phase 80,

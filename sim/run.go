@@ -2,17 +2,15 @@ package sim
 
 import (
 	"fmt"
-	"github.com/go-json-experiment/json/v1"
-	"io"
+	"math"
 	"slices"
 	"strconv"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/ratelimit"
 	"github.com/loopr-dev/loopr/scheduler"
 )
 
@@ -25,6 +23,14 @@ const (
 	Admit  = "admit"
 	Done   = "done"
 	Expire = "expire"
+	// Retry: an iteration failed; the loop waits again with its iteration
+	// + 1 after the retry backoff (retry.*).
+	Retry = "retry"
+	// Fail: the loop's last iteration failed (max_iterations, or the
+	// workload lists no more): its tree never completes.
+	Fail = "fail"
+	// Await: an iteration passed and the loop waits for approval.
+	Await = "await"
 )
 
 // Event is one line of the timeline. Its JSON form, {"t":3,"event":"admit","id":"a1"},
@@ -55,11 +61,13 @@ type Waiting struct {
 
 // Result is what a run produced.
 type Result struct {
-	Until    int // the last second simulated
+	Policy   string // the policy's name (Options.Policy; "loopr" when none)
+	Until    int    // the last second simulated
 	Fairness bool
 	Events   []Event
 	Keys     []KeyStats // by key
 	Waiting  []Waiting  // in the last plan's order
+	Metrics  Metrics
 }
 
 // Admissions returns the admit events as "T:id" strings, in order: the
@@ -80,20 +88,37 @@ const (
 	notArrived status = iota
 	waiting
 	running
+	approving // an iteration passed; waits for approval, holding no slot
 	done
 	expired
+	failed
 )
 
 type simLoop struct {
 	Loop
+	idx      int // in the workload
 	rec      *loop.Loop
 	root     string // id of the root of its tree; "" for a root
 	key      string // fairness key
 	st       status
-	admitted int // second it was admitted
-	finish   int // second it completes
+	arrived  int    // second it arrived
+	since    int    // second it began to wait for its current iteration
+	admitted int    // second its current iteration was admitted
+	finish   int    // second its current iteration ends
+	attempt  int    // index of its current iteration in Attempts()
+	approve  int    // second its approval ends
+	doneAt   int    // second it completed
+	ranOn    string // the agent profile of its current iteration (Row.Agent)
 	parent   *simLoop
 	kids     []*simLoop
+	rank     int // seconds from its start to the end of the longest chain after it (cpf)
+}
+
+func (l *simLoop) tree() string {
+	if l.root == "" {
+		return l.ID
+	}
+	return l.root
 }
 
 // settle marks l's subtree done (rec.SubtreeDoneAt) when l and every loop
@@ -109,31 +134,119 @@ func settle(l *simLoop, now time.Time) {
 	}
 }
 
-// Run simulates w. It is deterministic: the same workload gives the same result.
+// Options choose the policy of a run.
+type Options struct {
+	// Policy is a built-in policy (Policies): "" or "loopr", as
+	// configured; "seed", loopr with the tree weights at 0; "fifo", by
+	// tree submission; "cpf", critical path first (clairvoyant).
+	Policy string
+	// Adjust, when set, changes the policy after Policy made it (tuning).
+	Adjust func(*scheduler.Policy)
+}
+
+// Policies are the built-in policies of `loopr sim --compare`.
+var Policies = []string{"loopr", "seed", "fifo", "cpf"}
+
+// Run simulates w with the configured policy. It is deterministic: the
+// same workload gives the same result.
 func Run(w *Workload) Result {
-	pol := control.Policy(w.Config)
-	fp := pol.Fairness
-	ls := make([]*simLoop, len(w.Loops))
-	byID := make(map[string]*simLoop, len(w.Loops))
-	lastArrival := 0
+	r, _ := RunWith(w, Options{})
+	return r
+}
+
+// run is the state of one simulation.
+type run struct {
+	w     *Workload
+	pol   scheduler.Policy
+	fp    scheduler.FairnessPolicy
+	tree  bool // the tree term is on: fill Snapshot.Trees
+	alpha float64
+	ls    []*simLoop
+	byID  map[string]*simLoop
+	res   Result
+
+	fair      scheduler.Fairness
+	durs      scheduler.Durations
+	running   []*simLoop // in admission order
+	approving []*simLoop
+	wake      map[int]bool // seconds at which a backoff or a limit window ends
+	lastWake  int
+	nWaiting  int
+	changed   bool
+	busy      int64 // slot-seconds of iterations run
+	waits     map[string][]int
+}
+
+// RunWith simulates w under the policy opt names.
+func RunWith(w *Workload, opt Options) (Result, error) {
+	s := &run{w: w, pol: control.Policy(w.Config), durs: scheduler.Durations{}, wake: map[int]bool{}, waits: map[string][]int{}}
+	s.fp = s.pol.Fairness
+	if s.alpha = s.fp.Alpha; !(s.alpha > 0 && s.alpha <= 1) {
+		s.alpha = 0.3
+	}
+	s.build()
+	name := opt.Policy
+	switch name {
+	case "", "loopr":
+		name = "loopr"
+	case "seed":
+		zeroTree(&s.pol.Weights)
+	case "fifo":
+		zeroTree(&s.pol.Weights)
+		s.pol.Order = func(a, b *scheduler.Row) int {
+			return s.byID[a.Loop.ID].submit(s) - s.byID[b.Loop.ID].submit(s)
+		}
+	case "cpf":
+		zeroTree(&s.pol.Weights)
+		s.pol.Order = func(a, b *scheduler.Row) int { return s.byID[b.Loop.ID].rank - s.byID[a.Loop.ID].rank }
+	default:
+		return Result{}, fmt.Errorf("unknown policy %q: want one of %v", opt.Policy, Policies)
+	}
+	if opt.Adjust != nil {
+		opt.Adjust(&s.pol)
+	}
+	s.tree = s.pol.Weights.TreeBoostMax > 0 || s.pol.Weights.TreeAgeBoostMax > 0
+	s.res = Result{Policy: name, Until: w.Until, Fairness: s.fp.Enabled}
+	s.loop()
+	s.summary()
+	s.res.Metrics = s.metrics()
+	return s.res, nil
+}
+
+func zeroTree(w *scheduler.Weights) {
+	w.TreeBoostMax, w.TreeAgeBoostPerMinute, w.TreeAgeBoostMax = 0, 0, 0
+}
+
+// submit is when l's tree was submitted: its root's arrival.
+func (l *simLoop) submit(s *run) int {
+	if l.root == "" {
+		return l.arrived
+	}
+	return s.byID[l.root].arrived
+}
+
+// build makes the loop records, trees and sibling orders, and each loop's rank.
+func (s *run) build() {
+	w := s.w
+	s.ls = make([]*simLoop, len(w.Loops))
+	s.byID = make(map[string]*simLoop, len(w.Loops))
 	for i, l := range w.Loops {
 		rec := &loop.Loop{
-			ID: l.ID, Type: l.Type, Status: loop.Pending, Title: l.ID, Iteration: 1, MaxIterations: 1,
-			// Loops arriving in the same second are created in file order.
-			CreatedAt:   Epoch.Add(time.Duration(l.At)*time.Second + time.Duration(i)),
-			FairnessKey: l.Key, ConflictKey: l.ConflictKey, CostHint: l.Cost, Owner: l.Owner, Parent: l.Parent,
+			ID: l.ID, Type: l.Type, Status: loop.Pending, Title: l.ID, Iteration: 1,
+			MaxIterations: max(w.Config.Loop(l.Type).MaxIterations, 1),
+			FairnessKey:   l.Key, ConflictKey: l.ConflictKey, CostHint: l.Cost, Owner: l.Owner, Parent: l.Parent,
+			Agent: l.Agent,
 		}
-		rec.UpdatedAt = rec.CreatedAt
+		if len(l.Iterations) == 0 {
+			rec.MaxIterations = 1 // as before iterations existed: one that passes
+		}
 		if l.Deadline > 0 {
 			rec.Deadline = Epoch.Add(time.Duration(l.Deadline) * time.Second)
 		}
-		sl := &simLoop{Loop: l, rec: rec}
-		if p := byID[l.Parent]; p != nil { // parents come first in the file
+		sl := &simLoop{Loop: l, idx: i, rec: rec}
+		if p := s.byID[l.Parent]; p != nil { // parents come first in the file
 			rec.Depth = p.rec.Depth + 1
-			sl.root = p.root
-			if sl.root == "" {
-				sl.root = p.ID
-			}
+			sl.root = p.tree()
 			// The order between siblings: depends_on, else the parent
 			// type's children setting (sequential: the sibling before).
 			if !l.DependsSet && len(p.kids) > 0 && w.Config.Loop(p.Type).Children == config.Sequential {
@@ -145,263 +258,293 @@ func Run(w *Workload) Result {
 			rec.DependsOn = l.DependsOn
 		}
 		sl.key = scheduler.FairnessKey(rec, sl.root)
-		ls[i], byID[l.ID] = sl, sl
-		lastArrival = max(lastArrival, l.At)
+		s.ls[i], s.byID[l.ID] = sl, sl
 	}
+	// Ranks: a loop's successors are its children and the loops that
+	// depend on it or on a loop below it (depends_on waits for a subtree).
+	succ := make(map[*simLoop][]*simLoop)
+	for _, l := range s.ls {
+		if l.parent != nil {
+			succ[l.parent] = append(succ[l.parent], l)
+		}
+		for _, d := range l.rec.DependsOn {
+			for _, y := range s.subtree(s.byID[d], nil) {
+				succ[y] = append(succ[y], l)
+			}
+		}
+	}
+	done := make(map[*simLoop]bool, len(s.ls))
+	var rank func(l *simLoop) int
+	rank = func(l *simLoop) int {
+		if !done[l] {
+			after := 0
+			for _, n := range succ[l] {
+				after = max(after, rank(n))
+			}
+			l.rank, done[l] = s.span(l)+after, true
+		}
+		return l.rank
+	}
+	for _, l := range s.ls {
+		rank(l)
+	}
+}
 
-	// Arrivals in time order (file order within a second), and whether any
-	// loop can expire, so that a second costs what happens in it.
-	arrivals := slices.Clone(ls)
+// subtree appends l and every loop below it to out.
+func (s *run) subtree(l *simLoop, out []*simLoop) []*simLoop {
+	out = append(out, l)
+	for _, k := range l.kids {
+		out = s.subtree(k, out)
+	}
+	return out
+}
+
+// span is the seconds from l's first admission to its completion if it
+// never waits for a slot: its iterations, the backoffs between them and
+// its approval.
+func (s *run) span(l *simLoop) int {
+	total := 0
+	for i, it := range l.Attempts() {
+		total += it.Duration
+		if it.Pass || i+1 >= l.rec.MaxIterations {
+			return total + l.Approval*b2i(it.Pass)
+		}
+		total += int(math.Ceil(s.w.Config.Retry.Delay(i + 1).Seconds()))
+	}
+	return total
+}
+
+// work is the slot-seconds l's iterations take.
+func (l *simLoop) work() int {
+	total := 0
+	for i, it := range l.Attempts() {
+		total += it.Duration
+		if it.Pass || i+1 >= l.rec.MaxIterations {
+			break
+		}
+	}
+	return total
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (s *run) emit(t int, ev, id, info string) {
+	s.res.Events = append(s.res.Events, Event{T: t, Event: ev, ID: id, info: info})
+}
+
+func at(t int) time.Time { return Epoch.Add(time.Duration(t) * time.Second) }
+
+// arrive creates l at t (loops arriving in the same second are created in
+// file order).
+func (s *run) arrive(l *simLoop, t int) {
+	l.st, l.arrived, l.since, s.changed = waiting, t, t, true
+	l.rec.CreatedAt = at(t).Add(time.Duration(l.idx))
+	l.rec.UpdatedAt = l.rec.CreatedAt
+	s.nWaiting++
+	s.emit(t, Arrive, l.ID, l.Type)
+}
+
+// complete marks l done at t; its children without at: arrive now.
+func (s *run) complete(l *simLoop, t int) {
+	l.st, l.rec.Status, l.doneAt, s.changed = done, loop.Complete, t, true
+	settle(l, at(t))
+	s.emit(t, Done, l.ID, "")
+	for _, k := range l.kids {
+		if !k.AtSet {
+			s.arrive(k, t)
+		}
+	}
+}
+
+// endIteration ends l's current iteration at t: it passes (complete, or
+// wait for approval), or fails (back to waiting after the retry backoff, as
+// loopmgr's failLoop, or failed at max_iterations).
+func (s *run) endIteration(l *simLoop, t int) {
+	now := at(t)
+	it := l.Attempts()[l.attempt]
+	wall := time.Duration(it.Duration) * time.Second
+	s.busy += int64(it.Duration)
+	s.changed = true
+	s.durs.Observe(l.Type, l.ranOn, wall, s.alpha) // by the profile it ran on, as loopmgr
+	if s.fp.Enabled {
+		s.fair.Evict(now, s.fp.IdleTTL)
+		s.fair.Observe(l.Type, l.key, wall, now, s.fp)
+	}
+	switch {
+	case it.Pass && l.Approval > 0:
+		l.st, l.rec.Status, l.approve = approving, loop.AwaitingApproval, t+l.Approval
+		s.approving = append(s.approving, l)
+		s.emit(t, Await, l.ID, fmt.Sprintf("approval at %d", l.approve))
+	case it.Pass:
+		s.complete(l, t)
+	case l.attempt+1 >= len(l.Attempts()) || l.rec.Iteration >= l.rec.MaxIterations:
+		l.st, l.rec.Status = failed, loop.Failed
+		s.emit(t, Fail, l.ID, fmt.Sprintf("iteration %d failed", l.rec.Iteration))
+	default:
+		delay := s.w.Config.Retry.Delay(l.rec.Iteration)
+		s.emit(t, Retry, l.ID, fmt.Sprintf("iteration %d failed; retry in %s", l.rec.Iteration, delay))
+		l.attempt++
+		l.rec.Iteration++
+		l.rec.RunnableAt = now.Add(delay)
+		l.st, l.rec.Status, l.since = waiting, loop.Pending, t
+		s.nWaiting++
+		s.wakeAt(t + int(math.Ceil(delay.Seconds())))
+	}
+}
+
+func (s *run) wakeAt(t int) {
+	s.wake[t] = true
+	s.lastWake = max(s.lastWake, t)
+}
+
+// loop runs the virtual clock. Each second: arrivals, then ended
+// iterations and approvals, then expiries, then admissions.
+func (s *run) loop() {
+	w := s.w
+	arrivals := make([]*simLoop, 0, len(s.ls))
+	for _, l := range s.ls {
+		if l.AtSet || l.parent == nil {
+			arrivals = append(arrivals, l)
+		}
+	}
 	slices.SortStableFunc(arrivals, func(a, b *simLoop) int { return a.At - b.At })
-	deadlines := slices.ContainsFunc(ls, func(l *simLoop) bool { return l.Deadline > 0 })
-
-	res := Result{Until: w.Until, Fairness: fp.Enabled}
-	var (
-		fair scheduler.Fairness
-		run  []*simLoop // running, in admission order
-		last scheduler.Decision
-	)
-	emit := func(t int, ev, id, info string) {
-		res.Events = append(res.Events, Event{T: t, Event: ev, ID: id, info: info})
+	deadlines := slices.ContainsFunc(s.ls, func(l *simLoop) bool { return l.Deadline > 0 })
+	for _, lim := range w.Limits {
+		s.wakeAt(lim.From)
+		s.wakeAt(lim.Until)
 	}
+	var last scheduler.Decision
 	for t := 0; ; t++ {
 		if w.Until > 0 && t > w.Until || t > maxUntil {
 			break
 		}
-		now := Epoch.Add(time.Duration(t) * time.Second)
-		changed := false
+		now := at(t)
+		s.changed = s.wake[t]
+		delete(s.wake, t)
 		// 1. Arrivals.
 		for len(arrivals) > 0 && arrivals[0].At == t {
-			l := arrivals[0]
+			s.arrive(arrivals[0], t)
 			arrivals = arrivals[1:]
-			l.st, changed = waiting, true
-			emit(t, Arrive, l.ID, l.Type)
 		}
-		// 2. Completions.
-		kept := run[:0]
-		for _, l := range run {
-			if l.finish > t {
-				kept = append(kept, l)
-				continue
-			}
-			l.st, l.rec.Status, changed = done, loop.Complete, true
-			settle(l, now)
-			emit(t, Done, l.ID, "")
-			if fp.Enabled {
-				fair.Evict(now, fp.IdleTTL)
-				fair.Observe(l.Type, l.key, time.Duration(l.Duration)*time.Second, now, fp)
-			}
-		}
-		run = kept
+		// 2. Iterations that end, then approvals given.
+		s.running = due(s.running, t, func(l *simLoop) int { return l.finish }, s.endIteration)
+		s.approving = due(s.approving, t, func(l *simLoop) int { return l.approve }, s.complete)
 		// 3. Loops past their deadline expire (the manager's sweep).
-		for _, l := range ls {
+		for _, l := range s.ls {
 			if !deadlines {
 				break
 			}
 			if l.st == waiting && l.Deadline > 0 && t >= l.Deadline {
-				l.st, l.rec.Status, changed = expired, loop.Expired, true
-				emit(t, Expire, l.ID, fmt.Sprintf("deadline %d", l.Deadline))
+				l.st, l.rec.Status, s.changed = expired, loop.Expired, true
+				s.nWaiting--
+				s.emit(t, Expire, l.ID, fmt.Sprintf("deadline %d", l.Deadline))
 			}
 		}
 		// 4. Admissions until nothing more is admissible: one plan admits
 		// all it can (an admission only tightens the gates of the loops after
 		// it, so planning again would admit nothing), and nothing more is
-		// admissible until an arrival, a completion or an expiry.
+		// admissible until an arrival, an end, an expiry or a wake-up.
 		admitted := false
-		if changed {
-			last = scheduler.Plan(snapshot(ls, run, byID, fair), now, pol)
-			rows := map[string]*scheduler.Row{}
-			for i := range last.Rows {
-				if last.Rows[i].Runnable {
-					rows[last.Rows[i].Loop.ID] = &last.Rows[i]
-				}
-			}
-			for _, id := range last.Start {
-				l := byID[id]
-				l.st, l.rec.Status, l.admitted, l.finish = running, loop.Running, t, t+l.Duration
-				run = append(run, l)
-				emit(t, Admit, id, admitText(l, rows[id], len(run), pol.MaxLoops))
-				admitted = true
-			}
-			if fp.Enabled {
-				fair.Record(last.Charges, now, fp)
-			}
+		if s.changed {
+			last = scheduler.Plan(s.snapshot(now, t), now, s.pol)
+			admitted = s.admit(last, t, now)
 		}
-		if w.Until == 0 && t >= lastArrival && len(run) == 0 && !admitted {
-			res.Until = t
+		idle := len(arrivals) == 0 && len(s.running) == 0 && len(s.approving) == 0 && !admitted
+		if w.Until == 0 && idle && (s.nWaiting == 0 || t >= s.lastWake) {
+			s.res.Until = t
 			break
 		}
-		res.Until = t
-	}
-
-	// Summary by key, and what still waits.
-	stats := map[string]*KeyStats{}
-	for _, l := range ls {
-		ks := stats[l.key]
-		if ks == nil {
-			ks = &KeyStats{Key: l.key}
-			stats[l.key] = ks
-		}
-		ks.Loops++
-		if l.st == expired {
-			ks.Expired++
-		}
-	}
-	for _, e := range res.Events {
-		l := byID[e.ID]
-		ks := stats[l.key]
-		switch e.Event {
-		case Admit:
-			ks.Admitted++
-			ks.Waits = append(ks.Waits, e.T-l.At)
-		case Done:
-			ks.DoneAt = append(ks.DoneAt, e.T)
-		}
-	}
-	for _, k := range slicesSortedKeys(stats) {
-		res.Keys = append(res.Keys, *stats[k])
+		s.res.Until = t
 	}
 	for _, r := range last.Rows {
-		if l := byID[r.Loop.ID]; l.st == waiting {
-			res.Waiting = append(res.Waiting, Waiting{ID: l.ID, Reasons: r.Reasons})
+		if l := s.byID[r.Loop.ID]; l.st == waiting {
+			s.res.Waiting = append(s.res.Waiting, Waiting{ID: l.ID, Reasons: r.Reasons})
 		}
 	}
-	return res
+}
+
+// due calls f(l, t) for each loop of ls whose when(l) has come, in order,
+// and returns the others.
+func due(ls []*simLoop, t int, when func(*simLoop) int, f func(*simLoop, int)) []*simLoop {
+	kept := ls[:0]
+	for _, l := range ls {
+		if when(l) > t {
+			kept = append(kept, l)
+			continue
+		}
+		f(l, t)
+	}
+	return kept
+}
+
+// admit starts the loops d starts at t.
+func (s *run) admit(d scheduler.Decision, t int, now time.Time) bool {
+	rows := map[string]*scheduler.Row{}
+	for i := range d.Rows {
+		if d.Rows[i].Runnable {
+			rows[d.Rows[i].Loop.ID] = &d.Rows[i]
+		}
+	}
+	for _, id := range d.Start {
+		l := s.byID[id]
+		l.st, l.rec.Status, l.admitted = running, loop.Running, t
+		l.finish = t + l.Attempts()[l.attempt].Duration
+		l.rec.StartedAt = now
+		if r := rows[id]; r != nil {
+			l.ranOn = r.Agent
+		}
+		s.nWaiting--
+		s.running = append(s.running, l)
+		s.emit(t, Admit, id, admitText(l, rows[id], len(s.running), s.pol.MaxLoops))
+		s.waits[id] = append(s.waits[id], t-l.since)
+	}
+	if s.fp.Enabled {
+		s.fair.Record(d.Charges, now, s.fp)
+	}
+	return len(d.Start) > 0
 }
 
 // snapshot is what the daemon's control.Snapshot would read: the waiting
-// loops with their parents' statuses, roots and dependencies, the running loops.
-func snapshot(ls []*simLoop, run []*simLoop, byID map[string]*simLoop, fair scheduler.Fairness) scheduler.Snapshot {
-	s := scheduler.Snapshot{Running: map[string]int{}, Fairness: fair}
-	for _, l := range ls {
+// loops with their parents' statuses, roots and dependencies, the running
+// loops, the profiles in a limit window and, with the tree term on, each
+// tree's work left (scheduler.AddWork over its unfinished loops).
+func (s *run) snapshot(now time.Time, t int) scheduler.Snapshot {
+	snap := scheduler.Snapshot{Running: map[string]int{}, Fairness: s.fair}
+	for _, lim := range s.w.Limits {
+		if lim.From <= t && t < lim.Until {
+			if snap.Limits == nil {
+				snap.Limits = map[string]ratelimit.State{}
+			}
+			snap.Limits[lim.Profile] = ratelimit.State{BackoffUntil: at(lim.Until)}
+		}
+	}
+	if s.tree {
+		snap.Trees = map[string]scheduler.TreeWork{}
+	}
+	for _, l := range s.ls {
+		if s.tree && (l.st == waiting || l.st == running || l.st == approving) {
+			scheduler.AddWork(snap.Trees, l.tree(), s.byID[l.tree()].rec.CreatedAt, l.rec, s.durs, s.fp, now)
+		}
 		if l.st != waiting {
 			continue
 		}
 		c := scheduler.Candidate{Loop: l.rec, Root: l.root}
-		if p := byID[l.Parent]; p != nil {
-			c.ParentStatus = p.rec.Status
+		if l.parent != nil {
+			c.ParentStatus = l.parent.rec.Status
 		}
 		for _, d := range l.rec.DependsOn {
-			c.Deps = append(c.Deps, scheduler.DepOf(d, byID[d].rec))
+			c.Deps = append(c.Deps, scheduler.DepOf(d, s.byID[d].rec))
 		}
-		s.Waiting = append(s.Waiting, c)
+		snap.Waiting = append(snap.Waiting, c)
 	}
-	for _, l := range run {
-		s.Running[l.Type]++
-		s.Active = append(s.Active, l.rec)
+	for _, l := range s.running {
+		snap.Running[l.Type]++
+		snap.Active = append(snap.Active, l.rec)
 	}
-	return s
-}
-
-// admitText is the rest of an ADMIT line: type, priority, tier, fairness.
-func admitText(l *simLoop, r *scheduler.Row, running, maxLoops int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s prio=%d", l.Type, r.Score.Priority)
-	if r.Tier > 0 {
-		fmt.Fprintf(&b, " tier=%d", r.Tier)
-	}
-	if r.Key != "" {
-		fmt.Fprintf(&b, " key=%s cost=%s used=%s", r.Key, num(r.Cost), num(r.KeyUsed+r.Cost))
-	}
-	if l.ConflictKey != "" {
-		fmt.Fprintf(&b, " conflict_key=%s", l.ConflictKey)
-	}
-	fmt.Fprintf(&b, " running=%d/%d", running, maxLoops)
-	return b.String()
-}
-
-// num formats a cost: integers without decimals, others with one.
-func num(f float64) string {
-	if f == float64(int64(f)) {
-		return strconv.FormatInt(int64(f), 10)
-	}
-	return strconv.FormatFloat(f, 'f', 1, 64)
-}
-
-func slicesSortedKeys(m map[string]*KeyStats) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// WriteJSON writes the events as a JSON array, one event per line:
-// [{"t":3,"event":"admit","id":"a1"}, …].
-func (r Result) WriteJSON(w io.Writer) error {
-	var b strings.Builder
-	b.WriteString("[")
-	for i, e := range r.Events {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		line, err := json.Marshal(e)
-		if err != nil {
-			return err
-		}
-		b.WriteString("\n  ")
-		b.Write(line)
-	}
-	b.WriteString("\n]\n")
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// WriteText writes the timeline, a summary per key and what still waits.
-func (r Result) WriteText(w io.Writer) error {
-	var b strings.Builder
-	width := 0
-	for _, e := range r.Events {
-		width = max(width, len(e.ID))
-	}
-	for _, e := range r.Events {
-		line := fmt.Sprintf("T=%3d %-6s %-*s %s", e.T, strings.ToUpper(e.Event), width, e.ID, e.info)
-		b.WriteString(strings.TrimRight(line, " ") + "\n")
-	}
-	fmt.Fprintf(&b, "\nsimulated 0..%d s; fairness %s\n\n", r.Until, map[bool]string{true: "on", false: "off"}[r.Fairness])
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tLOOPS\tADMITTED\tDONE\tWAIT AVG\tWAIT MAX\tDONE AT")
-	for _, k := range r.Keys {
-		avg, mx := "-", "-"
-		if len(k.Waits) > 0 {
-			sum, m := 0, 0
-			for _, x := range k.Waits {
-				sum += x
-				m = max(m, x)
-			}
-			avg, mx = num(float64(sum)/float64(len(k.Waits))), strconv.Itoa(m)
-		}
-		doneAt := "-"
-		if len(k.DoneAt) > 0 {
-			parts := make([]string, len(k.DoneAt))
-			for i, t := range k.DoneAt {
-				parts[i] = strconv.Itoa(t)
-			}
-			if len(parts) > 12 { // the first and last five
-				parts = append(append(parts[:5:5], "…"), parts[len(parts)-5:]...)
-			}
-			doneAt = strings.Join(parts, " ")
-		}
-		admitted := strconv.Itoa(k.Admitted)
-		if k.Expired > 0 {
-			admitted += fmt.Sprintf(" (%d expired)", k.Expired)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\n", k.Key, k.Loops, admitted, len(k.DoneAt), avg, mx, doneAt)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if len(r.Waiting) > 0 {
-		fmt.Fprintf(&b, "\nstill waiting at T=%d:\n", r.Until)
-		for _, wt := range r.Waiting {
-			texts := make([]string, len(wt.Reasons))
-			for i, re := range wt.Reasons {
-				texts[i] = re.Text
-			}
-			fmt.Fprintf(&b, "  %s: %s\n", wt.ID, strings.Join(texts, "; "))
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return snap
 }

@@ -53,6 +53,17 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
+// seedRun runs w with the tree weights at 0 (policy seed): the seeds'
+// examples know no tree term, whatever loopr.yml's defaults.
+func seedRun(t *testing.T, w *sim.Workload) sim.Result {
+	t.Helper()
+	r, err := sim.RunWith(w, sim.Options{Policy: "seed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // seed002Admissions is the admission order (second:job) that seed 002's
 // Python simulation prints for its five scenarios (run as written in the
 // seed; scenario 4's two jobs per repository are clone-repoN and
@@ -72,7 +83,7 @@ func TestSeed002Scenarios(t *testing.T) {
 	for n := 1; n <= 5; n++ {
 		t.Run(fmt.Sprint("scenario", n), func(t *testing.T) {
 			t.Parallel()
-			r := sim.Run(load(t, fmt.Sprintf("testdata/seed002_scenario%d.yaml", n)))
+			r := seedRun(t, load(t, fmt.Sprintf("testdata/seed002_scenario%d.yaml", n)))
 			if diff := cmp.Diff(strings.Fields(seed002Admissions[n]), r.Admissions()); diff != "" {
 				t.Errorf("admission order differs from seed 002's simulation (-want +got)\n%s", diff)
 			}
@@ -130,8 +141,8 @@ func TestFairnessTwoPlans(t *testing.T) {
 		}
 		return small, smallDone
 	}
-	on := sim.Run(parse(t, "on.yaml", twoPlans(true)))
-	off := sim.Run(parse(t, "off.yaml", twoPlans(false)))
+	on := seedRun(t, parse(t, "on.yaml", twoPlans(true)))
+	off := seedRun(t, parse(t, "off.yaml", twoPlans(false)))
 	onSmall, onDone := firstTasks(on, 8)
 	offSmall, offDone := firstTasks(off, 8)
 	t.Logf("first 8 tasks: small plan got %d with fairness, %d without; its last task done at T=%d with, T=%d without",
@@ -313,7 +324,7 @@ func TestParseErrors(t *testing.T) {
 		{"empty", "", "w.yaml: empty workload: want loops"},
 		{"not a mapping", "- a\n", "w.yaml:1: must be a mapping with loops"},
 		{"bad yaml", "loops: [\n", "w.yaml:1: invalid YAML: did not find expected node content"},
-		{"unknown top key", "loops: []\ncolour: red\n", "w.yaml:2: colour: unknown key (want until, config, types, loops)"},
+		{"unknown top key", "loops: []\ncolour: red\n", "w.yaml:2: colour: unknown key (want until, config, types, limits, loops)"},
 		{"duplicate top key", "until: 1\nuntil: 2\n", "w.yaml:2: until: duplicate key (first at line 1)"},
 		{"no loops", "until: 3\n", "w.yaml:1: loops: missing: a workload lists its loops"},
 		{"empty loops", "loops: []\n", "w.yaml:1: loops: empty: a workload needs at least one loop"},
@@ -327,7 +338,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown type", "loops:\n  - {id: a, type: ralph}\n  - {id: b, type: sync-clone}\n",
 			`w.yaml:3: loops[1].type: unknown type "sync-clone" (known: plan, spec, phase, ralph; add it under types:)`},
 		{"unknown loop key", "loops:\n  - id: a\n    type: ralph\n    colour: red\n",
-			"w.yaml:4: loops[0].colour: unknown key (want id, type, key, owner, conflict_key, parent, cost, duration, at, deadline, depends_on)"},
+			"w.yaml:4: loops[0].colour: unknown key (want id, type, key, owner, conflict_key, parent, cost, duration, iterations, approval, agent, at, deadline, depends_on)"},
 		{"missing id", "loops:\n  - {type: ralph}\n", "w.yaml:2: loops[0].id: missing"},
 		{"bad id", "loops:\n  - {id: ../x, type: ralph}\n", `w.yaml:2: loops[0].id: "../x": use 1-64 letters, digits, '-' and '_'`},
 		{"duplicate id", "loops:\n  - {id: a, type: ralph}\n  - {id: a, type: ralph}\n", `w.yaml:3: loops[1].id: duplicate id "a" (first at line 2)`},
@@ -342,6 +353,23 @@ func TestParseErrors(t *testing.T) {
 		{"dependency not a list", "loops:\n  - {id: a, type: ralph, depends_on: {b: 1}}\n", `w.yaml:2: loops[0].depends_on: must be a list of loop ids, got a mapping`},
 		{"child before parent", "loops:\n  - {id: p, type: phase, at: 5}\n  - {id: a, type: ralph, parent: p, at: 1}\n",
 			"w.yaml:3: loops[1].at: 1: before its parent p arrives (at 5)"},
+		{"iterations not a list", "loops:\n  - {id: a, type: ralph, iterations: 3}\n",
+			"w.yaml:2: loops[0].iterations: must be a list like [{duration: 300, pass: false}, {duration: 200, pass: true}] or a distribution like {pass_rate: 0.6, sigma: 0.5, seed: 1}, got \"3\""},
+		{"distribution pass rate 0", "loops:\n  - {id: a, type: ralph, iterations: {pass_rate: 0}}\n",
+			"w.yaml:2: loops[0].iterations.pass_rate: must be above 0 and at most 1"},
+		{"distribution unknown key", "loops:\n  - {id: a, type: ralph, iterations: {mean: 3}}\n",
+			"w.yaml:2: loops[0].iterations.mean: unknown key (want pass_rate, sigma, seed)"},
+		{"iteration pass text", "loops:\n  - {id: a, type: ralph, iterations: [{duration: 3, pass: yes}]}\n",
+			`w.yaml:2: loops[0].iterations[0].pass: must be true or false, got "yes"`},
+		{"iteration unknown key", "loops:\n  - {id: a, type: ralph, iterations: [{wall: 3}]}\n",
+			"w.yaml:2: loops[0].iterations[0].wall: unknown key (want duration, pass)"},
+		{"unknown agent", "loops:\n  - {id: a, type: ralph, agent: gpt}\n", `w.yaml:2: loops[0].agent: unknown agent profile "gpt" (known: default)`},
+		{"limit unknown profile", "limits: [{profile: gpt, from: 1, until: 2}]\nloops: [{id: a, type: ralph}]\n",
+			`w.yaml:1: limits[0].profile: unknown agent profile "gpt" (known: default)`},
+		{"limit ends before it begins", "limits: [{profile: default, from: 5, until: 5}]\nloops: [{id: a, type: ralph}]\n",
+			"w.yaml:1: limits[0].until: 5: must be after from (5)"},
+		{"limit unknown key", "limits: [{profile: default, to: 5}]\nloops: [{id: a, type: ralph}]\n",
+			"w.yaml:1: limits[0].to: unknown key (want profile, from, until)"},
 		{"loop not a mapping", "loops:\n  - a1\n", `w.yaml:2: loops[0]: must be a mapping like {id: a1, type: ralph, duration: 3}, got "a1"`},
 	}
 	for _, tt := range tests {

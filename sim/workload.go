@@ -11,26 +11,50 @@
 //	until: 30                  # last virtual second simulated (0 or absent: until all is done)
 //	config: {concurrency: {max_loops: 8}, scheduler: {fairness: {enabled: true}}}
 //	types: {sync-clone: {base: 100, tier: 8, max_running: 8, conflict_group: git}}
+//	limits: [{profile: default, from: 600, until: 2400}]
 //	loops:
 //	  - {id: a1, type: sync-clone, key: clientA, conflict_key: repo1, cost: 10, duration: 3, at: 1}
 //	  - {id: a2, type: sync-clone, depends_on: [a1]}
+//	  - {id: p1, type: plan, duration: 300, approval: 600}
+//	  - {id: s1, type: spec, parent: p1, iterations: [{duration: 200, pass: false}, {duration: 150, pass: true}]}
 //
-// Each virtual second: arrivals first, then completions (a loop admitted at
-// t with duration d completes at t+d), then loops past their deadline
-// expire, then admissions until nothing more is admissible.
+// Each virtual second: arrivals, then iterations that end (a loop admitted
+// at t whose iteration lasts d ends at t+d) and approvals given, then loops
+// past their deadline expire, then admissions until nothing is admissible.
 //
-// A loop's depends_on names loops listed before it; it starts once each of
-// them and every loop below it in the workload is done, as in the daemon.
-// Children without depends_on follow their parent type's children setting
-// (loops.<type>.children: a spec's phases run one after another, each
-// after the sibling listed before it).
+// A loop with a parent and no at: is created when its parent completes,
+// as the daemon creates children; with at: it exists from that second and
+// waits for its parent. A loop's depends_on names loops listed before it;
+// it starts once each of them and every loop below it in the workload is
+// done, as in the daemon. Children without depends_on follow their parent
+// type's children setting (loops.<type>.children: a spec's phases run one
+// after another, each after the sibling listed before it).
+//
+// iterations are a loop's attempts, listed or drawn ({pass_rate, sigma,
+// seed}: each passes with that probability and lasts duration × a
+// lognormal factor, the same for the same seed and id): a failed one sends it back to waiting
+// with Iteration+1 and RunnableAt after config.Retry.Delay, as loopmgr
+// does; approval holds a loop that passed (no slot) before it completes;
+// limits hold the loops of a profile with reason rate_limited (running
+// iterations finish: a window holds starts). With a tree
+// weight on, each plan gets Snapshot.Trees from scheduler.AddWork over the
+// unfinished loops, with durations learned by scheduler.Durations.Observe
+// from every iteration that ended (alpha: scheduler.fairness.alpha).
+//
+// Run measures the makespan, each tree's flow and slowdown, and the lower
+// bound (Metrics); RunWith and Compare run the reference policies
+// (Policies: loopr, seed, fifo, cpf) on the same workload, and Generate
+// writes workloads like the issue-25 study's.
 package sim
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
+	"math"
+	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strconv"
@@ -58,7 +82,38 @@ type Loop struct {
 	// DependsSet: the workload gives depends_on (maybe empty), which
 	// overrides the parent type's children setting.
 	DependsSet bool
-	Line       int // where it is in the workload file
+	// AtSet: the workload gives at. A child without at is created when its
+	// parent completes, as the daemon creates a parent's children.
+	AtSet bool
+	// Iterations are the loop's attempts in order: each runs Duration
+	// seconds and passes or fails. nil: one passing iteration of Duration.
+	Iterations []Iteration
+	// Approval is how long the loop waits for `loopr approve` once an
+	// iteration passed (seconds, a plan's require_approval): it holds no slot.
+	Approval int
+	Agent    string // agent profile; "" = its type's
+	Line     int    // where it is in the workload file
+}
+
+// Iteration is one attempt of a loop.
+type Iteration struct {
+	Duration int  `yaml:"duration"`
+	Pass     bool `yaml:"pass"`
+}
+
+// Attempts returns l's iterations: Iterations, or one passing of Duration.
+func (l *Loop) Attempts() []Iteration {
+	if len(l.Iterations) > 0 {
+		return l.Iterations
+	}
+	return []Iteration{{Duration: l.Duration, Pass: true}}
+}
+
+// Limit is a rate-limit window of an agent profile: its loops are held
+// (reason rate_limited) from From until Until (seconds).
+type Limit struct {
+	Profile     string
+	From, Until int
 }
 
 // Workload is a parsed workload file.
@@ -66,6 +121,7 @@ type Workload struct {
 	Until  int            // last second simulated; 0 = until nothing is left to happen
 	Config *config.Config // loopr.yml with the workload's config: and types:
 	Loops  []Loop         // in file order
+	Limits []Limit        // rate-limit windows
 	File   string
 }
 
@@ -99,7 +155,7 @@ func Parse(data []byte, filename string, base *config.Config) (*Workload, error)
 		return nil, p.errorf(doc.Line, "", "must be a mapping with loops")
 	}
 	root := doc.Content[0]
-	var cfgNode, typesNode, loopsNode *yaml.Node
+	var cfgNode, typesNode, loopsNode, limitsNode *yaml.Node
 	typesLine := 0
 	seen := map[string]int{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
@@ -121,8 +177,10 @@ func Parse(data []byte, filename string, base *config.Config) (*Workload, error)
 			typesNode, typesLine = v, k.Line
 		case "loops":
 			loopsNode = v
+		case "limits":
+			limitsNode = v
 		default:
-			return nil, p.errorf(k.Line, k.Value, "unknown key (want until, config, types, loops)")
+			return nil, p.errorf(k.Line, k.Value, "unknown key (want until, config, types, limits, loops)")
 		}
 	}
 	var err error
@@ -143,6 +201,11 @@ func Parse(data []byte, filename string, base *config.Config) (*Workload, error)
 	}
 	if w.Loops, err = p.loops(loopsNode, w.Config); err != nil {
 		return nil, err
+	}
+	if limitsNode != nil {
+		if w.Limits, err = p.limits(limitsNode, w.Config); err != nil {
+			return nil, err
+		}
 	}
 	return w, nil
 }
@@ -204,6 +267,7 @@ func (p parser) loops(n *yaml.Node, c *config.Config) ([]Loop, error) {
 			return nil, p.errorf(el.Line, key, "must be a mapping like {id: a1, type: ralph, duration: 3}, got %s", config.Describe(el))
 		}
 		l := Loop{Duration: 1, Line: el.Line}
+		var dist *distribution
 		lines := map[string]int{}
 		for j := 0; j+1 < len(el.Content); j += 2 {
 			k, v := el.Content[j], el.Content[j+1]
@@ -232,17 +296,31 @@ func (p parser) loops(n *yaml.Node, c *config.Config) ([]Loop, error) {
 				l.Duration, err = p.integer(v, sub, 1, maxUntil)
 			case "at":
 				l.At, err = p.integer(v, sub, 0, maxUntil)
+				l.AtSet = true
+			case "iterations":
+				if v.Kind == yaml.MappingNode {
+					dist, err = p.distribution(v, sub)
+				} else {
+					l.Iterations, err = p.iterations(v, sub)
+				}
+			case "approval":
+				l.Approval, err = p.integer(v, sub, 0, maxUntil)
+			case "agent":
+				l.Agent, err = p.text(v, sub)
 			case "deadline":
 				l.Deadline, err = p.integer(v, sub, 1, maxUntil)
 			case "depends_on":
 				l.DependsOn, err = p.ids(v, sub)
 				l.DependsSet = true
 			default:
-				err = p.errorf(k.Line, sub, "unknown key (want id, type, key, owner, conflict_key, parent, cost, duration, at, deadline, depends_on)")
+				err = p.errorf(k.Line, sub, "unknown key (want id, type, key, owner, conflict_key, parent, cost, duration, iterations, approval, agent, at, deadline, depends_on)")
 			}
 			if err != nil {
 				return nil, err
 			}
+		}
+		if dist != nil {
+			l.Iterations = dist.draw(l.ID, l.Duration, max(c.Loop(l.Type).MaxIterations, 1))
 		}
 		line := func(k string) int {
 			if l, ok := lines[k]; ok {
@@ -259,6 +337,8 @@ func (p parser) loops(n *yaml.Node, c *config.Config) ([]Loop, error) {
 			return nil, p.errorf(el.Line, key+".type", "missing (one of %s)", strings.Join(c.Types(), ", "))
 		case !c.KnownType(l.Type):
 			return nil, p.errorf(line("type"), key+".type", "unknown type %q (known: %s; add it under types:)", l.Type, strings.Join(c.Types(), ", "))
+		case l.Agent != "" && !slices.Contains(c.Profiles(), l.Agent):
+			return nil, p.errorf(line("agent"), key+".agent", "unknown agent profile %q (known: %s)", l.Agent, strings.Join(c.Profiles(), ", "))
 		}
 		if first, dup := index[l.ID]; dup {
 			return nil, p.errorf(line("id"), key+".id", "duplicate id %q (first at line %d)", l.ID, out[first].Line)
@@ -268,7 +348,7 @@ func (p parser) loops(n *yaml.Node, c *config.Config) ([]Loop, error) {
 			switch {
 			case !ok:
 				return nil, p.errorf(line("parent"), key+".parent", "no loop %q before this one", l.Parent)
-			case out[pi].At > l.At:
+			case l.AtSet && out[pi].AtSet && out[pi].At > l.At:
 				return nil, p.errorf(line("at"), key+".at", "%d: before its parent %s arrives (at %d)", l.At, l.Parent, out[pi].At)
 			}
 		}
@@ -279,6 +359,142 @@ func (p parser) loops(n *yaml.Node, c *config.Config) ([]Loop, error) {
 		}
 		index[l.ID] = len(out)
 		out = append(out, l)
+	}
+	return out, nil
+}
+
+// fields calls f with each key, value and the key's name under key of
+// the mapping n, stopping at the first error.
+func fields(n *yaml.Node, key string, f func(k, v *yaml.Node, sub string) error) error {
+	for j := 0; j+1 < len(n.Content); j += 2 {
+		if err := f(n.Content[j], n.Content[j+1], key+"."+n.Content[j].Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// iterations decodes a list of {duration, pass}.
+func (p parser) iterations(n *yaml.Node, key string) ([]Iteration, error) {
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		return nil, p.errorf(n.Line, key, "must be a list like [{duration: 300, pass: false}, {duration: 200, pass: true}] or a distribution like {pass_rate: 0.6, sigma: 0.5, seed: 1}, got %s", config.Describe(n))
+	}
+	out := make([]Iteration, len(n.Content))
+	for i, el := range n.Content {
+		sub := fmt.Sprintf("%s[%d]", key, i)
+		if el.Kind != yaml.MappingNode {
+			return nil, p.errorf(el.Line, sub, "must be a mapping like {duration: 300, pass: true}, got %s", config.Describe(el))
+		}
+		it := Iteration{Duration: 1}
+		err := fields(el, sub, func(k, v *yaml.Node, sub string) (err error) {
+			switch k.Value {
+			case "duration":
+				it.Duration, err = p.integer(v, sub, 1, maxUntil)
+			case "pass":
+				if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" || v.Decode(&it.Pass) != nil {
+					err = p.errorf(v.Line, sub, "must be true or false, got %s", config.Describe(v))
+				}
+			default:
+				err = p.errorf(k.Line, sub, "unknown key (want duration, pass)")
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = it
+	}
+	return out, nil
+}
+
+// distribution is iterations given as {pass_rate, sigma, seed}: each
+// attempt passes with probability pass_rate and lasts duration × a
+// lognormal factor of sigma, drawn from seed and the loop's id, up to the
+// type's max_iterations (the loop fails if none passes).
+type distribution struct {
+	passRate, sigma float64
+	seed            uint64
+}
+
+func (d *distribution) draw(id string, duration, maxIterations int) []Iteration {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	r := rand.New(rand.NewPCG(d.seed, h.Sum64()))
+	var out []Iteration
+	for range min(maxIterations, 1000) {
+		it := Iteration{Duration: max(int(math.Round(float64(duration)*math.Exp(d.sigma*r.NormFloat64()))), 1), Pass: r.Float64() < d.passRate}
+		out = append(out, it)
+		if it.Pass {
+			break
+		}
+	}
+	return out
+}
+
+func (p parser) distribution(n *yaml.Node, key string) (*distribution, error) {
+	d := &distribution{passRate: 1}
+	err := fields(n, key, func(k, v *yaml.Node, sub string) (err error) {
+		switch k.Value {
+		case "pass_rate":
+			if d.passRate, err = p.number(v, sub); err == nil && (d.passRate <= 0 || d.passRate > 1) {
+				err = p.errorf(v.Line, sub, "must be above 0 and at most 1")
+			}
+		case "sigma":
+			if d.sigma, err = p.number(v, sub); err == nil && d.sigma > 5 {
+				err = p.errorf(v.Line, sub, "must be between 0 and 5")
+			}
+		case "seed":
+			var s int
+			s, err = p.integer(v, sub, 0, math.MaxInt32)
+			d.seed = uint64(s)
+		default:
+			err = p.errorf(k.Line, sub, "unknown key (want pass_rate, sigma, seed)")
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// limits decodes the rate-limit windows.
+func (p parser) limits(n *yaml.Node, c *config.Config) ([]Limit, error) {
+	if n.Kind != yaml.SequenceNode {
+		return nil, p.errorf(n.Line, "limits", "must be a list like [{profile: claude, from: 600, until: 2400}], got %s", config.Describe(n))
+	}
+	out := make([]Limit, len(n.Content))
+	for i, el := range n.Content {
+		key := fmt.Sprintf("limits[%d]", i)
+		if el.Kind != yaml.MappingNode {
+			return nil, p.errorf(el.Line, key, "must be a mapping like {profile: claude, from: 600, until: 2400}, got %s", config.Describe(el))
+		}
+		var l Limit
+		err := fields(el, key, func(k, v *yaml.Node, sub string) (err error) {
+			switch k.Value {
+			case "profile":
+				if l.Profile, err = p.text(v, sub); err == nil && !slices.Contains(c.Profiles(), l.Profile) {
+					err = p.errorf(v.Line, sub, "unknown agent profile %q (known: %s)", l.Profile, strings.Join(c.Profiles(), ", "))
+				}
+			case "from":
+				l.From, err = p.integer(v, sub, 0, maxUntil)
+			case "until":
+				l.Until, err = p.integer(v, sub, 0, maxUntil)
+			default:
+				err = p.errorf(k.Line, sub, "unknown key (want profile, from, until)")
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case l.Profile == "":
+			return nil, p.errorf(el.Line, key+".profile", "missing (one of %s)", strings.Join(c.Profiles(), ", "))
+		case l.Until <= l.From:
+			return nil, p.errorf(el.Line, key+".until", "%d: must be after from (%d)", l.Until, l.From)
+		}
+		out[i] = l
 	}
 	return out, nil
 }
