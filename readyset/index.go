@@ -82,9 +82,9 @@ type entry struct {
 	delayed  bool // runnable_at after the index's watermark
 	dead     bool // deadline at or before the watermark
 	grp      *group
-	gi       int // position in grp's heap; -1: not ready
-	di, dli  int // positions in the delay and deadline heaps; -1: not in them
-	ci       int // position in the index's children list of its parent
+	gi       int    // position in grp's heap; -1: not ready
+	di, dli  int    // positions in the delay and deadline heaps; -1: not in them
+	ci       int    // position in the index's children list of its parent
 	root     string // the id of its tree's root (tree.go), counted in Index.trees
 }
 
