@@ -348,6 +348,10 @@ type Status struct {
 	// Policy is the scheduling policy in force (it follows hot reloads), so
 	// a dashboard scores loops exactly as the daemon does.
 	Policy *scheduler.Policy `json:"policy,omitempty"`
+	// Durations are the learned iteration times by type and by type and
+	// agent profile ("ralph", "ralph/claude"; seconds), with the tree term
+	// on: what a dashboard estimates each tree's work left with.
+	Durations scheduler.Durations `json:"durations,omitempty"`
 	// NeedsYou lists the loops waiting for a person (status needs_human),
 	// longest waiting first, at most MaxNeedsYou of them.
 	NeedsYou []NeedsYou `json:"needs_you,omitzero"`

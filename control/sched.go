@@ -615,6 +615,11 @@ func (s *Service) Status(now time.Time) (api.Status, error) {
 		if st.Spent, err = s.spentTrees(tx); err != nil {
 			return err
 		}
+		if Policy(c).Weights.TreeOn() {
+			if st.Durations, err = loadDurations(tx); err != nil {
+				return err
+			}
+		}
 		st.SpentToday, err = UsageToday(tx, now)
 		return err
 	})
