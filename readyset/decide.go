@@ -313,13 +313,19 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 	// One cursor per group whose type can still start a loop, in a heap
 	// ordered by the groups' heads.
 	cs := make([]*cursor, 0, len(ix.groups))
+	// The cursors and their first frontiers in two allocations: with the
+	// tree term on there is a group per type, score and tree.
+	store := make([]cursor, 0, len(ix.groups))
+	fronts := make([]int32, 8*len(ix.groups))
 	for _, g := range ix.groups {
 		if typeLimit(g.key.typ).full() || tierLimit(g.key.typ).full() || sharedLimit(g.key.typ).full() ||
 			env.Preflight[g.key.typ] != "" {
 			continue // the whole group waits
 		}
-		c := &cursor{g: g, frontier: make([]int32, 1, 8), head: g.h.items[0], tier: max(p.Tier[g.key.typ], 0),
-			tree: points(g.key.tree)}
+		i := len(store)
+		store = append(store, cursor{g: g, frontier: fronts[8*i : 8*i+1 : 8*i+8], head: g.h.items[0],
+			tier: max(p.Tier[g.key.typ], 0), tree: points(g.key.tree)})
+		c := &store[i]
 		c.prio = priority(c.head, now, p.Base[g.key.typ], p.Weights) + c.tree
 		cs = append(cs, c)
 	}

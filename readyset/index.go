@@ -189,6 +189,11 @@ func (ix *Index) Load(loops, waiting int, each func(put func(*loop.Loop)) error)
 	}
 	ix.loading = true
 	err := each(ix.put)
+	// Records came in any order: a parent may have come after its child,
+	// whose root was then worked out short. Once, here, not at the first
+	// decision.
+	ix.rootsDirty = true
+	ix.fixRoots()
 	ix.loading = false
 	for _, h := range []*heapOf{&ix.delay, &ix.dline} {
 		h.init()
@@ -196,7 +201,6 @@ func (ix *Index) Load(loops, waiting int, each func(put func(*loop.Loop)) error)
 	for _, g := range ix.groups {
 		g.h.init()
 	}
-	ix.rootsDirty = true // records came in any order: a parent may have come after its child
 	return err
 }
 
