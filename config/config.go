@@ -521,7 +521,7 @@ func Default() *Config {
 				AgeBoostPerMinute: 1, AgeBoostMax: 50,
 				DepthBoostPerLevel:       10,
 				RetryPenaltyPerIteration: 5, RetryPenaltyMax: 30,
-				TreeBoostMax: 100, TreeAgeBoostPerMinute: 1, TreeAgeBoostMax: 120,
+				TreeBoostMax: 20, TreeAgeBoostPerMinute: 1, TreeAgeBoostMax: 960, // tuned with loopr sim: docs/design.md
 			},
 			Fairness: Fairness{Enabled: false, Alpha: 0.3, IdleTTLSecs: 3600},
 		},

@@ -90,13 +90,13 @@ func TestSnapshotTrees(t *testing.T) {
 	if diff := cmp.Diff(want, fromIndex.Trees, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
 		t.Errorf("index snapshot Trees mismatch (-want +got)\n%s", diff)
 	}
-	// The small tree's task goes first: tree boost 100 against
-	// round(100 × 600 ÷ 3480) = 17; tree ages 59 and 60 minutes.
+	// The small tree's task goes first: tree boost 20 against
+	// round(20 × 600 ÷ 3480) = 3; tree ages 59 and 60 minutes.
 	if len(dec.Rows) == 0 || dec.Rows[0].Loop.ID != "s1" {
 		t.Fatalf("first row %v, want s1 (the smaller tree)", dec.Rows)
 	}
-	if s := dec.Rows[0].Score; s.TreeBoost != 100 || s.TreeAgeBoost != 59 {
-		t.Errorf("s1 score %+v: want tree boost 100, tree age 59", s)
+	if s := dec.Rows[0].Score; s.TreeBoost != 20 || s.TreeAgeBoost != 59 {
+		t.Errorf("s1 score %+v: want tree boost 20, tree age 59", s)
 	}
 	tick, err := svc.Decide(now)
 	if err != nil || len(tick.Start) == 0 || tick.Start[0] != "s1" || !tick.Fast {
@@ -115,12 +115,12 @@ func TestWhyNamesTheTreeTerm(t *testing.T) {
 	}
 	// Nothing learned yet: ralph's default cost, 60 s, for each of big's
 	// five, and a tenth for the running one already past it.
-	for _, want := range []string{"+ tree 20 (least left 1m ÷ this tree's 5m × 100)", "+ tree age 60 (60 min × 1, max 120)"} {
+	for _, want := range []string{"+ tree 4 (least left 1m ÷ this tree's 5m × 20)", "+ tree age 60 (60 min × 1, max 960)"} {
 		if !strings.Contains(w.Formula, want) {
 			t.Errorf("why formula %q lacks %q", w.Formula, want)
 		}
 	}
-	if want := `the tree term put 1 loop of other trees first: s1 "s1" (tree small: 1m left, tree +100, tree age +59) (this tree big: 5m left, tree +20, tree age +60)`; w.Tree != want {
+	if want := `the tree term put 1 loop of other trees first: s1 "s1" (tree small: 1m left, tree +20, tree age +59) (this tree big: 5m left, tree +4, tree age +60)`; w.Tree != want {
 		t.Errorf("why tree = %q, want %q", w.Tree, want)
 	}
 	if w.Row.TreeBoost == 0 || w.Row.TreeLeft == 0 {
