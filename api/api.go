@@ -195,6 +195,15 @@ type SchedRow struct {
 	// Agent is the profile the loop's next iteration would run on: its
 	// own, or a fallback while its own is rate limited.
 	Agent string `json:"agent,omitzero"`
+	// The tree term (scheduler.priority.tree_*), when on: the points it
+	// added (TreeBoost + TreeAgeBoost are part of Priority), the estimated
+	// seconds of work left in the loop's tree and in the waiting tree with
+	// the least, and the minutes since the tree's root was created.
+	TreeBoost      int     `json:"tree_boost,omitzero"`
+	TreeAgeBoost   int     `json:"tree_age_boost,omitzero"`
+	TreeLeft       float64 `json:"tree_left,omitzero"`
+	TreeLeast      float64 `json:"tree_least,omitzero"`
+	TreeAgeMinutes int     `json:"tree_age_minutes,omitzero"`
 }
 
 // SchedulerView is the debug plan at one instant (GET /v1/scheduler).
@@ -223,6 +232,11 @@ type Why struct {
 	AgeMinutes int       `json:"age_minutes"`
 	Formula    string    `json:"formula"`
 	Gates      []Gate    `json:"gates"`
+	// Tree says, with the tree term on, what it did to this loop's place:
+	// the waiting loops of other trees it put first, e.g. `the tree term put
+	// 2 loops of other trees first: 01J… "Add docs" (tree 01H…: 4m left,
+	// tree +100, tree age +1) …`, or that it put none.
+	Tree string `json:"tree,omitzero"`
 	// Conflicts are the loop's predicted merge conflicts (the conflict
 	// radar, computed when asked): against its plan branch's tip or
 	// another live loop's branch. ConflictCheck says why they could not be
@@ -334,6 +348,10 @@ type Status struct {
 	// Policy is the scheduling policy in force (it follows hot reloads), so
 	// a dashboard scores loops exactly as the daemon does.
 	Policy *scheduler.Policy `json:"policy,omitempty"`
+	// Durations are the learned iteration times by type and by type and
+	// agent profile ("ralph", "ralph/claude"; seconds), with the tree term
+	// on: what a dashboard estimates each tree's work left with.
+	Durations scheduler.Durations `json:"durations,omitempty"`
 	// NeedsYou lists the loops waiting for a person (status needs_human),
 	// longest waiting first, at most MaxNeedsYou of them.
 	NeedsYou []NeedsYou `json:"needs_you,omitzero"`

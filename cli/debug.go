@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/scheduler"
 	"github.com/loopr-dev/loopr/store"
 )
 
@@ -109,9 +110,14 @@ func printScheduler(e *env, each func(row func(*api.SchedRow) error) error) erro
 	w := table(out)
 	var line []byte
 	n := 0
+	tree := false // the tree term is on: every row has its tree's work left
 	err := each(func(r *api.SchedRow) error {
 		if n == 0 {
-			if _, err := io.WriteString(w, "ID\tTYPE\tPRIORITY\tAGE\tDEPTH\tITER\tRUNNABLE\n"); err != nil {
+			header := "ID\tTYPE\tPRIORITY\tAGE\tDEPTH\tITER\tRUNNABLE\n"
+			if tree = r.TreeLeft > 0; tree {
+				header = "ID\tTYPE\tPRIORITY\tAGE\tDEPTH\tITER\tTREE\tRUNNABLE\n"
+			}
+			if _, err := io.WriteString(w, header); err != nil {
 				return err
 			}
 		}
@@ -122,6 +128,10 @@ func printScheduler(e *env, each func(row func(*api.SchedRow) error) error) erro
 		line = append(append(line, '\t'), age(time.Duration(r.AgeSeconds)*time.Second)...)
 		line = strconv.AppendInt(append(line, '\t'), int64(r.Depth), 10)
 		line = strconv.AppendInt(append(line, '\t'), int64(r.Iteration), 10)
+		if tree { // its points (boost + age) and the work left in its tree: +24 5m
+			line = strconv.AppendInt(append(line, '\t', '+'), int64(r.TreeBoost+r.TreeAgeBoost), 10)
+			line = append(append(line, ' '), scheduler.Seconds(r.TreeLeft)...)
+		}
 		line = append(append(line, '\t'), runnableText(r.Runnable, r.ReasonText)...)
 		_, err := w.Write(append(line, '\n'))
 		return err

@@ -44,6 +44,9 @@ func (e *env) whyCmd() *cobra.Command {
 				fmt.Fprintf(e.stdout, "%s %q  %s  (%s, iteration %d/%d)\n", w.Loop.Type, w.Loop.Title, loop.ShortID(w.Loop.ID),
 					w.Loop.Status, w.Loop.Iteration, w.Loop.MaxIterations)
 				fmt.Fprintln(e.stdout, w.Formula)
+				if w.Tree != "" {
+					fmt.Fprintln(e.stdout, termsafe.Line(w.Tree))
+				}
 				var failed []string // the gates that hold it, each said once
 				for _, g := range w.Gates {
 					mark := "✓"

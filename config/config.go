@@ -140,6 +140,8 @@ type Quota struct {
 //	base(type) + min(age_minutes*AgeBoostPerMinute, AgeBoostMax)
 //	+ depth*DepthBoostPerLevel
 //	- min(max(iteration-1, 0)*RetryPenaltyPerIteration, RetryPenaltyMax)
+//	+ round(TreeBoostMax * least tree left / this tree left)
+//	+ min(tree_age_minutes*TreeAgeBoostPerMinute, TreeAgeBoostMax)
 type Priority struct {
 	Plan                     int `yaml:"plan"`
 	Spec                     int `yaml:"spec"`
@@ -150,6 +152,13 @@ type Priority struct {
 	DepthBoostPerLevel       int `yaml:"depth_boost_per_level"`
 	RetryPenaltyPerIteration int `yaml:"retry_penalty_per_iteration"`
 	RetryPenaltyMax          int `yaml:"retry_penalty_max"`
+	// The tree term (issue 25; scheduler/tree.go): shortest remaining tree
+	// first, TreeBoostMax × the least work left in a tree ÷ this tree's,
+	// bounded by a saturating tree age, min(tree age minutes ×
+	// TreeAgeBoostPerMinute, TreeAgeBoostMax). 0 turns each part off.
+	TreeBoostMax          int `yaml:"tree_boost_max"`
+	TreeAgeBoostPerMinute int `yaml:"tree_age_boost_per_minute"`
+	TreeAgeBoostMax       int `yaml:"tree_age_boost_max"`
 }
 
 // Concurrency is the `concurrency:` section. Caps count running loops.
@@ -512,6 +521,7 @@ func Default() *Config {
 				AgeBoostPerMinute: 1, AgeBoostMax: 50,
 				DepthBoostPerLevel:       10,
 				RetryPenaltyPerIteration: 5, RetryPenaltyMax: 30,
+				TreeBoostMax: 20, TreeAgeBoostPerMinute: 1, TreeAgeBoostMax: 960, // tuned with loopr sim: docs/design.md
 			},
 			Fairness: Fairness{Enabled: false, Alpha: 0.3, IdleTTLSecs: 3600},
 		},

@@ -91,6 +91,15 @@ func (c *Config) check(v *checker) error {
 	v.nonNegative("scheduler.priority.depth_boost_per_level", p.DepthBoostPerLevel)
 	v.nonNegative("scheduler.priority.retry_penalty_per_iteration", p.RetryPenaltyPerIteration)
 	v.nonNegative("scheduler.priority.retry_penalty_max", p.RetryPenaltyMax)
+	v.nonNegative("scheduler.priority.tree_boost_max", p.TreeBoostMax)
+	v.nonNegative("scheduler.priority.tree_age_boost_per_minute", p.TreeAgeBoostPerMinute)
+	v.nonNegative("scheduler.priority.tree_age_boost_max", p.TreeAgeBoostMax)
+	if p.TreeBoostMax > 0 && (p.TreeAgeBoostMax < p.TreeBoostMax || p.TreeAgeBoostPerMinute <= 0) {
+		// Without it a large tree could wait forever behind a stream of
+		// small ones: its age must be able to outweigh any tree boost.
+		v.fail("scheduler.priority.tree_age_boost_max",
+			"must be >= tree_boost_max (%d), with tree_age_boost_per_minute > 0, so that an old tree's age outweighs a newer tree's boost (or set tree_boost_max: 0)", p.TreeBoostMax)
+	}
 	f := c.Scheduler.Fairness
 	if a := f.Alpha; math.IsNaN(a) || a <= 0 || a > 1 {
 		v.fail("scheduler.fairness.alpha", "must be > 0 and <= 1")

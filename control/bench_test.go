@@ -219,11 +219,15 @@ func seed004(st *store.Store, now time.Time, maxConcurrent, running int) ([]stri
 // clock one second later each time — next to seed 004's selection over the
 // same bbolt store measured in the same run. Targets at 100k: ≤ 1 ms and
 // ≥ 500× faster than the baseline; cost growing no worse than n log n.
+// The tree term is on (the configuration's default: 100 plans, each
+// phase's ten ralphs in one of them); /notree is the same decision with
+// its weights at 0.
 func BenchmarkDecision(b *testing.B) {
 	for _, c := range []struct {
-		n                 int
-		policies, depends bool
-	}{{1_000, false, false}, {10_000, false, false}, {100_000, false, false}, {100_000, true, false}, {100_000, false, true}} {
+		n                         int
+		policies, depends, noTree bool
+	}{{1_000, false, false, false}, {10_000, false, false, false}, {100_000, false, false, false},
+		{100_000, true, false, false}, {100_000, false, true, false}, {100_000, false, false, true}} {
 		name := fmt.Sprintf("pending=%d", c.n)
 		if c.policies {
 			name += "/policies" // tiers, quotas and conflict keys: still the incremental walk
@@ -231,9 +235,16 @@ func BenchmarkDecision(b *testing.B) {
 		if c.depends {
 			name += "/depends" // 30% wait on the sibling before them (depends_on): still the incremental walk
 		}
+		if c.noTree {
+			name += "/notree" // the tree term off (weights 0, seed 004): what the default tree term costs
+		}
 		n := c.n
 		b.Run(name, func(b *testing.B) {
 			svc, now := decisionStore(b, n, c.policies)
+			if c.noTree {
+				pr := &svc.Config().Scheduler.Priority
+				pr.TreeBoostMax, pr.TreeAgeBoostPerMinute, pr.TreeAgeBoostMax = 0, 0, 0
+			}
 			if c.depends {
 				dependOnSiblings(b, svc, n)
 			}

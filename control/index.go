@@ -40,8 +40,10 @@ func (s *Service) EnableIndex() error {
 			for _, n := range counts {
 				total += n
 			}
-			// Finished loops matter only as parents: their status and parent.
-			full := func(st loop.Status) bool { return st.Waiting() || st == loop.Running }
+			// Finished loops matter only as parents (their status and
+			// parent) and as roots (created_at); the unfinished ones as
+			// work left in their tree too (type, profile, started_at).
+			full := func(st loop.Status) bool { return !st.Terminal() }
 			// Decoding and indexing overlap: one goroutine reads the
 			// records in batches while this one indexes the last batch.
 			return ix.Load(total, counts[loop.Pending]+counts[loop.Paused]+counts[loop.NeedsHuman], func(put func(*loop.Loop)) error {
@@ -93,19 +95,24 @@ func (s *Service) EnableIndex() error {
 // Index returns the scheduling index, nil until EnableIndex succeeded.
 func (s *Service) Index() *readyset.Index { return s.idx.ix.Load() }
 
-// env gathers what a decision needs besides the loops: the rate-limit and
-// fairness state (two small meta values), the disk gate and the artifact
-// check.
-func (s *Service) env(fair bool) (readyset.Env, float64, error) {
+// env gathers what a decision under p at now needs besides the loops: the
+// rate-limit, fairness and learned-duration state (small meta values), the
+// disk gate and the artifact check.
+func (s *Service) env(p scheduler.Policy, now time.Time) (readyset.Env, float64, error) {
 	var env readyset.Env
 	var err error
+	fair, tree := p.Fairness.Enabled, p.Weights.TreeOn()
+	var d scheduler.Durations
 	if s.cachesMeta() {
-		env, err = s.cachedEnv(fair) // etcd: from memory (metacache.go)
+		env, d, err = s.cachedEnv(fair, tree) // etcd: from memory (metacache.go)
 	} else {
-		err = s.Store.View(s.envFrom(&env, fair))
+		err = s.Store.View(s.envFrom(&env, &d, fair, tree))
 	}
 	if err != nil {
 		return readyset.Env{}, 0, err
+	}
+	if tree {
+		env.Tree = &readyset.TreeEnv{Durations: d, Fairness: p.Fairness, Now: now}
 	}
 	free, low, text := s.diskGate()
 	env.DiskLow, env.DiskLowText = low, text
@@ -116,9 +123,9 @@ func (s *Service) env(fair bool) (readyset.Env, float64, error) {
 	return env, free, nil
 }
 
-// envFrom returns a read of env's store part: rate limits, spent trees and
-// (when fair) the fairness state.
-func (s *Service) envFrom(env *readyset.Env, fair bool) func(tx *store.Tx) error {
+// envFrom returns a read of env's store part: rate limits, spent trees,
+// (when fair) the fairness state and (when tree) the learned durations.
+func (s *Service) envFrom(env *readyset.Env, d *scheduler.Durations, fair, tree bool) func(tx *store.Tx) error {
 	return func(tx *store.Tx) error {
 		var err error
 		if env.Limits, err = LoadLimits(tx); err != nil {
@@ -126,6 +133,11 @@ func (s *Service) envFrom(env *readyset.Env, fair bool) func(tx *store.Tx) error
 		}
 		if env.Spent, err = s.spentTrees(tx); err != nil {
 			return err
+		}
+		if tree {
+			if *d, err = loadDurations(tx); err != nil {
+				return err
+			}
 		}
 		if fair {
 			var err error
@@ -137,8 +149,8 @@ func (s *Service) envFrom(env *readyset.Env, fair bool) func(tx *store.Tx) error
 }
 
 // indexSnapshot is Snapshot read from the index instead of the store.
-func (s *Service) indexSnapshot(ix *readyset.Index) (Snapshot, error) {
-	env, free, err := s.env(s.cfg().Scheduler.Fairness.Enabled)
+func (s *Service) indexSnapshot(ix *readyset.Index, now time.Time) (Snapshot, error) {
+	env, free, err := s.env(Policy(s.cfg()), now)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -187,7 +199,7 @@ func (s *Service) Decide(now time.Time) (Tick, error) {
 		t.Next = limitsNext(t.Next, snap.Limits, now)
 		return t, nil
 	}
-	env, _, err := s.env(p.Fairness.Enabled)
+	env, _, err := s.env(p, now)
 	if err != nil {
 		return Tick{}, err
 	}

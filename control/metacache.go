@@ -34,6 +34,7 @@ type metaCache struct {
 	at     uint64 // gen when limits and fair were read
 	limits map[string]ratelimit.State
 	fair   scheduler.Fairness
+	durs   scheduler.Durations
 	dirty  map[string]loop.Loop // followed loops whose tree's budget must be rechecked
 }
 
@@ -55,7 +56,7 @@ func (s *Service) followed(c store.Commit) {
 	}
 	for _, k := range c.Meta {
 		switch k {
-		case LimitsKey, RateLimitKey, FairnessKey:
+		case LimitsKey, RateLimitKey, FairnessKey, DurationsKey:
 			s.meta.gen.Add(1)
 		case BudgetsKey:
 			s.budgets.Store(budgetsUnknown)
@@ -79,11 +80,12 @@ func (s *Service) followed(c store.Commit) {
 	}
 }
 
-// cachedEnv is env's store part on etcd: the rate limits, fairness and
-// spent trees from memory, read from the store only when a followed
-// commit changed them.
-func (s *Service) cachedEnv(fair bool) (readyset.Env, error) {
+// cachedEnv is env's store part on etcd: the rate limits, fairness,
+// learned durations and spent trees from memory, read from the store only
+// when a followed commit changed them.
+func (s *Service) cachedEnv(fair, tree bool) (readyset.Env, scheduler.Durations, error) {
 	var env readyset.Env
+	var d scheduler.Durations
 	m := &s.meta
 	gen := m.gen.Load()
 	m.mu.Lock()
@@ -93,13 +95,16 @@ func (s *Service) cachedEnv(fair bool) (readyset.Env, error) {
 		if fair {
 			env.Fairness = m.fair.Clone()
 		}
+		if tree {
+			d = maps.Clone(m.durs)
+		}
 	}
 	dirty := m.dirty
 	m.dirty = nil
 	m.mu.Unlock()
 	if spent, ok := s.cachedSpent(); hit && ok && len(dirty) == 0 {
 		env.Spent = spent
-		return env, nil
+		return env, d, nil
 	}
 	err := s.Store.View(func(tx *store.Tx) error {
 		if !hit {
@@ -111,12 +116,19 @@ func (s *Service) cachedEnv(fair bool) (readyset.Env, error) {
 			if err != nil {
 				return err
 			}
+			durs, err := loadDurations(tx)
+			if err != nil {
+				return err
+			}
 			m.mu.Lock()
-			m.loaded, m.at, m.limits, m.fair = true, gen, limits, f
+			m.loaded, m.at, m.limits, m.fair, m.durs = true, gen, limits, f, durs
 			m.mu.Unlock()
 			env.Limits = maps.Clone(limits)
 			if fair {
 				env.Fairness = f.Clone()
+			}
+			if tree {
+				d = maps.Clone(durs)
 			}
 		}
 		if err := s.recheckTrees(tx, dirty); err != nil {
@@ -138,7 +150,7 @@ func (s *Service) cachedEnv(fair bool) (readyset.Env, error) {
 		}
 		m.mu.Unlock()
 	}
-	return env, err
+	return env, d, err
 }
 
 // cachedSpent returns the spent trees without reading the store, ok false

@@ -138,11 +138,21 @@ func (s *Service) Charge(charges []scheduler.Charge, now time.Time) error {
 	})
 }
 
-// ObserveCost learns, in tx, that an iteration of l took wall: the learned
-// cost of (l's type, l's fairness key) moves toward wall (an EMA with
-// scheduler.fairness.alpha). It does nothing while fairness is off.
+// ObserveCost learns, in tx, that an iteration of l took wall, on the
+// agent profile l.Agent: the learned iteration time of l's type and of its
+// type and profile (store meta "durations", the tree term's estimates)
+// moves toward wall, always; with fairness on, so does the learned cost of
+// (l's type, l's fairness key). Both are EMAs with scheduler.fairness.alpha.
 func (s *Service) ObserveCost(tx *store.Tx, l loop.Loop, wall time.Duration, now time.Time) error {
 	fp := Policy(s.cfg()).Fairness
+	d, err := loadDurations(tx)
+	if err != nil {
+		return err
+	}
+	d.Observe(l.Type, l.Agent, wall, fp.Alpha)
+	if err := tx.SetMeta(DurationsKey, d); err != nil {
+		return err
+	}
 	if !fp.Enabled {
 		return nil
 	}
@@ -161,10 +171,23 @@ func (s *Service) ObserveCost(tx *store.Tx, l loop.Loop, wall time.Duration, now
 
 // Observe is ObserveCost in a transaction of its own.
 func (s *Service) Observe(l loop.Loop, wall time.Duration, now time.Time) error {
-	if !s.cfg().Scheduler.Fairness.Enabled {
-		return nil
-	}
 	return s.Store.Update(func(tx *store.Tx) error { return s.ObserveCost(tx, l, wall, now) })
+}
+
+// DurationsKey is the store meta key of the learned iteration times
+// (scheduler.Durations) the tree term estimates a tree's work left with.
+const DurationsKey = "durations"
+
+// loadDurations reads the learned iteration times in tx; none yet is empty.
+func loadDurations(tx *store.Tx) (scheduler.Durations, error) {
+	d := scheduler.Durations{}
+	if _, err := tx.Meta(DurationsKey, &d); err != nil {
+		return nil, err
+	}
+	if d == nil {
+		d = scheduler.Durations{}
+	}
+	return d, nil
 }
 
 // LimitError refuses a new loop because an admission limit is reached:

@@ -205,7 +205,9 @@ func TestSnapshotPolicyInputs(t *testing.T) {
 	for _, c := range snap.Waiting {
 		roots[c.Loop.ID] = c.Root
 	}
-	if diff := cmp.Diff(map[string]string{"r1": "plan1", "spec2": "plan1", "solo": "", "keyed": ""}, roots); diff != "" {
+	// keyed names its own fairness key, but the tree term (on by
+	// default) needs its tree: its root is read too.
+	if diff := cmp.Diff(map[string]string{"r1": "plan1", "spec2": "plan1", "solo": "", "keyed": "plan1"}, roots); diff != "" {
 		t.Errorf("roots mismatch (-want +got)\n%s", diff)
 	}
 	if len(snap.Active) != 1 || snap.Active[0].ID != "r2" || snap.Active[0].ConflictKey != "db" {

@@ -59,13 +59,19 @@ type Snapshot struct {
 // parent's status once, the rate-limit state and, with fairness on, each
 // waiting loop's root (every ancestor read once) and the fairness state;
 // then checks each distinct triggering artifact once and the free disk space.
-func (s *Service) Snapshot() (Snapshot, error) {
+// With the tree term on it adds the work left in each tree of a waiting
+// loop (treeWork).
+func (s *Service) Snapshot() (Snapshot, error) { return s.snapshotAt(s.Now()) }
+
+// snapshotAt is Snapshot for a decision at now.
+func (s *Service) snapshotAt(now time.Time) (Snapshot, error) {
 	if ix := s.Index(); ix != nil {
-		return s.indexSnapshot(ix)
+		return s.indexSnapshot(ix, now)
 	}
 	var snap Snapshot
 	snap.Running = map[string]int{}
-	fair := s.cfg().Scheduler.Fairness.Enabled
+	p := Policy(s.cfg())
+	fair, tree := p.Fairness.Enabled, p.Weights.TreeOn()
 	err := s.Store.View(func(tx *store.Tx) error {
 		parents := map[string]*loop.Loop{}
 		collect := func(l loop.Loop) bool {
@@ -117,11 +123,11 @@ func (s *Service) Snapshot() (Snapshot, error) {
 		if snap.Spent, err = s.spentTrees(tx); err != nil {
 			return err
 		}
-		if fair || len(snap.Spent) > 0 {
-			r := roots{tx: tx, known: parents, root: map[string]string{}}
+		r := roots{tx: tx, known: parents, root: map[string]string{}}
+		if fair || len(snap.Spent) > 0 || tree {
 			for i := range snap.Waiting {
 				c := &snap.Waiting[i]
-				if (c.Loop.FairnessKey != "" && len(snap.Spent) == 0) || c.Loop.Parent == "" {
+				if (c.Loop.FairnessKey != "" && len(snap.Spent) == 0 && !tree) || c.Loop.Parent == "" {
 					continue
 				}
 				root, err := r.of(c.Loop.Parent)
@@ -133,6 +139,11 @@ func (s *Service) Snapshot() (Snapshot, error) {
 		}
 		if fair {
 			if snap.Fairness, err = loadFairness(tx); err != nil {
+				return err
+			}
+		}
+		if tree {
+			if snap.Trees, err = treeWork(tx, &snap, &r, p.Fairness, now); err != nil {
 				return err
 			}
 		}
@@ -167,6 +178,73 @@ func (s *Service) Snapshot() (Snapshot, error) {
 	snap.Preflight, snap.NoGit, snap.NoGitText = s.gateInputs()
 	snap.Untrusted = s.Untrusted()
 	return snap, nil
+}
+
+// treeWork returns the work left in each tree of a waiting loop of snap
+// (scheduler.Snapshot.Trees): scheduler.AddWork for every unfinished loop
+// of those trees, the waiting and running ones snap holds and the merging
+// and awaiting ones read here, each estimated with the learned durations.
+// r has the waiting loops' roots.
+func treeWork(tx *store.Tx, snap *Snapshot, r *roots, fp scheduler.FairnessPolicy, now time.Time) (map[string]scheduler.TreeWork, error) {
+	d, err := loadDurations(tx)
+	if err != nil {
+		return nil, err
+	}
+	trees := map[string]scheduler.TreeWork{}
+	created := func(root string) (time.Time, error) {
+		if l, ok := r.known[root]; ok {
+			if l == nil {
+				return time.Time{}, nil
+			}
+			return l.CreatedAt, nil
+		}
+		l, err := tx.Get(root)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			r.known[root] = nil
+			return time.Time{}, nil
+		case err != nil:
+			return time.Time{}, err
+		}
+		r.known[root] = &l
+		return l.CreatedAt, nil
+	}
+	add := func(l *loop.Loop, root string, only bool) error {
+		if root == "" {
+			root = l.ID
+		}
+		if _, ok := trees[root]; only && !ok {
+			return nil // not the tree of a waiting loop
+		}
+		at, err := created(root)
+		if err != nil {
+			return err
+		}
+		scheduler.AddWork(trees, root, at, l, d, fp, now)
+		return nil
+	}
+	for i := range snap.Waiting {
+		c := &snap.Waiting[i]
+		if err := add(c.Loop, c.Root, false); err != nil {
+			return nil, err
+		}
+	}
+	busy := slices.Clone(snap.Active)
+	for _, st := range []loop.Status{loop.Merging, loop.AwaitingApproval, loop.AwaitingReview} {
+		if err := tx.ByStatus(st, func(l loop.Loop) bool { busy = append(busy, &l); return true }); err != nil {
+			return nil, err
+		}
+	}
+	for _, l := range busy {
+		root, err := r.of(l.Parent)
+		if err != nil {
+			return nil, err
+		}
+		if err := add(l, root, true); err != nil {
+			return nil, err
+		}
+	}
+	return trees, nil
 }
 
 // fillDeps sets the Deps of the candidates that depend on other loops,
@@ -217,7 +295,7 @@ func (s *Service) diskGate() (free float64, low bool, text string) {
 
 // Plan runs the scheduler over a fresh snapshot at now.
 func (s *Service) Plan(now time.Time) (Snapshot, scheduler.Decision, error) {
-	snap, err := s.Snapshot()
+	snap, err := s.snapshotAt(now)
 	if err != nil {
 		return Snapshot{}, scheduler.Decision{}, err
 	}
@@ -249,6 +327,8 @@ func fillRow(out *api.SchedRow, r *scheduler.Row, now time.Time) {
 		Reasons: reasons, ReasonText: texts,
 		AgeSeconds: max(0, int64(now.Sub(r.Loop.CreatedAt)/time.Second)),
 		Tier:       r.Tier, FairnessKey: r.Key, KeyUsed: r.KeyUsed, Cost: r.Cost, Agent: r.Agent,
+		TreeBoost: r.Score.TreeBoost, TreeAgeBoost: r.Score.TreeAgeBoost, TreeLeft: r.Score.TreeLeft,
+		TreeLeast: r.Score.TreeLeast, TreeAgeMinutes: r.Score.TreeAgeMinutes,
 	}
 }
 
@@ -315,11 +395,10 @@ func (s *Service) Why(id string, now time.Time) (api.Why, error) {
 	}
 	w.Row = Row(*row, now)
 	w.AgeMinutes = row.Score.AgeMinutes
-	sc := row.Score
-	wt := p.Weights
-	w.Formula = fmt.Sprintf("priority %d = base %d + age %d (%d min × %d, max %d) + depth %d (%d × %d) − retry %d ((%d−1) × %d, max %d)",
-		sc.Priority, sc.Base, sc.AgeBoost, sc.AgeMinutes, wt.AgeBoostPerMinute, wt.AgeBoostMax,
-		sc.DepthBoost, sc.Depth, wt.DepthBoostPerLevel, sc.RetryPenalty, sc.Iteration, wt.RetryPenaltyPerIteration, wt.RetryPenaltyMax)
+	w.Formula = row.Score.Explain(p.Weights)
+	if w.Scheduled && p.Weights.TreeOn() {
+		w.Tree = treeWhy(snap.Waiting, d.Rows, row)
+	}
 	if !w.Scheduled {
 		text := fmt.Sprintf("status %s: only pending loops are scheduled", l.Status)
 		switch {
@@ -536,6 +615,11 @@ func (s *Service) Status(now time.Time) (api.Status, error) {
 		if st.Spent, err = s.spentTrees(tx); err != nil {
 			return err
 		}
+		if Policy(c).Weights.TreeOn() {
+			if st.Durations, err = loadDurations(tx); err != nil {
+				return err
+			}
+		}
 		st.SpentToday, err = UsageToday(tx, now)
 		return err
 	})
@@ -619,4 +703,51 @@ func (s *Service) Import(loops []loop.Loop) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// treeWhy says what the tree term did to row's place among rows (a plan's,
+// in order): the rows of other trees before it that would be after it
+// without the tree term, up to three of them named.
+func treeWhy(waiting []scheduler.Candidate, rows []scheduler.Row, row *scheduler.Row) string {
+	tree := map[string]string{} // loop id → root id
+	for i := range waiting {
+		c := &waiting[i]
+		tree[c.Loop.ID] = cmp.Or(c.Root, c.Loop.ID)
+	}
+	without := func(r *scheduler.Row) int { return r.Score.Priority - r.Score.TreeBoost - r.Score.TreeAgeBoost }
+	mine := tree[row.Loop.ID]
+	var named []string
+	n := 0
+	for i := range rows {
+		r := &rows[i]
+		if r.Loop.ID == row.Loop.ID {
+			break
+		}
+		if tree[r.Loop.ID] == mine || r.Tier != row.Tier {
+			continue
+		}
+		a, b := without(r), without(row)
+		if a > b || (a == b && (r.Loop.CreatedAt.Before(row.Loop.CreatedAt) ||
+			r.Loop.CreatedAt.Equal(row.Loop.CreatedAt) && r.Loop.ID < row.Loop.ID)) {
+			continue // ahead of it without the tree term too
+		}
+		if n++; len(named) < 3 {
+			named = append(named, fmt.Sprintf("%s %q (tree %s: %s left, tree +%d, tree age +%d)",
+				loop.ShortID(r.Loop.ID), r.Loop.Title, loop.ShortID(tree[r.Loop.ID]), scheduler.Seconds(r.Score.TreeLeft),
+				r.Score.TreeBoost, r.Score.TreeAgeBoost))
+		}
+	}
+	here := fmt.Sprintf("this tree %s: %s left, tree +%d, tree age +%d", loop.ShortID(mine),
+		scheduler.Seconds(row.Score.TreeLeft), row.Score.TreeBoost, row.Score.TreeAgeBoost)
+	switch {
+	case n == 0:
+		return "the tree term put no loop of another tree ahead of it (" + here + ")"
+	case n > len(named):
+		named = append(named, fmt.Sprintf("and %d more", n-len(named)))
+	}
+	loops := "loops"
+	if n == 1 {
+		loops = "loop"
+	}
+	return fmt.Sprintf("the tree term put %d %s of other trees first: %s (%s)", n, loops, strings.Join(named, ", "), here)
 }

@@ -21,7 +21,8 @@ func TestSeed004EndToEnd(t *testing.T) {
 	t.Parallel()
 	// A Go module in git with an agent on PATH: no preflight problem and no
 	// no_git, so only the seed's own gates show.
-	dir := newRepo(t, "agent: {command: [\"sh\"]}\n").dir
+	// The tree term off (weight 0): seed 004's numbers and order.
+	dir := newRepo(t, "agent: {command: [\"sh\"]}\nscheduler: {priority: {tree_boost_max: 0, tree_age_boost_max: 0}}\n").dir
 	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/seed\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

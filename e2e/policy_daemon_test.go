@@ -94,7 +94,9 @@ func schedulerPriority(t *testing.T, r repo, id string) string {
 // its line and key, and the daemon goes on with the old configuration.
 func TestHotReloadThroughTheBinary(t *testing.T) {
 	t.Parallel()
-	r := newRepo(t, daemonOpsConfig(""))
+	// The tree term off: the priorities are the formula's first five terms.
+	const noTree = "    tree_boost_max: 0\n    tree_age_boost_max: 0\n"
+	r := newRepo(t, daemonOpsConfig("scheduler:\n  priority:\n"+noTree))
 	d := startDaemon(t, r)
 	cfgPath := filepath.Join(r.dir, "loopr.yml")
 	var waiting loop.Loop
@@ -103,7 +105,7 @@ func TestHotReloadThroughTheBinary(t *testing.T) {
 		t.Fatalf("debug scheduler priority = %q, want 100", p)
 	}
 
-	replaceFile(t, cfgPath, daemonOpsConfig("scheduler:\n  priority:\n    ralph: 120\n"))
+	replaceFile(t, cfgPath, daemonOpsConfig("scheduler:\n  priority:\n    ralph: 120\n"+noTree))
 	waitFor(t, 10*time.Second, "debug scheduler to show the new priority", func() bool {
 		return schedulerPriority(t, r, waiting.ID) == "120"
 	})
@@ -112,7 +114,7 @@ func TestHotReloadThroughTheBinary(t *testing.T) {
 	}
 
 	// Broken: a string where an integer goes, written in place.
-	if err := os.WriteFile(cfgPath, []byte(daemonOpsConfig("scheduler:\n  priority:\n    ralph: lots\n")), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(daemonOpsConfig("scheduler:\n  priority:\n    ralph: lots\n"+noTree)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the refused reload in the log", func() bool {

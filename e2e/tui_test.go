@@ -96,7 +96,8 @@ func TestTUIUnderTmux(t *testing.T) {
 	dir := t.TempDir()
 	cfg := "agent:\n  command: [\"sh\", \"-c\", \"cat >/dev/null; sleep 60\"]\n" +
 		"loops:\n  ralph: {validate: []}\nconcurrency:\n  per_type: {ralph: 1}\n" +
-		"storage: {disk_quota_min_gb: 0}\ngit: {worktrees: false}\n"
+		"storage: {disk_quota_min_gb: 0}\ngit: {worktrees: false}\n" +
+		"scheduler: {priority: {tree_boost_max: 0, tree_age_boost_max: 0}}\n" // seed 004's numbers
 	if err := os.WriteFile(filepath.Join(dir, "loopr.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

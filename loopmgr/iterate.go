@@ -1,6 +1,7 @@
 package loopmgr
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -314,11 +315,14 @@ func (m *Manager) finish(ctx context.Context, r result) {
 		}
 		m.checkBudget(l.ID, now)
 	}
-	// Fairness learns the wall time of iterations that ran to a verdict
-	// (not those cancelled, rate limited or never started).
+	// The tree term's estimates (and fairness, when on) learn the wall
+	// time of iterations that ran to a verdict (not those cancelled, rate
+	// limited or never started), by the profile they ran on.
 	if r.err == nil && (res.Outcome == runner.Passed || res.Outcome == runner.Failed) {
-		if err := m.svc.Observe(l, now.Sub(a.started), now); err != nil {
-			m.log.Error("fairness observe", "loop", l.ID, "err", err)
+		ran := l
+		ran.Agent = cmp.Or(a.agent, l.Agent)
+		if err := m.svc.Observe(ran, now.Sub(a.started), now); err != nil {
+			m.log.Error("observe iteration time", "loop", l.ID, "err", err)
 		}
 	}
 	if m.clustered() {

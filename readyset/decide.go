@@ -34,6 +34,9 @@ type Env struct {
 	// check them in parallel): Snapshot asks it once for every distinct
 	// path of the waiting loops.
 	ArtifactsExist func(paths []string) []bool
+	// Tree, when set, turns on the tree term's input: Snapshot and Decide
+	// fill scheduler.Snapshot.Trees (tree.go). nil: no tree term.
+	Tree *TreeEnv
 }
 
 func (env *Env) artifact(path string) bool {
@@ -71,6 +74,11 @@ func (ix *Index) Decide(now time.Time, p scheduler.Policy, env Env) Decision {
 		d.Running++
 	}
 	d.Slots = max(p.MaxLoops-d.Running, 0)
+	if env.Tree != nil {
+		te := *env.Tree
+		te.Now = now
+		env.Tree = &te
+	}
 	if ix.fast(now, p, &env, &d) {
 		d.Fast = true
 		d.Ready = ix.nready
@@ -89,6 +97,7 @@ type cursor struct {
 	head     *entry
 	prio     int
 	tier     int
+	tree     int // the tree term's points of the group's tree
 }
 
 func (c *cursor) less(i, j int32) bool { return byCreated(c.g.h.items[i], c.g.h.items[j]) }
@@ -283,16 +292,41 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 		return l
 	}
 
+	// The tree term: each tree's points, the same for all of its loops.
+	var trees map[string]scheduler.TreeWork
+	least := -1.0
+	if p.Weights.TreeOn() {
+		trees = ix.treeWork(env)
+		least = leastLeft(trees)
+	}
+	points := func(tree string) int {
+		if least < 0 {
+			return 0
+		}
+		tw, ok := trees[tree]
+		if !ok {
+			return 0
+		}
+		return scheduler.TreePoints(tw, least, now, p.Weights)
+	}
+
 	// One cursor per group whose type can still start a loop, in a heap
 	// ordered by the groups' heads.
 	cs := make([]*cursor, 0, len(ix.groups))
+	// The cursors and their first frontiers in two allocations: with the
+	// tree term on there is a group per type, score and tree.
+	store := make([]cursor, 0, len(ix.groups))
+	fronts := make([]int32, 8*len(ix.groups))
 	for _, g := range ix.groups {
 		if typeLimit(g.key.typ).full() || tierLimit(g.key.typ).full() || sharedLimit(g.key.typ).full() ||
 			env.Preflight[g.key.typ] != "" {
 			continue // the whole group waits
 		}
-		c := &cursor{g: g, frontier: make([]int32, 1, 8), head: g.h.items[0], tier: max(p.Tier[g.key.typ], 0)}
-		c.prio = priority(c.head, now, p.Base[g.key.typ], p.Weights)
+		i := len(store)
+		store = append(store, cursor{g: g, frontier: fronts[8*i : 8*i+1 : 8*i+8], head: g.h.items[0],
+			tier: max(p.Tier[g.key.typ], 0), tree: points(g.key.tree)})
+		c := &store[i]
+		c.prio = priority(c.head, now, p.Base[g.key.typ], p.Weights) + c.tree
 		cs = append(cs, c)
 	}
 	less := func(i, j int) bool { return before(cs[i], cs[j]) }
@@ -365,7 +399,7 @@ func (ix *Index) fast(now time.Time, p scheduler.Policy, env *Env, d *Decision) 
 			dropTop()
 			continue
 		}
-		c.prio = priority(c.head, now, p.Base[e.typ], p.Weights)
+		c.prio = priority(c.head, now, p.Base[e.typ], p.Weights) + c.tree
 		fix(0)
 	}
 	return true
@@ -430,6 +464,7 @@ func (ix *Index) snapshot(env *Env) scheduler.Snapshot {
 		Fairness: env.Fairness, Preflight: env.Preflight, NoGit: env.NoGit, NoGitText: env.NoGitText,
 		Limits: env.Limits, Spent: env.Spent,
 	}
+	s.Trees = ix.treeWork(env) // before the roots below: it works out moved roots again
 	loops := make([]loop.Loop, 0, ix.nwaiting)
 	present := map[string]bool{}
 	if env.ArtifactsExist != nil { // every distinct path, checked at once

@@ -57,6 +57,9 @@ type node struct {
 	parent string
 	met    bool   // loop.(*Loop).DependencyMet: its subtree is done, or it was cancelled
 	e      *entry // its scheduling fields while it waits; nil otherwise
+	// created is its created_at: a root's is its tree's submission (the
+	// tree term's age).
+	created time.Time
 }
 
 // entry is one waiting (pending, paused or needs_human) loop's scheduling fields.
@@ -79,9 +82,10 @@ type entry struct {
 	delayed  bool // runnable_at after the index's watermark
 	dead     bool // deadline at or before the watermark
 	grp      *group
-	gi       int // position in grp's heap; -1: not ready
-	di, dli  int // positions in the delay and deadline heaps; -1: not in them
-	ci       int // position in the index's children list of its parent
+	gi       int    // position in grp's heap; -1: not ready
+	di, dli  int    // positions in the delay and deadline heaps; -1: not in them
+	ci       int    // position in the index's children list of its parent
+	root     string // the id of its tree's root (tree.go), counted in Index.trees
 }
 
 // ready reports whether e passes every gate that depends on its own record
@@ -107,7 +111,8 @@ func (e *entry) lite() loop.Loop {
 // groupKey identifies a group: a type and the static part of the score.
 type groupKey struct {
 	typ    string
-	static int // depth × depth boost − retry penalty
+	static int    // depth × depth boost − retry penalty
+	tree   string // the tree's root id while the tree term is on (its points are the tree's): "" off
 }
 
 // group holds the ready loops of one groupKey in created_at, id order.
@@ -143,6 +148,13 @@ type Index struct {
 	loading    bool                // Load: heaps are appended to, ordered at the end
 	orphans    map[*entry]struct{} // waiting loops whose parent does not exist
 	expired    map[*entry]struct{} // waiting loops whose deadline passed at t
+	// The tree term's input (tree.go): the waiting loops of each tree
+	// counted by type and profile, the merging and awaiting loops (the
+	// running ones are in running), and whether some waiting loop's root
+	// may have changed (an ancestor appeared or went).
+	trees      map[string]treeCount
+	others     map[string]loop.Loop
+	rootsDirty bool
 }
 
 // New returns an empty index whose groups use the weights w.
@@ -152,6 +164,7 @@ func New(w scheduler.Weights) *Index {
 		dependents: map[string][]*entry{},
 		running:    map[string]loop.Loop{}, groups: map[groupKey]*group{}, w: w,
 		orphans: map[*entry]struct{}{}, expired: map[*entry]struct{}{},
+		trees: map[string]treeCount{}, others: map[string]loop.Loop{},
 	}
 	ix.delay = heapOf{
 		less: func(a, b *entry) bool { return a.runnableAt.Before(b.runnableAt) },
@@ -176,6 +189,11 @@ func (ix *Index) Load(loops, waiting int, each func(put func(*loop.Loop)) error)
 	}
 	ix.loading = true
 	err := each(ix.put)
+	// Records came in any order: a parent may have come after its child,
+	// whose root was then worked out short. Once, here, not at the first
+	// decision.
+	ix.rootsDirty = true
+	ix.fixRoots()
 	ix.loading = false
 	for _, h := range []*heapOf{&ix.delay, &ix.dline} {
 		h.init()
@@ -211,7 +229,10 @@ func (ix *Index) put(l *loop.Loop) {
 	if old.e != nil {
 		ix.dropEntry(old.e)
 	}
-	n := node{status: l.Status, parent: l.Parent, met: l.DependencyMet()}
+	n := node{status: l.Status, parent: l.Parent, met: l.DependencyMet(), created: l.CreatedAt}
+	if !existed && ix.trees[l.ID] != nil {
+		ix.rootsDirty = true // loops counted it as a missing root: it has one above it now
+	}
 	ix.nodes[l.ID] = n // before addEntry: a loop never depends on itself, but its gates read the nodes
 	if l.Status.Waiting() {
 		n.e = ix.addEntry(l)
@@ -219,10 +240,12 @@ func (ix *Index) put(l *loop.Loop) {
 	}
 	if l.Status == loop.Running {
 		ix.running[l.ID] = loop.Loop{ID: l.ID, Type: l.Type, Status: l.Status, Parent: l.Parent,
-			Owner: l.Owner, ConflictKey: l.ConflictKey, FairnessKey: l.FairnessKey, Agent: l.Agent}
+			Owner: l.Owner, ConflictKey: l.ConflictKey, FairnessKey: l.FairnessKey, Agent: l.Agent,
+			StartedAt: l.StartedAt}
 	} else {
 		delete(ix.running, l.ID)
 	}
+	ix.putOther(l)
 	if !existed || (old.status == loop.Complete) != (l.Status == loop.Complete) {
 		ix.refreshChildren(l.ID)
 	}
@@ -241,6 +264,8 @@ func (ix *Index) remove(id string) {
 		ix.dropEntry(n.e)
 	}
 	delete(ix.running, id)
+	delete(ix.others, id)
+	ix.rootsDirty = true // the loops below it, if any, have it as their root now
 	ix.refreshChildren(id)
 	ix.refreshDependents(id) // gone: long done, it holds no one back
 }
@@ -317,6 +342,8 @@ func (ix *Index) addEntry(l *loop.Loop) *entry {
 	if e.parent == "" {
 		ix.roots[e] = struct{}{}
 	}
+	e.root = ix.rootOf(e)
+	ix.count(e, 1)
 	if e.parent != "" {
 		kids := ix.children[e.parent]
 		if len(kids) > 0 { // share the siblings' copies of the parent id and its artifact path
@@ -403,6 +430,7 @@ func (ix *Index) dropEntry(e *entry) {
 	}
 	ix.nwaiting--
 	delete(ix.roots, e)
+	ix.count(e, -1)
 }
 
 // dropDependent takes e out of the dependents of id.
@@ -427,7 +455,10 @@ func (ix *Index) dropDependent(id string, e *entry) {
 func (ix *Index) place(e *entry) {
 	switch ready := e.ready(); {
 	case ready && e.gi < 0:
-		k := groupKey{e.typ, staticScore(ix.w, e.depth, e.iteration)}
+		k := groupKey{typ: e.typ, static: staticScore(ix.w, e.depth, e.iteration)}
+		if ix.w.TreeOn() {
+			k.tree = e.root
+		}
 		g := ix.groups[k]
 		if g == nil {
 			g = &group{key: k, h: heapOf{less: byCreated, pos: func(e *entry) *int { return &e.gi }}}

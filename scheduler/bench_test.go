@@ -87,11 +87,32 @@ func fullPolicy(s *scheduler.Snapshot) scheduler.Policy {
 	return p
 }
 
-func BenchmarkPlanPolicies(b *testing.B) {
+// treePolicy turns the tree term on (issue 25's starting weights) over one
+// tree per 1 000 loops, each loop's work added to its tree as control does.
+func treePolicy(s *scheduler.Snapshot) scheduler.Policy {
+	p := scheduler.DefaultPolicy()
+	p.Weights.TreeBoostMax, p.Weights.TreeAgeBoostPerMinute, p.Weights.TreeAgeBoostMax = 100, 1, 120
+	s.Trees = map[string]scheduler.TreeWork{}
+	d := scheduler.Durations{loop.Ralph: 300, loop.Phase: 600}
+	for i := range s.Waiting {
+		c := &s.Waiting[i]
+		c.Root = fmt.Sprintf("root-%d", i/1000)
+		scheduler.AddWork(s.Trees, c.Root, now.Add(-time.Duration(i/1000)*time.Minute), c.Loop, d, p.Fairness, now)
+	}
+	return p
+}
+
+// BenchmarkPlanTree is BenchmarkPlan with the tree term on.
+func BenchmarkPlanTree(b *testing.B) { benchPlan(b, treePolicy) }
+
+func BenchmarkPlanPolicies(b *testing.B) { benchPlan(b, fullPolicy) }
+
+// benchPlan times Plan over benchSnapshot at three sizes under policy.
+func benchPlan(b *testing.B, policy func(*scheduler.Snapshot) scheduler.Policy) {
 	for _, n := range []int{1_000, 10_000, 100_000} {
 		b.Run(fmt.Sprintf("waiting=%d", n), func(b *testing.B) {
 			s := benchSnapshot(n)
-			p := fullPolicy(&s)
+			p := policy(&s)
 			b.ReportAllocs()
 			var d scheduler.Decision
 			for b.Loop() {
@@ -122,6 +143,8 @@ func TestPlanScale(t *testing.T) {
 		// Every policy on: the fair walk is a merge of the keys' runs,
 		// O(log keys) per row, not a re-sort per admission.
 		{"every policy", fullPolicy},
+		// The tree term: one map lookup per row more.
+		{"tree term", treePolicy},
 	} {
 		best := func(s scheduler.Snapshot, runs int) (time.Duration, scheduler.Decision) {
 			var d scheduler.Decision

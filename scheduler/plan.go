@@ -509,7 +509,7 @@ func Plan(s Snapshot, now time.Time, p Policy) Decision {
 // leastTree returns the smallest work left among the trees of the waiting
 // loops, or -1 when the tree term is off or the snapshot knows no tree.
 func (w *walk) leastTree() float64 {
-	if len(w.s.Trees) == 0 || w.p.Weights.TreeBoostMax <= 0 && w.p.Weights.TreeAgeBoostMax <= 0 {
+	if len(w.s.Trees) == 0 || !w.p.Weights.TreeOn() {
 		return -1
 	}
 	least := -1.0

@@ -94,6 +94,34 @@ func AddWork(trees map[string]TreeWork, root string, rootCreated time.Time, l *l
 	trees[root] = t
 }
 
+// AddWaiting adds n waiting loops of typ on agent to trees[root]: AddWork
+// of each at once, for a caller that counts its waiting loops by type and
+// profile (readyset) instead of walking them at each decision.
+func AddWaiting(trees map[string]TreeWork, root string, rootCreated time.Time, typ, agent string, n int, d Durations, p FairnessPolicy) {
+	if n <= 0 {
+		return
+	}
+	t := trees[root]
+	t.Left += float64(n) * d.Of(typ, agent, p.defaultCost(typ))
+	if t.Submitted.IsZero() || rootCreated.Before(t.Submitted) {
+		t.Submitted = rootCreated
+	}
+	trees[root] = t
+}
+
+// TreeOn reports whether w turns the tree term on: Plan reads
+// Snapshot.Trees only then.
+func (w Weights) TreeOn() bool { return w.TreeBoostMax > 0 || w.TreeAgeBoostMax > 0 }
+
+// TreePoints is what the tree term adds to the priority of a loop of tree
+// tw, least being the smallest Left of the trees with waiting loops: tree
+// boost + tree age boost, exactly as Plan adds them.
+func TreePoints(tw TreeWork, least float64, now time.Time, w Weights) int {
+	var s Score
+	treeTerms(&s, tw, true, least, now, w)
+	return s.Priority
+}
+
 // treeTerms fills s's tree boost and tree age for a loop of tree tw, where
 // least is the smallest Left of the trees with waiting loops.
 func treeTerms(s *Score, tw TreeWork, ok bool, least float64, now time.Time, w Weights) {

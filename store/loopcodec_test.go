@@ -288,7 +288,7 @@ func TestForEachHead(t *testing.T) {
 	for i, w := range want {
 		want[i] = loop.Loop{ID: w.ID, Status: w.Status, Parent: w.Parent}
 		if w.Status == loop.Complete {
-			want[i].SubtreeDoneAt = w.SubtreeDoneAt
+			want[i].SubtreeDoneAt, want[i].CreatedAt = w.SubtreeDoneAt, w.CreatedAt
 		}
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

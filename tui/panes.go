@@ -207,8 +207,11 @@ func (m *Model) whyLines(w, h int) []string {
 		extra = "as of " + m.clockTime(wy.why.Now)
 	}
 	lines := []string{m.paneTitle("WHY", l, extra, w)}
-	if wy.why.Formula != "" {
-		for _, fl := range strings.Split(ansi.Wordwrap(wy.why.Formula, w-2, ""), "\n") {
+	for _, text := range []string{wy.why.Formula, wy.why.Tree} { // the score, then what the tree term did
+		if text == "" {
+			continue
+		}
+		for _, fl := range strings.Split(ansi.Wordwrap(text, w-2, ""), "\n") {
 			lines = append(lines, clip(" "+fl, w))
 		}
 	}

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
 	"slices"
@@ -301,7 +302,8 @@ func (m *Model) computeSchedule() {
 		snap.Preflight, snap.NoGit, snap.NoGitText = workspaceGates(m.status)
 	}
 	var roots map[string]string
-	if fair || len(snap.Spent) > 0 {
+	tree := p.Weights.TreeOn()
+	if fair || len(snap.Spent) > 0 || tree {
 		roots = make(map[string]string, len(m.loops)/4+1)
 	}
 	next := time.Time{}
@@ -360,6 +362,9 @@ func (m *Model) computeSchedule() {
 		soon(st.RecoveryUntil)
 	}
 
+	if tree {
+		snap.Trees = m.treeWork(snap.Waiting, roots, p, now)
+	}
 	d := scheduler.Plan(snap, now, p)
 	clear(snap.Waiting) // drop the record pointers until the next plan
 	m.scratch = snap.Waiting
@@ -407,6 +412,38 @@ func conflictHolders(p scheduler.Policy, active []*loop.Loop, rows []scheduler.R
 
 // rootOf returns the root of the tree id belongs to, as far as the model
 // knows it (an ancestor it does not hold ends the walk), memoised in roots.
+// treeWork is the work left in each tree of a waiting loop, as the
+// daemon's snapshot has it (scheduler.AddWork over every unfinished loop
+// of those trees), estimated with the durations the daemon learned.
+func (m *Model) treeWork(waiting []scheduler.Candidate, roots map[string]string, p scheduler.Policy, now time.Time) map[string]scheduler.TreeWork {
+	var d scheduler.Durations
+	if m.haveStatus {
+		d = m.status.Durations
+	}
+	trees := map[string]scheduler.TreeWork{}
+	for _, c := range waiting {
+		trees[cmp.Or(c.Root, c.Loop.ID)] = scheduler.TreeWork{}
+	}
+	for _, l := range m.loops {
+		if l.Status.Terminal() {
+			continue
+		}
+		root := l.ID
+		if l.Parent != "" {
+			root = m.rootOf(l.Parent, roots)
+		}
+		if _, ok := trees[root]; !ok {
+			continue
+		}
+		var created time.Time
+		if r := m.loops[root]; r != nil {
+			created = r.CreatedAt
+		}
+		scheduler.AddWork(trees, root, created, l, d, p.Fairness, now)
+	}
+	return trees
+}
+
 func (m *Model) rootOf(id string, roots map[string]string) string {
 	var path []string
 	r := id

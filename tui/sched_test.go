@@ -247,3 +247,43 @@ func TestPolicyFollowsDaemon(t *testing.T) {
 		t.Errorf("priority did not follow the daemon's policy:\nbefore %q\nafter  %q", before, after)
 	}
 }
+
+// TestQueueScoresTheTreeTerm: with the tree term on, the dashboard's queue
+// puts the task of the tree with less work left first, as the daemon does
+// (every unfinished loop of each tree, estimated with the learned
+// durations the status carries); with it off, the older tree's tasks.
+func TestQueueScoresTheTreeTerm(t *testing.T) {
+	t.Parallel()
+	mk := func(id, typ, parent string, st loop.Status, created time.Duration) loop.Loop {
+		depth := 0
+		if parent != "" {
+			depth = 1
+		}
+		return loop.Loop{ID: id, Type: typ, Title: id, Status: st, Parent: parent, Depth: depth,
+			Iteration: 1, MaxIterations: 10, CreatedAt: testNow.Add(-created), UpdatedAt: testNow.Add(-created)}
+	}
+	loops := []loop.Loop{
+		mk("big", loop.Plan, "", loop.Complete, 20*time.Minute),
+		mk("small", loop.Plan, "", loop.Complete, 19*time.Minute),
+		mk("b1", loop.Ralph, "big", loop.Pending, 10*time.Minute),
+		mk("b2", loop.Ralph, "big", loop.Pending, 10*time.Minute),
+		mk("b3", loop.Ralph, "big", loop.Pending, 10*time.Minute),
+		mk("s1", loop.Ralph, "small", loop.Pending, 9*time.Minute),
+	}
+	first := func(p scheduler.Policy) (string, scheduler.Score) {
+		m := policyModel(t, loops, p)
+		if len(m.sched.rows) == 0 {
+			t.Fatal("no rows")
+		}
+		return m.sched.rows[0].Loop.ID, m.sched.rows[0].Score
+	}
+	if id, _ := first(scheduler.DefaultPolicy()); id != "b1" {
+		t.Errorf("tree term off: first row %s, want b1 (the older)", id)
+	}
+	p := scheduler.DefaultPolicy()
+	p.Weights.TreeBoostMax, p.Weights.TreeAgeBoostPerMinute, p.Weights.TreeAgeBoostMax = 20, 1, 960
+	id, sc := first(p)
+	if id != "s1" || sc.TreeBoost != 20 || sc.TreeLeft != 60 || sc.TreeAgeBoost != 19 {
+		t.Errorf("tree term on: first row %s %+v, want s1 with tree boost 20 of 60 s left, tree age 19", id, sc)
+	}
+}
