@@ -20,7 +20,7 @@ import (
 
 // Bounds on what a page shows.
 const (
-	maxRows        = 500      // rows of the tree
+	maxRows        = 500 // rows of the tree
 	recentFinished = 24 * time.Hour
 	outputBytes    = 64 << 10 // tail of the agent output
 	maxDiffLines   = 3000     // diff lines rendered; the rest is counted
@@ -114,7 +114,7 @@ func countsOf(st api.Status) counts {
 	c := st.Counts
 	return counts{Running: c[loop.Running] + c[loop.Merging], Pending: c[loop.Pending],
 		Needs: c[loop.NeedsHuman] + c[loop.AwaitingApproval] + c[loop.AwaitingReview],
-		Done: c[loop.Complete], Failed: c[loop.Failed]}
+		Done:  c[loop.Complete], Failed: c[loop.Failed]}
 }
 
 type indexView struct {
