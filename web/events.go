@@ -44,11 +44,19 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	fl.Flush()
 	st := stream{s: s, be: be, w: w, loops: map[string]loop.Loop{}}
-	for m := range ch {
-		if err := st.handle(ctx, m); err != nil {
-			return // the browser left
+	for {
+		select {
+		case <-ctx.Done(): // the browser left
+			return
+		case m, ok := <-ch:
+			if !ok {
+				return // the daemon's stream ended
+			}
+			if err := st.handle(ctx, m); err != nil {
+				return
+			}
+			fl.Flush()
 		}
-		fl.Flush()
 	}
 }
 
