@@ -87,7 +87,7 @@ func (st *stream) handle(ctx context.Context, m api.StreamMsg) error {
 			if !seen {
 				return st.sendTree(ctx)
 			}
-			r := row{Loop: *m.Loop, Priority: st.s.priorities(ctx, st.be)[m.Loop.ID]}
+			r := rowOf(*m.Loop, st.s.priorities(ctx, st.be))
 			return st.send("row", "frag-row", r)
 		}
 		if m.Event != nil && m.Event.Loop != "" {

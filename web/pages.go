@@ -59,6 +59,15 @@ type row struct {
 	Priority string // the scheduler's, for a waiting loop; "" otherwise
 }
 
+// rowOf is l's row, with its priority from prio while it waits to run.
+func rowOf(l loop.Loop, prio map[string]string) row {
+	r := row{Loop: l}
+	if l.Status == loop.Pending {
+		r.Priority = prio[l.ID]
+	}
+	return r
+}
+
 // inbox is the NEEDS YOU section.
 type inbox struct {
 	Needs   []need
@@ -182,7 +191,7 @@ func treeRows(all []loop.Loop, now time.Time, prio map[string]string) (rows []ro
 		ks := kids[id]
 		slices.SortFunc(ks, func(a, b loop.Loop) int { return cmp.Compare(a.ID, b.ID) })
 		for _, l := range ks {
-			rows = append(rows, row{Loop: l, Priority: prio[l.ID]})
+			rows = append(rows, rowOf(l, prio))
 			walk(l.ID)
 		}
 	}
@@ -268,7 +277,7 @@ func (s *Server) loopPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, statusOf(err), err.Error())
 		return
 	}
-	v := loopView{Row: row{Loop: l, Priority: s.priorities(ctx, be)[l.ID]}}
+	v := loopView{Row: rowOf(l, s.priorities(ctx, be))}
 	if l.Status == loop.NeedsHuman && l.Needs != nil && l.Needs.Reason == loop.NeedsBudget {
 		if f := strings.Fields(l.NeedsAction()); len(f) > 2 {
 			v.Budget = f[2]
