@@ -226,3 +226,27 @@ func TestWebDashboard(t *testing.T) {
 		chromedp.WaitVisible(css(`#need-`+shot2.ID)))
 	shot("web-1280.png")
 }
+
+// TestWebOpenBindRefusedAtStart: `loopr daemon` refuses to start with
+// the dashboard on an address beyond loopback and no api.token_file, and
+// `loopr web` on a daemon whose dashboard is off says how to turn it on.
+func TestWebOpenBindRefusedAtStart(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, "api:\n  web: true\n  web_listen: \"0.0.0.0:0\"\nstorage:\n  disk_quota_min_gb: 0\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "daemon")
+	cmd.Dir = r.dir
+	cmd.Env = append(os.Environ(), "LOOPR_HOME=", "NO_COLOR=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || ctx.Err() != nil || !strings.Contains(string(out), "api.web_listen") || !strings.Contains(string(out), "not a loopback address") {
+		t.Errorf("loopr daemon with web_listen 0.0.0.0 and no token: %v\n%s\nwant a refusal at start naming api.web_listen", err, out)
+	}
+
+	off := newRepo(t, "storage:\n  disk_quota_min_gb: 0\n")
+	startDaemon(t, off)
+	res := run(t, off.dir, "", "web")
+	if res.code == 0 || !strings.Contains(res.stderr, "api.web: true") {
+		t.Errorf("loopr web with the dashboard off: exit %d, %q; want an error naming api.web: true", res.code, res.stderr)
+	}
+}
