@@ -171,7 +171,7 @@ func TestWebDashboard(t *testing.T) {
 		}),
 	)
 	shot("web-375.png")
-	question := get("read the question", chromedp.Text(css(`#need-` + ask.ID + ` .detail`)))
+	question := get("read the question", chromedp.Text(css(`#need-`+ask.ID+` .detail`)))
 	if !strings.Contains(question, "Which port should the server listen on?") {
 		t.Errorf("the inbox shows %q; want the agent's question", question)
 	}
