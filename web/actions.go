@@ -37,17 +37,26 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, http.StatusBadRequest, "feedback: say what to change for the next iteration")
 		return
 	}
+	s.call(w, r, action, func(ctx context.Context, be Backend) error {
+		_, err := be.Act(ctx, id, action, req)
+		return err
+	})
+}
+
+// call runs one action against the daemon, logs it and sends the browser
+// back where the form was; a refusal shows the daemon's message.
+func (s *Server) call(w http.ResponseWriter, r *http.Request, action string, fn func(context.Context, Backend) error) {
 	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
 	defer cancel()
 	be, err := s.backend(ctx)
 	if err == nil {
-		_, err = be.Act(ctx, id, action, req)
+		err = fn(ctx, be)
 	}
 	if err != nil {
 		s.fail(w, statusOf(err), action+": "+err.Error())
 		return
 	}
-	s.o.Log.Info("web: action", "loop", id, "action", action, "remote", r.RemoteAddr)
+	s.o.Log.Info("web: action", "loop", r.PathValue("id"), "action", action, "remote", r.RemoteAddr)
 	http.Redirect(w, r, safeBack(r.PostFormValue("back")), http.StatusSeeOther)
 }
 
@@ -59,16 +68,8 @@ func (s *Server) budget(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, http.StatusBadRequest, "usd: want a number of dollars, e.g. 20 (0 removes the ceiling)")
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), callTimeout)
-	defer cancel()
-	be, err := s.backend(ctx)
-	if err == nil {
-		_, err = be.SetBudget(ctx, id, api.BudgetRequest{USD: &usd})
-	}
-	if err != nil {
-		s.fail(w, statusOf(err), "budget: "+err.Error())
-		return
-	}
-	s.o.Log.Info("web: budget", "loop", id, "usd", usd, "remote", r.RemoteAddr)
-	http.Redirect(w, r, safeBack(r.PostFormValue("back")), http.StatusSeeOther)
+	s.call(w, r, "budget", func(ctx context.Context, be Backend) error {
+		_, err := be.SetBudget(ctx, id, api.BudgetRequest{USD: &usd})
+		return err
+	})
 }
