@@ -120,7 +120,10 @@ func newTestServer(t *testing.T, be Backend) (*Server, *httptest.Server) {
 
 // noRedirect is a client that shows redirects instead of following them.
 func noRedirect(jar http.CookieJar) *http.Client {
-	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	// A timeout: a stream served to a request that should have been
+	// refused must fail the test, not hang it.
+	return &http.Client{Jar: jar, Timeout: 20 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 // session signs in with the token and returns the session cookie.
