@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -171,6 +172,9 @@ func TestWebDashboard(t *testing.T) {
 		}),
 	)
 	shot("web-375.png")
+	if w := get("the page's width", chromedp.Evaluate[string](`String(document.documentElement.scrollWidth)`)); w != "375" {
+		t.Errorf("at 375 px the page is %s px wide; want no horizontal scrolling", w)
+	}
 	question := get("read the question", chromedp.Text(css(`#need-`+ask.ID+` .detail`)))
 	if !strings.Contains(question, "Which port should the server listen on?") {
 		t.Errorf("the inbox shows %q; want the agent's question", question)
@@ -202,8 +206,21 @@ func TestWebDashboard(t *testing.T) {
 		chromedp.Tap(css(`#approve-`+plan.ID+` button.primary`)),
 		chromedp.WaitNotPresent(css(`#approve-`+plan.ID)),
 	)
-	waitEvery(t, 90*time.Second, slowPoll, "the approved plan's tree complete", func() bool {
-		return show(t, r, plan.ID).Status == loop.Complete && status(t, r).Counts[loop.Complete] >= 4
+	var tree string
+	waitEvery(t, 90*time.Second, slowPoll, "the approved plan complete, its spec created", func() bool {
+		if d.exited() {
+			t.Fatalf("daemon exited:\n%s", d.output())
+		}
+		loops := list(t, r)
+		if now := describe(loops); now != tree { // the log shows how the tree went
+			tree = now
+			t.Logf("tree:\n%s", tree)
+		}
+		p := show(t, r, plan.ID)
+		if p.Status == loop.AwaitingApproval {
+			t.Fatalf("the plan still awaits approval after the tap on Approve:\n%s", tree)
+		}
+		return p.Status == loop.Complete && slices.ContainsFunc(loops, func(l loop.Loop) bool { return l.Parent == plan.ID })
 	})
 
 	// The live tree: a loop added now appears and completes with no reload.

@@ -40,8 +40,12 @@
     if (!el) return;
     var old = document.getElementById(el.id);
     if (!old) return;
-    if (old.dataset.status !== el.dataset.status) el.classList.add("flash");
+    var moved = old.dataset.status !== el.dataset.status;
+    if (moved) el.classList.add("flash");
     old.replaceWith(el);
+    // A loop's own page: its actions follow its status, so show them anew
+    // (not while you type in one of its boxes).
+    if (moved && document.body.classList.contains("page-loop") && !busy(document.getElementById("main"))) location.reload();
   });
   es.addEventListener("counts", function (e) {
     var c = document.getElementById("counts");
