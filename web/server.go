@@ -232,7 +232,11 @@ func (s *Server) signedIn(r *http.Request) bool {
 func (s *Server) authed(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.signedIn(r) {
-			s.render(w, http.StatusUnauthorized, "login", loginView{Next: safeBack(r.URL.RequestURI())})
+			next := "/" // after signing in: back to the page asked for, never to a stream or an action
+			if r.Method == http.MethodGet && r.URL.Path != "/events" {
+				next = safeBack(r.URL.RequestURI())
+			}
+			s.render(w, http.StatusUnauthorized, "login", loginView{Next: next})
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
