@@ -544,3 +544,11 @@ func (c *Client) Land(ctx context.Context, id string, req api.LandRequest) (api.
 	err := c.call(ctx, http.MethodPost, loopPath(id, "land"), req, &res)
 	return res, err
 }
+
+// WebLogin asks the daemon for the web dashboard's address and a one-time
+// login link (`loopr web`); a 409 when the dashboard is off.
+func (c *Client) WebLogin(ctx context.Context) (api.WebLogin, error) {
+	var res api.WebLogin
+	err := c.call(ctx, http.MethodPost, "/v1/web/login", nil, &res)
+	return res, err
+}

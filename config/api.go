@@ -12,20 +12,42 @@ import (
 // needs a token file. The file itself (present, private, not empty) is the
 // daemon's to check when it starts.
 func (v *checker) api(a API) {
+	if a.WebListen != "" {
+		if host, ok := v.hostPort("api.web_listen", a.WebListen); ok && a.Listen == "" && a.TokenFile == "" && !LoopbackHost(host) {
+			v.fail("api.web_listen", "%q is not a loopback address: set api.token_file too, so the dashboard asks for its token", a.WebListen)
+		}
+	}
 	if a.Listen == "" {
 		return
 	}
-	_, port, err := net.SplitHostPort(a.Listen)
-	if err != nil {
-		v.fail("api.listen", `want host:port, e.g. "127.0.0.1:7070" (%v)`, err)
-		return
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		v.fail("api.listen", "port %q: want a number from 0 to 65535", port)
-	}
+	v.hostPort("api.listen", a.Listen)
 	if a.TokenFile == "" {
 		v.fail("api.token_file", "required with api.listen: every TCP request must carry the bearer token this file holds")
 	}
+}
+
+// hostPort checks that s, the value of key, is host:port and returns the host.
+func (v *checker) hostPort(key, s string) (string, bool) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		v.fail(key, `want host:port, e.g. "127.0.0.1:7070" (%v)`, err)
+		return "", false
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		v.fail(key, "port %q: want a number from 0 to 65535", port)
+		return "", false
+	}
+	return host, true
+}
+
+// LoopbackHost reports whether host (of a host:port) names only this
+// machine: localhost or a loopback IP. "" and 0.0.0.0 mean every address.
+func LoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // store checks the `store:` section: a known backend, and for etcd at

@@ -31,6 +31,15 @@ func TestAPISection(t *testing.T) {
 		{"port too big", "api:\n  listen: \"127.0.0.1:70000\"\n  token_file: t\n", "loopr.yml:2: api.listen: port \"70000\""},
 		{"no token", "api:\n  listen: \"127.0.0.1:7070\"\n", "loopr.yml:1: api.token_file: required with api.listen"},
 		{"unknown key", "api:\n  listen: \"127.0.0.1:7070\"\n  token: abc\n", "loopr.yml:3: api.token: unknown key"},
+		{"web open without token", "api:\n  web: true\n  web_listen: \"0.0.0.0:7071\"\n", `loopr.yml:3: api.web_listen: "0.0.0.0:7071" is not a loopback address: set api.token_file too`},
+		{"web any host without token", "api:\n  web: true\n  web_listen: \":7071\"\n", "api.web_listen: \":7071\" is not a loopback address"},
+		{"web bad port", "api:\n  web: true\n  web_listen: \"127.0.0.1:x\"\n", `api.web_listen: port "x"`},
+	}
+	for _, ok := range []string{"api: {web: true}\n", "api: {web: true, web_listen: \"localhost:7071\"}\n",
+		"api: {web: true, web_listen: \"[::1]:0\"}\n", "api: {web: true, web_listen: \"0.0.0.0:7071\", token_file: t}\n"} {
+		if _, err := config.Parse([]byte(ok), "loopr.yml"); err != nil {
+			t.Errorf("Parse(%q) = %v; want it accepted", ok, err)
+		}
 	}
 	for _, tt := range tests {
 		_, err := config.Parse([]byte(tt.yml), "loopr.yml")

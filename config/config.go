@@ -470,6 +470,13 @@ type API struct {
 	// path is relative to the configuration file's directory. The daemon
 	// refuses to start when the file is readable by other users.
 	TokenFile string `yaml:"token_file"`
+	// Web serves the web dashboard (package web, docs/web.md): on Listen
+	// when set, else on WebListen.
+	Web bool `yaml:"web"`
+	// WebListen is where the dashboard listens when Listen is "" (host:port;
+	// "" = 127.0.0.1:0, a free loopback port). A non-loopback address
+	// needs TokenFile.
+	WebListen string `yaml:"web_listen"`
 }
 
 // TokenPath returns TokenFile resolved against the configuration file's

@@ -151,6 +151,7 @@ type daemon struct {
 	redact  *redact.Redactor // the secrets handed to agents, replaced in all the daemon stores and sends
 
 	cfg      atomic.Pointer[config.Config]
+	web      atomic.Pointer[webMount] // the dashboard, once it listens (web.go)
 	metrics  *metrics
 	webhooks *webhooks
 	notifier *notifier

@@ -62,6 +62,7 @@ func (d *daemon) routes() http.Handler {
 	handle("POST /v1/gc", d.postGC)
 	handle("GET /v1/limits", d.getLimits)                 // limits.go
 	handle("POST /v1/limits/{agent}/clear", d.clearLimit) // limits.go
+	handle("POST /v1/web/login", d.webLogin)              // web.go
 	handle("GET /metrics", d.getMetrics)
 	return jsonFallback(mux)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -17,6 +18,7 @@ import (
 type running struct {
 	srv        *http.Server
 	tcp        *tcpServer
+	web        *tcpServer // the dashboard's own listener (api.web without api.listen)
 	stopMgr    context.CancelFunc
 	mgrDone    chan error // the manager's Run returned
 	stopWorker context.CancelFunc
@@ -65,7 +67,7 @@ func (d *daemon) serve(ctx context.Context, hup <-chan os.Signal, token []byte) 
 		ln.Close()
 		return fmt.Errorf("read journal: %w", err)
 	}
-	if r.tcp, err = listenTCP(d.config(), token, handler, d.log); err != nil { // api.listen, behind the bearer token (tcp.go)
+	if err := d.serveNet(r, token, handler); err != nil { // api.listen, api.web
 		ln.Close()
 		return err
 	}
@@ -105,6 +107,40 @@ func (d *daemon) serve(ctx context.Context, hup <-chan os.Signal, token []byte) 
 		runErr = fmt.Errorf("serve %s: %w", sock, err)
 	}
 	return d.stop(r, runErr, mgrExited)
+}
+
+// serveNet opens the TCP listener (api.listen, behind the bearer token:
+// tcp.go) and the web dashboard (api.web: on that listener, else on its
+// own: web.go).
+func (d *daemon) serveNet(r *running, token []byte, handler http.Handler) error {
+	cfg := d.config()
+	ws, err := d.newWeb(cfg, token)
+	if err != nil {
+		return err
+	}
+	var webH http.Handler
+	if ws != nil {
+		webH = ws.Handler()
+	}
+	if r.tcp, err = listenTCP(cfg, token, handler, webH, d.log); err != nil {
+		return err
+	}
+	if ws == nil {
+		return nil
+	}
+	addr := net.Addr(nil)
+	if r.tcp != nil {
+		addr = r.tcp.ln.Addr()
+	} else {
+		if r.web, err = listenWeb(cfg, webH, d.log); err != nil {
+			return err
+		}
+		addr = r.web.ln.Addr()
+	}
+	m := &webMount{srv: ws, url: webURL(addr)}
+	d.web.Store(m)
+	d.log.Info("web dashboard listening", "url", m.url)
+	return nil
 }
 
 // startAux starts what runs beside the manager: the journal followers
@@ -152,6 +188,7 @@ func (d *daemon) stop(r *running, runErr error, mgrExited bool) error {
 		r.srv.Close()
 	}
 	r.tcp.shutdown(sctx, d.log)
+	r.web.shutdown(sctx, d.log)
 	d.streams.Wait()
 	r.followers.Wait() // webhooks: at most webhookDrain more
 	r.stopAux()

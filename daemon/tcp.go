@@ -33,7 +33,7 @@ const MinTokenLen = 16
 // apiToken reads and checks the token file when the configuration asks for
 // a TCP listener; it returns nil when there is none.
 func apiToken(cfg *config.Config) ([]byte, error) {
-	if cfg.API.Listen == "" {
+	if cfg.API.Listen == "" && !(cfg.API.Web && cfg.API.TokenFile != "") { // the dashboard asks for it too (web.go)
 		return nil, nil
 	}
 	path := cfg.TokenPath()
@@ -108,8 +108,9 @@ type tcpServer struct {
 }
 
 // listenTCP opens the TCP listener of cfg (nil when none is configured)
-// and serves h behind the bearer token.
-func listenTCP(cfg *config.Config, token []byte, h http.Handler, log *slog.Logger) (*tcpServer, error) {
+// and serves h behind the bearer token; with webH (api.web), every path
+// but the API's is the dashboard (web.go).
+func listenTCP(cfg *config.Config, token []byte, h, webH http.Handler, log *slog.Logger) (*tcpServer, error) {
 	if cfg.API.Listen == "" {
 		return nil, nil
 	}
@@ -121,13 +122,11 @@ func listenTCP(cfg *config.Config, token []byte, h http.Handler, log *slog.Logge
 	if !addr.IP.IsLoopback() {
 		log.Warn("the API listens beyond this machine without TLS: the bearer token crosses the network in clear text", "tcp", addr.String())
 	}
-	t := &tcpServer{ln: ln, done: make(chan error, 1), srv: &http.Server{
-		Handler:           bearer(token, log, h),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}}
-	go func() { t.done <- t.srv.Serve(ln) }()
+	h = bearer(token, log, h)
+	if webH != nil {
+		h = splitWeb(h, webH)
+	}
+	t := serveTCP(ln, h, log)
 	log.Info("api listening", "tcp", addr.String())
 	return t, nil
 }

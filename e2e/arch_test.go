@@ -27,6 +27,8 @@ func TestLayering(t *testing.T) {
 		{"tui", []string{"go.etcd.io/bbolt", mod + "store", mod + "loopmgr", mod + "control", mod + "daemon"}},
 		{"api", []string{"go.etcd.io/bbolt", mod + "store", mod + "control"}},
 		{"client", []string{"go.etcd.io/bbolt", mod + "store", mod + "loopmgr", mod + "control"}},
+		// web talks to the daemon only through its Backend (the client): the daemon mounts it.
+		{"web", []string{"go.etcd.io/bbolt", mod + "store", mod + "loopmgr", mod + "control", mod + "daemon", mod + "config"}},
 		// hooks runs what loopmgr decides: it reaches nothing above it.
 		{"hooks", []string{"go.etcd.io/bbolt", mod + "store", mod + "loopmgr", mod + "control", mod + "daemon", mod + "mergequeue"}},
 		// trust reads a configuration and the user's trust file: nothing of the daemon's.
