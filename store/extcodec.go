@@ -76,6 +76,9 @@ const extLanded = 18
 // Tag of the agent session (issue 23).
 const extSession = 19 // 18 is landed (issue 22)
 
+// Tag of the best-of-N group (issue 25); 20 is left to issue 26's progress.
+const extFanout = 21
+
 // hasExt reports whether l has any field of the extension block.
 func hasExt(l *loop.Loop) bool {
 	return l.Agent != "" || l.Usage != (loop.Usage{}) || l.Budget != (loop.Budget{}) ||
@@ -83,7 +86,7 @@ func hasExt(l *loop.Loop) bool {
 		l.Stalls != 0 || l.FailureFingerprint != "" || l.FailureRepeats != 0 || l.Branch != "" || l.Base != (loop.Base{}) ||
 		len(l.DependsOn) > 0 || !l.SubtreeDoneAt.IsZero() ||
 		l.Commit != "" || len(l.Evidence) > 0 || l.Review || len(l.Comments) > 0 ||
-		l.Landed != (loop.Landed{}) || l.Session != nil
+		l.Landed != (loop.Landed{}) || l.Session != nil || l.Fanout != nil
 }
 
 // ext appends the extension block of l.
@@ -183,6 +186,13 @@ func (w *recWriter) ext(l *loop.Loop) {
 		f.int(s.Iteration)
 		f.str(s.Ended)
 	}
+	if g := l.Fanout; g != nil {
+		f.b = append(f.b, extFanout)
+		f.str(g.Group)
+		f.int(g.Index)
+		f.int(g.Of)
+		f.str(g.Winner)
+	}
 	w.b = binary.AppendUvarint(w.b, uint64(len(f.b)))
 	w.b = append(w.b, f.b...)
 }
@@ -278,6 +288,10 @@ func (r *recReader) ext(l *loop.Loop) {
 			s := &loop.Session{ID: f.str(), Profile: f.str(), Workdir: f.str()}
 			s.Iteration, s.Ended = f.int(), f.str()
 			l.Session = s
+		case extFanout:
+			g := &loop.Fanout{Group: f.str()}
+			g.Index, g.Of, g.Winner = f.int(), f.int(), f.str()
+			l.Fanout = g
 		default:
 			f.err = fmt.Errorf("unknown extension field %d (written by a newer loopr?)", tag)
 		}
