@@ -551,7 +551,7 @@ func (s *Service) SpawnChildren(tx *store.Tx, parent loop.Loop, doc artifact.Doc
 	}
 	ids := make([]string, 0, len(doc.Sections))
 	groups := make([][]string, 0, len(doc.Sections)) // each section's loops: one, or a best-of-N group's candidates
-	agent := parent.Agent // the tree runs on the profile its root chose
+	agent := parent.Agent                            // the tree runs on the profile its root chose
 	if _, ok := s.cfg().Profile(agent); !ok {
 		agent = "" // no longer configured: the type's
 	}
