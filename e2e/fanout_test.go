@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loopr-dev/loopr/loop"
+)
+
+// fanoutConfig is a loopr.yml whose agent is testdata/fanoutagent.sh
+// (stream-json, $0.10 a run); extra is appended.
+func fanoutConfig(t *testing.T, extra string) string {
+	t.Helper()
+	argv, _ := json.Marshal([]string{"sh", abs(t, "testdata/fanoutagent.sh")})
+	return fastRetries + fmt.Sprintf(`concurrency:
+  max_loops: 20
+  max_api_calls: 8
+agent:
+  preset: claude
+  command: %s
+  timeout_secs: 150
+loops:
+  plan: {require_approval: false, max_iterations: 5}
+  ralph: {validate: ["test ! -e out/bad"], max_iterations: 10%s}
+git:
+  worktrees: true
+storage:
+  disk_quota_min_gb: 0
+`, argv, extra)
+}
+
+// candidatesOf returns the candidates of the one best-of-N group among
+// loops, by index.
+func candidatesOf(loops []loop.Loop) map[int]loop.Loop {
+	out := map[int]loop.Loop{}
+	for _, l := range loops {
+		if l.Fanout != nil {
+			out[l.Fanout.Index] = l
+		}
+	}
+	return out
+}
+
+// TestFanoutWinnerMerges: a phase's task with **Fanout:** 3 runs as three
+// candidates in their own worktrees. Candidate 2 passes (after the others
+// each failed an iteration); only it merges into the plan branch, the
+// other two are cancelled (their agents stopped) and their worktrees and
+// branches removed, the task that depends on the group starts only after
+// the winner merged, and all three candidates' costs are in the tree's
+// usage.
+func TestFanoutWinnerMerges(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, fanoutConfig(t, ""))
+	d := startDaemon(t, r)
+	var plan loop.Loop
+	mustJSON(t, ok(t, r.dir, "plan", "Pick the best of three", "--json"), &plan)
+	waitEvery(t, 180*time.Second, slowPoll, "the tree to settle", func() bool {
+		if d.exited() {
+			t.Fatalf("daemon exited:\n%s", d.output())
+		}
+		st := status(t, r)
+		return settled(st) && st.Counts[loop.Complete] == 5
+	})
+	loops := list(t, r)
+	cands := candidatesOf(loops)
+	if len(cands) != 3 {
+		t.Fatalf("%d candidates, want 3:\n%s", len(cands), describe(loops))
+	}
+	win := cands[2]
+	if win.Status != loop.Complete || win.Fanout.Winner != win.ID || win.Fanout.Of != 3 {
+		t.Errorf("candidate 2: %s %+v, want complete and the winner of 3:\n%s", win.Status, win.Fanout, describe(loops))
+	}
+	pb := planBranch(t, loops)
+	if got := r.git(t, "show", pb+":out/pick.txt"); got != "picked: candidate 2" {
+		t.Errorf("the plan branch's out/pick.txt = %q, want the winner's", got)
+	}
+	var sum loop.Usage
+	for _, l := range loops {
+		sum = sum.Add(l.Usage)
+	}
+	for i, c := range cands {
+		if c.Usage.CostUSD < 0.1-1e-9 {
+			t.Errorf("candidate %d usage %+v: want its runs' cost", i, c.Usage)
+		}
+		if i == 2 {
+			continue
+		}
+		if c.Status != loop.Cancelled || c.Fanout.Winner != win.ID || !strings.Contains(c.Reason, "lost best-of-3") {
+			t.Errorf("candidate %d: %s %+v reason %q, want cancelled, having lost to %s", i, c.Status, c.Fanout, c.Reason, win.ID)
+		}
+		if _, err := os.Stat(filepath.Join(r.home, "worktrees", c.ID)); !os.IsNotExist(err) {
+			t.Errorf("candidate %d's worktree is still there (%v)", i, err)
+		}
+		if c.Branch == "" {
+			t.Errorf("candidate %d recorded no branch", i)
+		} else if out := r.git(t, "branch", "--list", c.Branch); out != "" {
+			t.Errorf("candidate %d's branch %s is still there", i, c.Branch)
+		}
+		if r.git(t, "branch", "--list", c.Branch) == "" && strings.Contains(r.git(t, "log", "--format=%H", pb), c.Commit+"\n") && c.Commit != "" {
+			t.Errorf("candidate %d's commit %s reached the plan branch", i, c.Commit)
+		}
+	}
+	if tu := treeUsage(t, r, plan.ID); math.Abs(tu.CostUSD-sum.CostUSD) > 1e-9 || tu.CostUSD < 0.6-1e-9 {
+		t.Errorf("tree usage %+v, want the sum of every loop's, losers included (%+v), at least $0.60", tu, sum)
+	}
+	var after loop.Loop
+	for _, l := range loops {
+		if l.Title == "After" {
+			after = l
+		}
+	}
+	if after.Status != loop.Complete || len(after.DependsOn) != 3 || after.StartedAt.Before(win.FinishedAt) {
+		t.Errorf("task After: %s depends on %v, started %s; want complete, after all 3 candidates, once the winner merged (%s)",
+			after.Status, after.DependsOn, after.StartedAt, win.FinishedAt)
+	}
+	if out := ok(t, r.dir, "events", cands[1].ID); !strings.Contains(out, "best-of-3 decided") {
+		t.Errorf("loopr events of a loser does not journal the decision:\n%s", out)
+	}
+	if out := ok(t, r.dir, "why", win.ID); !strings.Contains(out, "best-of-3") || !strings.Contains(out, "winner") {
+		t.Errorf("loopr why on the winner does not show the group:\n%s", out)
+	}
+	d.stop()
+}
+
+// TestFanoutBudgetStartsTwo: the same task under a tree budget of $2.50,
+// with loops.ralph.budget $1.00 a candidate and $0.30 spent when the phase
+// passes: room for two candidates, so two start, and the journal says
+// why.
+func TestFanoutBudgetStartsTwo(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, fanoutConfig(t, ", budget: {usd: 1}"))
+	d := startDaemon(t, r)
+	var plan loop.Loop
+	mustJSON(t, ok(t, r.dir, "plan", "Pick the best within budget", "--budget-usd", "2.5", "--json"), &plan)
+	waitEvery(t, 180*time.Second, slowPoll, "the tree to settle", func() bool {
+		if d.exited() {
+			t.Fatalf("daemon exited:\n%s", d.output())
+		}
+		st := status(t, r)
+		return settled(st) && st.Counts[loop.Complete] == 5
+	})
+	loops := list(t, r)
+	cands := candidatesOf(loops)
+	if len(cands) != 2 || cands[1].Fanout.Of != 2 {
+		t.Fatalf("%d candidates, want 2 of 2:\n%s", len(cands), describe(loops))
+	}
+	runs, err := os.ReadFile(filepath.Join(r.home, "e2e-runs.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(runs), "Pick [3/"); n != 0 || !strings.Contains(string(runs), "Pick [2/2]") {
+		t.Errorf("runs of the candidates: want only candidates 1 and 2 of 2:\n%s", runs)
+	}
+	if out := ok(t, r.dir, "events", cands[1].ID); !strings.Contains(out, "fanout 3 asked") || !strings.Contains(out, "2 started") {
+		t.Errorf("loopr events does not say why only 2 started:\n%s", out)
+	}
+	d.stop()
+}
