@@ -76,8 +76,8 @@ func launches(tx *store.Tx, l loop.Loop, n int) (int, string, error) {
 	if k >= n {
 		return n, "", nil
 	}
-	return k, fmt.Sprintf("; fanout %d asked, but the tree's budget (%s, %s spent%s) leaves room for %d candidates' own budgets (%s each): %d started",
-		n, budgetString(root.Budget), usageString(spent), loop.TreeBudgetRoot+root.ID+")", k, budgetString(l.Budget), k), nil
+	return k, fmt.Sprintf("; only %d of the %d asked started: the tree's budget (%s, %s spent%s) has room for %d candidates' own budgets (%s each)",
+		k, n, budgetString(root.Budget), usageString(spent), loop.TreeBudgetRoot+root.ID+")", k, budgetString(l.Budget)), nil
 }
 
 // usageString words what was spent, in the units budgets use.

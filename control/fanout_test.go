@@ -40,7 +40,7 @@ func TestSpawnFanout(t *testing.T) {
 		note   string
 	}{
 		{"no tree budget: all three", loop.Budget{}, 3, ""},
-		{"room for two", loop.Budget{USD: 2.5}, 2, "leaves room for 2 candidates' own budgets ($1.00 each): 2 started"},
+		{"room for two", loop.Budget{USD: 2.5}, 2, "only 2 of the 3 asked started: the tree's budget ($2.50"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := rec("root-"+strings.ReplaceAll(tc.name, " ", "-")[:8], "", loop.Running, 0)

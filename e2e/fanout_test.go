@@ -15,9 +15,9 @@ import (
 
 // fanoutConfig is a loopr.yml whose agent is testdata/fanoutagent.sh
 // (stream-json, $0.10 a run); extra is appended.
-func fanoutConfig(t *testing.T, extra string) string {
+func fanoutConfig(t *testing.T, mode, extra string) string {
 	t.Helper()
-	argv, _ := json.Marshal([]string{"sh", abs(t, "testdata/fanoutagent.sh")})
+	argv, _ := json.Marshal([]string{"sh", abs(t, "testdata/fanoutagent.sh"), mode})
 	return fastRetries + fmt.Sprintf(`concurrency:
   max_loops: 20
   max_api_calls: 8
@@ -56,7 +56,7 @@ func candidatesOf(loops []loop.Loop) map[int]loop.Loop {
 // usage.
 func TestFanoutWinnerMerges(t *testing.T) {
 	t.Parallel()
-	r := newRepo(t, fanoutConfig(t, ""))
+	r := newRepo(t, fanoutConfig(t, "first", ""))
 	d := startDaemon(t, r)
 	var plan loop.Loop
 	mustJSON(t, ok(t, r.dir, "plan", "Pick the best of three", "--json"), &plan)
@@ -95,7 +95,7 @@ func TestFanoutWinnerMerges(t *testing.T) {
 			t.Errorf("candidate %d: %s %+v reason %q, want cancelled, having lost to %s", i, c.Status, c.Fanout, c.Reason, win.ID)
 		}
 		if _, err := os.Stat(filepath.Join(r.home, "worktrees", c.ID)); !os.IsNotExist(err) {
-			t.Errorf("candidate %d's worktree is still there (%v)", i, err)
+			t.Errorf("candidate %d's worktree is still there (%v)\n%s", i, err, d.output())
 		}
 		if c.Branch == "" {
 			t.Errorf("candidate %d recorded no branch", i)
@@ -134,7 +134,7 @@ func TestFanoutWinnerMerges(t *testing.T) {
 // why.
 func TestFanoutBudgetStartsTwo(t *testing.T) {
 	t.Parallel()
-	r := newRepo(t, fanoutConfig(t, ", budget: {usd: 1}"))
+	r := newRepo(t, fanoutConfig(t, "first", ", budget: {usd: 1}"))
 	d := startDaemon(t, r)
 	var plan loop.Loop
 	mustJSON(t, ok(t, r.dir, "plan", "Pick the best within budget", "--budget-usd", "2.5", "--json"), &plan)
@@ -157,8 +157,57 @@ func TestFanoutBudgetStartsTwo(t *testing.T) {
 	if n := strings.Count(string(runs), "Pick [3/"); n != 0 || !strings.Contains(string(runs), "Pick [2/2]") {
 		t.Errorf("runs of the candidates: want only candidates 1 and 2 of 2:\n%s", runs)
 	}
-	if out := ok(t, r.dir, "events", cands[1].ID); !strings.Contains(out, "fanout 3 asked") || !strings.Contains(out, "2 started") {
+	if out := ok(t, r.dir, "events", cands[1].ID, "--json"); !strings.Contains(out, "only 2 of the 3 asked started: the tree's budget ($2.50") {
 		t.Errorf("loopr events does not say why only 2 started:\n%s", out)
+	}
+	d.stop()
+}
+
+// TestFanoutSmallestDiffOnlyWinnerMerges: with fanout_pick: smallest_diff,
+// candidate 1 passes first with a 40-line change and waits in the merge
+// queue, which must not merge it while candidates 2 (a one-line change)
+// and 3 (which fails) run. Once all ended, candidate 2 wins: only its
+// change reaches the plan branch, and candidate 1 is cancelled from
+// merging, its branch removed.
+func TestFanoutSmallestDiffOnlyWinnerMerges(t *testing.T) {
+	t.Parallel()
+	r := newRepo(t, strings.Replace(fanoutConfig(t, "diff", ", fanout_pick: smallest_diff"), "max_iterations: 10", "max_iterations: 1", 1))
+	d := startDaemon(t, r)
+	ok(t, r.dir, "plan", "Pick the smallest of three")
+	waitEvery(t, 180*time.Second, slowPoll, "the tree to settle", func() bool {
+		if d.exited() {
+			t.Fatalf("daemon exited:\n%s", d.output())
+		}
+		st := status(t, r)
+		return settled(st) && st.Counts[loop.Complete] == 5
+	})
+	loops := list(t, r)
+	cands := candidatesOf(loops)
+	if len(cands) != 3 {
+		t.Fatalf("%d candidates, want 3:\n%s", len(cands), describe(loops))
+	}
+	pb := planBranch(t, loops)
+	if got := r.git(t, "show", pb+":out/pick.txt"); got != "picked: candidate 2" {
+		t.Errorf("the plan branch's out/pick.txt = %q, want the winner's", got)
+	}
+	if files := r.git(t, "ls-tree", "-r", "--name-only", pb); strings.Contains(files, "out/big.txt") {
+		t.Errorf("candidate 1's change reached the plan branch:\n%s", files)
+	}
+	c1, c2, c3 := cands[1], cands[2], cands[3]
+	if c2.Status != loop.Complete || c2.Fanout.Winner != c2.ID {
+		t.Errorf("candidate 2: %s %+v, want the complete winner:\n%s", c2.Status, c2.Fanout, describe(loops))
+	}
+	if c1.Status != loop.Cancelled || c3.Status != loop.Cancelled {
+		t.Errorf("candidates 1 and 3: %s and %s, want cancelled:\n%s", c1.Status, c3.Status, describe(loops))
+	}
+	if c1.Commit == "" || !strings.Contains(ok(t, r.dir, "events", c1.ID), "merging") {
+		t.Errorf("candidate 1 never waited in the merge queue (commit %q): the test proves nothing", c1.Commit)
+	}
+	if out := r.git(t, "branch", "--list", c1.Branch); c1.Branch == "" || out != "" {
+		t.Errorf("candidate 1's branch %q: %q, want removed", c1.Branch, out)
+	}
+	if out := ok(t, r.dir, "events", c1.ID, "--json"); !strings.Contains(out, "smallest diff of the 2 that passed (1 lines") {
+		t.Errorf("the journal does not say why candidate 2 won:\n%s", out)
 	}
 	d.stop()
 }

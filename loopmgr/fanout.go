@@ -80,6 +80,18 @@ func stateOf(l loop.Loop) (fanout.State, time.Time) {
 	return fanout.Running, time.Time{}
 }
 
+// fanoutOutcome follows the outcome of candidate l's iteration: it may
+// decide the group; and a candidate that lost while its iteration ended
+// (its result dropped as stale, not cancelled) has its worktree and
+// branch removed here.
+func (m *Manager) fanoutOutcome(ctx context.Context, l loop.Loop) {
+	if m.lostFanout(l.ID) {
+		m.cleanup(ctx, l, false)
+		return
+	}
+	m.decideFanout(ctx, l.Fanout.Group, false)
+}
+
 // decideFanout decides group when it can be and applies the decision.
 // mayJudge: the caller may wait for the judge (the merge queue's
 // goroutine, never the manager's); otherwise a group that needs its judge

@@ -325,7 +325,7 @@ func (m *Manager) finish(ctx context.Context, r result) {
 		m.release(l.ID)
 	}
 	if l.Fanout != nil && res.Outcome != runner.Cancelled {
-		m.decideFanout(ctx, l.Fanout.Group, false) // best-of-N: this outcome may decide the group (fanout.go)
+		m.fanoutOutcome(ctx, l)
 	}
 	if m.o.OnFinish != nil {
 		m.o.OnFinish(l.ID, time.Now())

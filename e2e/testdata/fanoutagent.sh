@@ -10,7 +10,12 @@
 #   `test ! -e out/bad`, rejects it) and sleep 120 s in any later one, so a
 #   decision finds them pending or running. Every run appends
 #   "<id> <iteration> <type> <title>" to $LOOPR_HOME/e2e-runs.log.
+#
+#   fanoutagent.sh diff: for fanout_pick: smallest_diff. Candidate 1 passes
+#   at once with a 40-line out/big.txt; candidate 2, 3 s later, with a
+#   one-line out/pick.txt; candidate 3, 3 s later, fails (out/bad).
 set -u
+mode=${1:-first}
 cat >/dev/null
 id=$LOOPR_LOOP_ID
 it=$LOOPR_ITERATION
@@ -27,8 +32,17 @@ spec) printf '# Spec: %s\n\n## Phases\n\n### Phase 1: Groundwork\n\nLay it.\n' "
 phase) printf '# Phase: %s\n\n## Tasks\n\n### Task 1: Pick\n\nTry three ways.\n\n**Fanout:** 3\n\n### Task 2: After\n\n**Depends on:** 1\n\nBuild on it.\n' "$title" >"$LOOPR_ARTIFACT" ;;
 *)
 	mkdir -p out
-	case $title in
-	"Pick ["*)
+	case $mode/$title in
+	"diff/Pick [1/"*) seq 1 40 >out/big.txt ;;
+	"diff/Pick [2/"*)
+		sleep 3
+		echo "picked: candidate 2" >out/pick.txt
+		;;
+	"diff/Pick [3/"*)
+		sleep 3
+		echo "candidate 3: not good enough" >out/bad
+		;;
+	*"/Pick ["*)
 		n=$(echo "$title" | sed -n 's/.*\[\([0-9]*\)\/\([0-9]*\)\]$/\1 \2/p')
 		i=${n% *}
 		of=${n#* }
