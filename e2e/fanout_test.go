@@ -35,6 +35,22 @@ storage:
 `, argv, extra)
 }
 
+// waitFanoutTree waits until fanoutagent.sh's tree settled with its 5
+// loops complete (plan, spec, phase, the winner, After), and returns every
+// loop and the candidates by index.
+func waitFanoutTree(t *testing.T, r repo, d *daemonProc) ([]loop.Loop, map[int]loop.Loop) {
+	t.Helper()
+	waitEvery(t, 180*time.Second, slowPoll, "the tree to settle", func() bool {
+		if d.exited() {
+			t.Fatalf("daemon exited:\n%s", d.output())
+		}
+		st := status(t, r)
+		return settled(st) && st.Counts[loop.Complete] == 5
+	})
+	loops := list(t, r)
+	return loops, candidatesOf(loops)
+}
+
 // candidatesOf returns the candidates of the one best-of-N group among
 // loops, by index.
 func candidatesOf(loops []loop.Loop) map[int]loop.Loop {
@@ -60,15 +76,7 @@ func TestFanoutWinnerMerges(t *testing.T) {
 	d := startDaemon(t, r)
 	var plan loop.Loop
 	mustJSON(t, ok(t, r.dir, "plan", "Pick the best of three", "--json"), &plan)
-	waitEvery(t, 180*time.Second, slowPoll, "the tree to settle", func() bool {
-		if d.exited() {
-			t.Fatalf("daemon exited:\n%s", d.output())
-		}
-		st := status(t, r)
-		return settled(st) && st.Counts[loop.Complete] == 5
-	})
-	loops := list(t, r)
-	cands := candidatesOf(loops)
+	loops, cands := waitFanoutTree(t, r, d)
 	if len(cands) != 3 {
 		t.Fatalf("%d candidates, want 3:\n%s", len(cands), describe(loops))
 	}
@@ -138,15 +146,7 @@ func TestFanoutBudgetStartsTwo(t *testing.T) {
 	d := startDaemon(t, r)
 	var plan loop.Loop
 	mustJSON(t, ok(t, r.dir, "plan", "Pick the best within budget", "--budget-usd", "2.5", "--json"), &plan)
-	waitEvery(t, 180*time.Second, slowPoll, "the tree to settle", func() bool {
-		if d.exited() {
-			t.Fatalf("daemon exited:\n%s", d.output())
-		}
-		st := status(t, r)
-		return settled(st) && st.Counts[loop.Complete] == 5
-	})
-	loops := list(t, r)
-	cands := candidatesOf(loops)
+	loops, cands := waitFanoutTree(t, r, d)
 	if len(cands) != 2 || cands[1].Fanout.Of != 2 {
 		t.Fatalf("%d candidates, want 2 of 2:\n%s", len(cands), describe(loops))
 	}
@@ -174,15 +174,7 @@ func TestFanoutSmallestDiffOnlyWinnerMerges(t *testing.T) {
 	r := newRepo(t, strings.Replace(fanoutConfig(t, "diff", ", fanout_pick: smallest_diff"), "max_iterations: 10", "max_iterations: 1", 1))
 	d := startDaemon(t, r)
 	ok(t, r.dir, "plan", "Pick the smallest of three")
-	waitEvery(t, 180*time.Second, slowPoll, "the tree to settle", func() bool {
-		if d.exited() {
-			t.Fatalf("daemon exited:\n%s", d.output())
-		}
-		st := status(t, r)
-		return settled(st) && st.Counts[loop.Complete] == 5
-	})
-	loops := list(t, r)
-	cands := candidatesOf(loops)
+	loops, cands := waitFanoutTree(t, r, d)
 	if len(cands) != 3 {
 		t.Fatalf("%d candidates, want 3:\n%s", len(cands), describe(loops))
 	}
