@@ -203,3 +203,28 @@ func TestFanoutSmallestDiffOnlyWinnerMerges(t *testing.T) {
 	}
 	d.stop()
 }
+
+// TestFanoutJudgeChooses: with fanout_pick: judge, candidates 1 and 2 pass
+// and 3 fails; the judge command finds the two passing diffs (and only
+// those) in $LOOPR_FANOUT_DIR and names candidate 2, with a reason. Were
+// the judge to fail, candidate 1, the first to pass, would win.
+func TestFanoutJudgeChooses(t *testing.T) {
+	t.Parallel()
+	judge := `test -s "$LOOPR_FANOUT_DIR/1.diff" && test -s "$LOOPR_FANOUT_DIR/2.diff" && test ! -e "$LOOPR_FANOUT_DIR/3.diff" && ` +
+		`test -s "$LOOPR_FANOUT_DIR/task.md" && test "$LOOPR_FANOUT_CANDIDATES" = "1 2" && grep -q big.txt "$LOOPR_FANOUT_DIR/1.diff" && echo "2 the judge read both diffs"`
+	cfg, _ := json.Marshal([]string{"sh", "-c", judge})
+	r := newRepo(t, strings.Replace(fanoutConfig(t, "diff", ", fanout_pick: judge, fanout_judge: "+string(cfg)), "max_iterations: 10", "max_iterations: 1", 1))
+	d := startDaemon(t, r)
+	ok(t, r.dir, "plan", "Let a judge pick")
+	loops, cands := waitFanoutTree(t, r, d)
+	if len(cands) != 3 || cands[2].Status != loop.Complete || cands[2].Fanout.Winner != cands[2].ID {
+		t.Fatalf("want candidate 2 of 3 the complete winner:\n%s", describe(loops))
+	}
+	if out := ok(t, r.dir, "events", cands[1].ID, "--json"); !strings.Contains(out, "the judge chose candidate 2 of 3 among the 2 that passed: the judge read both diffs") {
+		t.Errorf("the journal does not carry the judge's choice:\n%s\n%s", out, d.output())
+	}
+	if files := r.git(t, "ls-tree", "-r", "--name-only", planBranch(t, loops)); strings.Contains(files, "out/big.txt") || !strings.Contains(files, "out/pick.txt") {
+		t.Errorf("the plan branch holds:\n%s\nwant candidate 2's out/pick.txt only", files)
+	}
+	d.stop()
+}
