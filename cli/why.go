@@ -45,7 +45,7 @@ func (e *env) whyCmd() *cobra.Command {
 					w.Loop.Status, w.Loop.Iteration, w.Loop.MaxIterations)
 				fmt.Fprintln(e.stdout, w.Formula)
 				if f := w.Loop.Fanout; f != nil {
-					fmt.Fprintln(e.stdout, fanoutText(w.Loop.ID, f))
+					fmt.Fprintln(e.stdout, f.Text(w.Loop.ID))
 				}
 				var failed []string // the gates that hold it, each said once
 				for _, g := range w.Gates {
@@ -117,16 +117,4 @@ func printWhyConflicts(w io.Writer, why api.Why) {
 	if why.ConflictCheck != "" {
 		fmt.Fprintf(w, "  ? conflict radar: %s\n", termsafe.Line(why.ConflictCheck))
 	}
-}
-
-// fanoutText says where a best-of-N candidate stands in its group.
-func fanoutText(id string, f *loop.Fanout) string {
-	s := fmt.Sprintf("best-of-%d: candidate %d of %d (group %s); ", f.Of, f.Index, f.Of, loop.ShortID(f.Group))
-	switch f.Winner {
-	case "":
-		return s + "not decided yet: only the winner merges (loopr events shows the group's journal)"
-	case id:
-		return s + "the winner: it merges"
-	}
-	return s + "lost to the winner " + loop.ShortID(f.Winner) + ": cancelled, its worktree and branch removed"
 }
