@@ -83,7 +83,7 @@ func (e *env) addCmd() *cobra.Command {
 
 Item keys are the JSON fields of POST /v1/loops (type, parent, task, title,
 max_iterations, runnable_at, deadline, fairness_key, conflict_key,
-cost_hint, owner, agent) plus in, budget_usd and budget_tokens. Each item is created or refused on its own; one
+cost_hint, owner, agent, fanout) plus in, budget_usd and budget_tokens. Each item is created or refused on its own; one
 line per item is printed. Exit 1 if any item was refused, 2 if the file
 itself is invalid (nothing is created then).
 
