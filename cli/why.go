@@ -44,9 +44,6 @@ func (e *env) whyCmd() *cobra.Command {
 				fmt.Fprintf(e.stdout, "%s %q  %s  (%s, iteration %d/%d)\n", w.Loop.Type, w.Loop.Title, loop.ShortID(w.Loop.ID),
 					w.Loop.Status, w.Loop.Iteration, w.Loop.MaxIterations)
 				fmt.Fprintln(e.stdout, w.Formula)
-				if f := w.Loop.Fanout; f != nil {
-					fmt.Fprintln(e.stdout, f.Text(w.Loop.ID))
-				}
 				var failed []string // the gates that hold it, each said once
 				for _, g := range w.Gates {
 					mark := "✓"
@@ -58,6 +55,9 @@ func (e *env) whyCmd() *cobra.Command {
 						mark = "✗"
 					}
 					fmt.Fprintf(e.stdout, "  %s %s\n", mark, g.Text)
+				}
+				if f := w.Loop.Fanout; f != nil {
+					fmt.Fprintln(e.stdout, f.Text(w.Loop.ID)) // best-of-N: where this candidate stands
 				}
 				printWhyConflicts(e.stdout, w)
 				switch w.Loop.Status {

@@ -37,6 +37,9 @@ import (
 //	                    (skipped when only the head is read)
 //	 18 landed          string into, string commit, string mode, string from, time at
 //	                    (16 and 17 are the review fields of issue 22)
+//	 19 session         string id, string profile, string workdir, varint iteration, string ended
+//	 20 progress        string text, varint percent, time at
+//	 21 fanout          string group, varint index, varint of, string winner
 //
 // Zero fields are not written; a record with none is tagged 0x01 and has
 // no block. A tag this build does not know makes the record undecodable,
@@ -76,8 +79,11 @@ const extLanded = 18
 // Tag of the agent session (issue 23).
 const extSession = 19 // 18 is landed (issue 22)
 
-// Tag of the best-of-N group (issue 25); 20 is left to issue 26's progress.
-const extFanout = 21
+// Tags of the agent's progress report (issue 26) and best-of-N (issue 25).
+const (
+	extProgress = 20
+	extFanout   = 21
+)
 
 // hasExt reports whether l has any field of the extension block.
 func hasExt(l *loop.Loop) bool {
@@ -86,7 +92,7 @@ func hasExt(l *loop.Loop) bool {
 		l.Stalls != 0 || l.FailureFingerprint != "" || l.FailureRepeats != 0 || l.Branch != "" || l.Base != (loop.Base{}) ||
 		len(l.DependsOn) > 0 || !l.SubtreeDoneAt.IsZero() ||
 		l.Commit != "" || len(l.Evidence) > 0 || l.Review || len(l.Comments) > 0 ||
-		l.Landed != (loop.Landed{}) || l.Session != nil || l.Fanout != nil
+		l.Landed != (loop.Landed{}) || l.Session != nil || l.Progress != nil || l.Fanout != nil
 }
 
 // ext appends the extension block of l.
@@ -185,6 +191,12 @@ func (w *recWriter) ext(l *loop.Loop) {
 		f.str(s.Workdir)
 		f.int(s.Iteration)
 		f.str(s.Ended)
+	}
+	if p := l.Progress; p != nil {
+		f.b = append(f.b, extProgress)
+		f.str(p.Text)
+		f.int(p.Percent)
+		f.time(p.At)
 	}
 	if g := l.Fanout; g != nil {
 		f.b = append(f.b, extFanout)
@@ -288,9 +300,13 @@ func (r *recReader) ext(l *loop.Loop) {
 			s := &loop.Session{ID: f.str(), Profile: f.str(), Workdir: f.str()}
 			s.Iteration, s.Ended = f.int(), f.str()
 			l.Session = s
+		case extProgress:
+			p := &loop.Progress{Text: f.str(), Percent: f.int()}
+			p.At = f.time()
+			l.Progress = p
 		case extFanout:
-			g := &loop.Fanout{Group: f.str()}
-			g.Index, g.Of, g.Winner = f.int(), f.int(), f.str()
+			g := &loop.Fanout{Group: f.str(), Index: f.int(), Of: f.int()}
+			g.Winner = f.str()
 			l.Fanout = g
 		default:
 			f.err = fmt.Errorf("unknown extension field %d (written by a newer loopr?)", tag)

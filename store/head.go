@@ -8,7 +8,8 @@ import "github.com/loopr-dev/loopr/loop"
 // the cost of ForEach. When full is not nil, a loop whose status full
 // rejects is decoded even less: only its id, status and parent are set,
 // and for a complete loop its subtree_done_at (the depends_on gate of the
-// loops that name it reads that).
+// loops that name it reads that) and created_at (a root's is its tree's
+// submission: the tree term's age).
 // fn gets the same *loop.Loop each time, overwritten by the next record:
 // copy what it keeps.
 //
@@ -34,7 +35,7 @@ func (tx *Tx) forEachHead(full func(loop.Status) bool, fn func(*loop.Loop) bool)
 					if err := decodeRecord(k, v, &l, true, true); err != nil { // borrowed: nothing copied
 						return err
 					}
-					l = loop.Loop{SubtreeDoneAt: l.SubtreeDoneAt}
+					l = loop.Loop{SubtreeDoneAt: l.SubtreeDoneAt, CreatedAt: l.CreatedAt}
 				}
 				l.ID, l.Status, l.Parent = string(k), st, parent
 				if !fn(&l) {

@@ -130,7 +130,7 @@ func TestLoopCodecKnowsEveryField(t *testing.T) {
 		// the extension block (extcodec.go)
 		"Agent", "Usage", "Budget", "Needs", "Answer", "RateLimitStreak", "TransientRetries", "Stalls",
 		"FailureFingerprint", "FailureRepeats", "Branch", "Base", "DependsOn", "SubtreeDoneAt", "Commit", "Evidence",
-		"Review", "Comments", "Landed", "Session", "Fanout"}
+		"Review", "Comments", "Landed", "Session", "Progress", "Fanout"}
 	var got []string
 	rt := reflect.TypeFor[loop.Loop]()
 	for i := range rt.NumField() {
@@ -288,7 +288,7 @@ func TestForEachHead(t *testing.T) {
 	for i, w := range want {
 		want[i] = loop.Loop{ID: w.ID, Status: w.Status, Parent: w.Parent}
 		if w.Status == loop.Complete {
-			want[i].SubtreeDoneAt = w.SubtreeDoneAt
+			want[i].SubtreeDoneAt, want[i].CreatedAt = w.SubtreeDoneAt, w.CreatedAt
 		}
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
