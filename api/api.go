@@ -43,6 +43,14 @@ type CreateRequest struct {
 	// Review makes every task of the new loop's tree wait for a person's
 	// review when it passes (`loopr plan --review`).
 	Review bool `json:"review,omitzero"`
+	// Fanout runs the loop as that many best-of-N candidates (`loopr add
+	// --fanout`); 0 = loops.<type>.fanout. The response is the first
+	// candidate; its fanout field names the group.
+	Fanout int `json:"fanout,omitzero"`
+	// Agents gives the candidates their agent profiles in turn (`loopr
+	// add --agents`); with no fanout, a list of two or more is a group of
+	// one candidate per profile.
+	Agents []string `json:"agents,omitempty"`
 }
 
 // BudgetRequest changes a loop's budget (`loopr budget`, POST

@@ -7,8 +7,9 @@
 //	### Spec 1: <name>       ### Phase 1: <name>      ### Task 1: <name>
 //
 // A child's body may say which earlier siblings it starts after
-// ("**Depends on:** 1, 3", depends.go) and which conflict key it holds
-// ("**Conflicts:** key").
+// ("**Depends on:** 1, 3", depends.go), which conflict key it holds
+// ("**Conflicts:** key"), and whether it runs as best-of-N candidates
+// ("**Fanout:** 3", "**Agents:** claude, codex", fanout.go).
 //
 // Parse is pure and strict: agents get its error back as feedback, so every
 // error names the line and says what was expected. The text it returns is
@@ -45,6 +46,12 @@ type Section struct {
 	// one that names nothing ("none"): the artifact decides the order, not
 	// the parent type's `children:` setting.
 	DependsSet bool
+	// Fanout is the number of a "**Fanout:** N" line (best-of-N,
+	// fanout.go), 0 without one.
+	Fanout int
+	// Agents lists the profiles of an "**Agents:** a, b" line, nil
+	// without one.
+	Agents []string
 }
 
 // Doc is a parsed artifact.
@@ -227,6 +234,12 @@ func Parse(typ string, data []byte) (Doc, error) {
 					}
 					if v, ok := dependsRef(line); ok {
 						refs[len(refs)-1] = append(refs[len(refs)-1], depRef{line: n, text: v})
+					}
+					if _, err := fanoutOf(cur, line, n); err != nil {
+						return Doc{}, err
+					}
+					if _, err := agentsOf(cur, line, n); err != nil {
+						return Doc{}, err
 					}
 				}
 			case level <= 2:

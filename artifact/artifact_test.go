@@ -85,6 +85,15 @@ func TestParse(t *testing.T) {
 			}},
 		},
 		{
+			name: "best-of-N: fanout and agents",
+			typ:  "phase",
+			in:   "# Phase: X\n## Tasks\n### Task 1: A\n**Fanout:** 3\n- **Agents**: claude, `codex`\n### Task 2: B\n```\n**Fanout:** 9\n```\n",
+			want: Doc{Type: "phase", Title: "X", Sections: []Section{
+				{N: 1, Name: "A", Text: "### Task 1: A\n**Fanout:** 3\n- **Agents**: claude, `codex`", Fanout: 3, Agents: []string{"claude", "codex"}},
+				{N: 2, Name: "B", Text: "### Task 2: B\n```\n**Fanout:** 9\n```"},
+			}},
+		},
+		{
 			name: "indented heading is code, hashtag is text",
 			typ:  "plan",
 			in:   "# Plan: P\n    ## Specs\n#Specs\n## Specs\n### Spec 1: A\n",
@@ -141,6 +150,9 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate section", "plan", "# Plan: x\n## Specs\n### Spec 1: a\n## Specs\n", 4, "a second `## Specs` heading (the first is on line 2)"},
 		{"duplicate section later", "plan", "# Plan: x\n## Specs\n### Spec 1: a\n## B\n## Specs\n", 5, "a second `## Specs`"},
 		{"invalid utf-8", "plan", "# Plan: x\n## Specs\n### Spec 1: a\xff\n", 3, "invalid UTF-8"},
+		{"fanout not a number", "phase", "# Phase: x\n## Tasks\n### Task 1: a\n**Fanout:** three\n", 4, "**Fanout:** \"three\": write a number of candidates from 1 to 16"},
+		{"fanout too large", "phase", "# Phase: x\n## Tasks\n### Task 1: a\n**Fanout:** 17\n", 4, "from 1 to 16"},
+		{"agents empty", "phase", "# Phase: x\n## Tasks\n### Task 1: a\n**Agents:** ,\n", 4, "**Agents:** names 0 agent profiles"},
 		{"too big", "plan", "# Plan: x\n" + strings.Repeat("a", MaxSize), 0, "more than the 1048576 byte (1 MiB) limit"},
 	}
 	for _, tt := range tests {

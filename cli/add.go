@@ -71,7 +71,7 @@ func (e *env) addCmd() *cobra.Command {
 		noStart    bool
 	)
 	c := &cobra.Command{
-		Use:   "add --type T [--parent ID] [--after ID,...] [--task TEXT] [--title S] | add --file LOOPS.yaml",
+		Use:   "add --type T [--parent ID] [--after ID,...] [--task TEXT] [--title S] [--fanout N [--agents A,B]] | add --file LOOPS.yaml",
 		Short: "Add a loop of any type, or the loops listed in a file (starts a daemon if none runs)",
 		Long: `Add one loop, or with --file every loop of a YAML list of create requests:
 
@@ -83,7 +83,7 @@ func (e *env) addCmd() *cobra.Command {
 
 Item keys are the JSON fields of POST /v1/loops (type, parent, task, title,
 max_iterations, runnable_at, deadline, fairness_key, conflict_key,
-cost_hint, owner, agent) plus in, budget_usd and budget_tokens. Each item is created or refused on its own; one
+cost_hint, owner, agent, fanout) plus in, budget_usd and budget_tokens. Each item is created or refused on its own; one
 line per item is printed. Exit 1 if any item was refused, 2 if the file
 itself is invalid (nothing is created then).
 
@@ -93,7 +93,7 @@ LOOPR_NO_START=1 in the environment, only queues the loops in the store.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file != "" {
-				for _, f := range []string{"type", "parent", "after", "task", "title", "max-iterations", "at", "in", "deadline", "owner", "key", "conflict-key", "agent", "budget-usd", "budget-tokens"} {
+				for _, f := range []string{"type", "parent", "after", "task", "title", "max-iterations", "at", "in", "deadline", "owner", "key", "conflict-key", "agent", "budget-usd", "budget-tokens", "fanout", "agents"} {
 					if cmd.Flags().Changed(f) {
 						return &UsageError{fmt.Errorf("--file and --%s: the file gives every field of its loops", f)}
 					}
@@ -148,6 +148,8 @@ LOOPR_NO_START=1 in the environment, only queues the loops in the store.`,
 	f.StringVar(&file, "file", "", "create the loops of a YAML list of create requests (see below)")
 	f.BoolVar(&jsonOut, "json", false, "print the created loop as JSON (with --file: the result of each item)")
 	f.BoolVar(&noStart, "no-start", false, "only queue in the store: do not start a daemon when none runs")
+	f.IntVar(&req.Fanout, "fanout", 0, "best-of-N: run the task as N candidates in parallel worktrees, of which only the winner merges (loops.<type>.fanout_pick); 0 = loops.<type>.fanout")
+	f.StringSliceVar(&req.Agents, "agents", nil, "the candidates' agent profiles, in turn (comma-separated); without --fanout, one candidate per profile")
 	c.RegisterFlagCompletionFunc("parent", e.completeFlagIDs)
 	c.RegisterFlagCompletionFunc("after", e.completeFlagIDs)
 	c.RegisterFlagCompletionFunc("type", e.completeTypes)
@@ -192,6 +194,9 @@ func (e *env) create(cmd *cobra.Command, req api.CreateRequest, jsonOut, noStart
 		}
 		ref := loop.ShortID(l.ID)
 		fmt.Fprintf(e.stdout, "created %s %s %q\n", l.Type, ref, l.Title)
+		if f := l.Fanout; f != nil {
+			fmt.Fprintf(e.stdout, "best-of-%d: %d candidates of group %s (loopr list shows them; loopr events %s says how many started and why)\n", f.Of, f.Of, ref, ref)
+		}
 		if l.Type == loop.Plan && e.cfg != nil && e.cfg.Loop(loop.Plan).RequireApproval {
 			fmt.Fprintf(e.stdout, "once written, the plan waits for your approval: loopr approve %s\n", ref)
 			fmt.Fprintln(e.stdout, "(loopr status lists it then; loops.plan.require_approval: false skips the wait)")

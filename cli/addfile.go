@@ -56,7 +56,7 @@ func (e *fileError) Error() string {
 // fileKeys are the keys of an item: the JSON fields of POST /v1/loops,
 // plus `in` (a delay from now, for runnable_at).
 var fileKeys = []string{"type", "parent", "task", "title", "max_iterations", "runnable_at", "in",
-	"deadline", "fairness_key", "conflict_key", "cost_hint", "owner", "agent", "budget_usd", "budget_tokens"}
+	"deadline", "fairness_key", "conflict_key", "cost_hint", "owner", "agent", "budget_usd", "budget_tokens", "fanout"}
 
 // parseLoopsFile decodes a YAML list of create requests strictly: an
 // unknown or duplicate key, a value of the wrong type or a bad time is an
@@ -159,6 +159,13 @@ func parseLoopsFile(name string, data []byte, now time.Time) ([]fileItem, error)
 					return nil, fail(v.Line, key, "want an integer, got %q", str)
 				}
 				if req.MaxIterations, err = strconv.Atoi(str); err != nil {
+					return nil, fail(v.Line, key, "want an integer, got %q", str)
+				}
+			case "fanout":
+				if v.ShortTag() != "!!int" {
+					return nil, fail(v.Line, key, "want an integer, got %q", str)
+				}
+				if req.Fanout, err = strconv.Atoi(str); err != nil {
 					return nil, fail(v.Line, key, "want an integer, got %q", str)
 				}
 			case "cost_hint":

@@ -144,7 +144,7 @@ func TestAddFile(t *testing.T) {
 func TestAddFileInvalid(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ name, yaml, want string }{
-		{"unknown key", "- type: ralph\n  tyep: spec\n", "loops.yaml:2: [0].tyep: unknown key (known: type, parent, task, title, max_iterations, runnable_at, in, deadline, fairness_key, conflict_key, cost_hint, owner, agent, budget_usd, budget_tokens)"},
+		{"unknown key", "- type: ralph\n  tyep: spec\n", "loops.yaml:2: [0].tyep: unknown key (known: type, parent, task, title, max_iterations, runnable_at, in, deadline, fairness_key, conflict_key, cost_hint, owner, agent, budget_usd, budget_tokens, fanout)"},
 		{"not a list", "type: ralph\n", "loops.yaml:1: want a YAML list of loops (- type: ralph …), got a mapping"},
 		{"item not a mapping", "- ralph\n", `loops.yaml:1: [0]: want a mapping (type: …, task: …), got "ralph"`},
 		{"bad integer", "- {type: ralph, task: x}\n- {type: ralph, task: y, max_iterations: many}\n", `loops.yaml:2: [1].max_iterations: want an integer, got "many"`},

@@ -59,6 +59,9 @@ func (e *env) whyCmd() *cobra.Command {
 					}
 					fmt.Fprintf(e.stdout, "  %s %s\n", mark, g.Text)
 				}
+				if f := w.Loop.Fanout; f != nil {
+					fmt.Fprintln(e.stdout, f.Text(w.Loop.ID)) // best-of-N: where this candidate stands
+				}
 				printWhyConflicts(e.stdout, w)
 				switch w.Loop.Status {
 				case loop.AwaitingApproval:

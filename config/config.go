@@ -300,6 +300,16 @@ type LoopSettings struct {
 	// Hooks, when it names any hook, replaces the top-level hooks: for
 	// loops of this type, only these run.
 	Hooks map[string]Hook `yaml:"hooks,omitempty"`
+	// Fanout runs each loop of this type as that many candidates in
+	// parallel worktrees, of which one merges (best-of-N, package
+	// fanout); 0 or 1 = one loop. A task's **Fanout:** line and `loopr
+	// add --fanout` override it.
+	Fanout int `yaml:"fanout,omitempty"`
+	// FanoutPick chooses the winner: fanout.PickFirst ("" too),
+	// PickSmallestDiff or PickJudge.
+	FanoutPick string `yaml:"fanout_pick,omitempty"`
+	// FanoutJudge is the judge command (argv) of fanout_pick: judge.
+	FanoutJudge []string `yaml:"fanout_judge,omitempty"`
 }
 
 // The values of loops.<type>.children.
@@ -644,6 +654,7 @@ func (c *Config) Loop(t string) LoopSettings {
 		s = u.loopSettings()
 	}
 	s.Validate = slices.Clone(s.Validate)
+	s.FanoutJudge = slices.Clone(s.FanoutJudge)
 	if s.ValidateIn == "" {
 		s.ValidateIn = ValidateInWorktree
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/loopr-dev/loopr/fanout"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/preset"
 )
@@ -302,6 +303,7 @@ func (v *checker) loop(key string, s LoopSettings) {
 		v.fail(key+".validate_in", "unknown value %q (want worktree or clean)", s.ValidateIn)
 	}
 	v.nonNegative(key+".timeout_secs", s.TimeoutSecs)
+	v.fanout(key, s)
 	v.budget(key+".budget", s.Budget)
 	v.nonNegative(key+".tier", s.Tier)
 	if g := s.ConflictGroup; g != "" && !validGroup(g) {
@@ -485,4 +487,26 @@ func (v *checker) budget(key string, b Budget) {
 		v.fail(key+".usd", "must be >= 0 (0 = no budget)")
 	}
 	v.nonNegative(key+".tokens", b.Tokens)
+}
+
+// fanout checks the best-of-N keys of a type.
+func (v *checker) fanout(key string, s LoopSettings) {
+	_, spawns := loop.ChildType(strings.TrimPrefix(key, "loops."))
+	switch {
+	case s.Fanout < 0 || s.Fanout > fanout.MaxN:
+		v.fail(key+".fanout", "%d: must be 0 to %d (0 or 1 = one loop, N = N candidates of which one merges)", s.Fanout, fanout.MaxN)
+	case s.Fanout > 1 && spawns:
+		v.fail(key+".fanout", "only tasks fan out (ralph and user types): a %s writes an artifact, not code to merge", strings.TrimPrefix(key, "loops."))
+	}
+	if s.FanoutPick != "" && !slices.Contains(fanout.Picks, s.FanoutPick) {
+		v.fail(key+".fanout_pick", "unknown value %q (want %s)", s.FanoutPick, strings.Join(fanout.Picks, ", "))
+	}
+	if s.FanoutPick == fanout.PickJudge && len(s.FanoutJudge) == 0 {
+		v.fail(key+".fanout_judge", "required with fanout_pick: judge: the command (argv) that reads the passing candidates' diffs and prints the winner")
+	}
+	for i, a := range s.FanoutJudge {
+		if i == 0 && strings.TrimSpace(a) == "" {
+			v.fail(key+".fanout_judge[0]", "must name a program")
+		}
+	}
 }

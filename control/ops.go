@@ -47,6 +47,9 @@ func (s *Service) NewLoop(req api.CreateRequest, parent *loop.Loop, now time.Tim
 			return loop.Loop{}, Invalid("--agent", "unknown agent profile %q (known: %s)", req.Agent, strings.Join(c.Profiles(), ", "))
 		}
 	}
+	if err := s.checkFanout(req.Type, req.Fanout, req.Agents, "--fanout", "--agents"); err != nil {
+		return loop.Loop{}, err
+	}
 	if len(req.DependsOn) > loop.MaxDependsOn {
 		return loop.Loop{}, Invalid("--after", "%d loops: at most %d", len(req.DependsOn), loop.MaxDependsOn)
 	}
@@ -135,6 +138,9 @@ func (s *Service) CreateIn(tx *store.Tx, req api.CreateRequest, now time.Time) (
 	}
 	if err := s.noteBudget(tx, l.Budget); err != nil {
 		return loop.Loop{}, err
+	}
+	if n := s.fanoutN(l.Type, req.Fanout, req.Agents); n > 1 {
+		return s.createFanout(tx, req, l, n, now)
 	}
 	if err := tx.Create(l); err != nil {
 		s.unadmit(tx, l.Owner)
@@ -544,7 +550,8 @@ func (s *Service) SpawnChildren(tx *store.Tx, parent loop.Loop, doc artifact.Doc
 		return nil, nil
 	}
 	ids := make([]string, 0, len(doc.Sections))
-	agent := parent.Agent // the tree runs on the profile its root chose
+	groups := make([][]string, 0, len(doc.Sections)) // each section's loops: one, or a best-of-N group's candidates
+	agent := parent.Agent                            // the tree runs on the profile its root chose
 	if _, ok := s.cfg().Profile(agent); !ok {
 		agent = "" // no longer configured: the type's
 	}
@@ -555,14 +562,19 @@ func (s *Service) SpawnChildren(tx *store.Tx, parent loop.Loop, doc artifact.Doc
 		// The order between siblings: the section's **Depends on:** line,
 		// else the parent type's children setting.
 		switch {
+		// A best-of-N group counts as done once each candidate is complete
+		// or cancelled (the losers are): its dependents name them all.
 		case sec.DependsSet:
 			for _, k := range sec.DependsOn {
-				req.DependsOn = append(req.DependsOn, ids[k-1]) // an earlier section's: the parser allows no other
+				req.DependsOn = append(req.DependsOn, groups[k-1]...) // an earlier section's: the parser allows no other
 			}
 		case sequential && i > 0:
-			req.DependsOn = []string{ids[i-1]}
+			req.DependsOn = slices.Clone(groups[i-1])
 		}
 		child, err := s.NewLoop(req, &parent, now)
+		if err == nil {
+			err = s.checkFanout(ct, sec.Fanout, sec.Agents, "**Fanout:**", "**Agents:**")
+		}
 		if err != nil {
 			return nil, fmt.Errorf("spawn child %d of %s: %w", sec.N, parent.ID, err)
 		}
@@ -570,10 +582,20 @@ func (s *Service) SpawnChildren(tx *store.Tx, parent loop.Loop, doc artifact.Doc
 		if err := s.noteBudget(tx, child.Budget); err != nil {
 			return nil, err
 		}
-		if err := tx.Create(child); err != nil {
+		made := []loop.Loop{child}
+		if n := s.fanoutN(ct, sec.Fanout, sec.Agents); n > 1 {
+			if made, err = s.createGroup(tx, child, n, sec.Agents, now); err != nil {
+				return nil, err
+			}
+		} else if err := tx.Create(child); err != nil {
 			return nil, err
 		}
-		ids = append(ids, child.ID)
+		var group []string
+		for _, c := range made {
+			group = append(group, c.ID)
+		}
+		groups = append(groups, group)
+		ids = append(ids, group...)
 	}
 	return ids, nil
 }

@@ -23,6 +23,8 @@ func TestLayering(t *testing.T) {
 		{"ratelimit", append([]string{mod + "store"}, pure...)},
 		{"preset", append([]string{mod + "store", mod + "config", mod + "runner"}, pure...)},
 		{"artifact", append([]string{mod + "store"}, pure...)},
+		// fanout decides best-of-N groups: loopmgr applies what it says.
+		{"fanout", append([]string{mod + "store", mod + "config", mod + "control", mod + "loopmgr"}, pure...)},
 		{"transcript", append([]string{mod + "store", mod + "config", mod + "runner", mod + "client"}, pure...)},
 		{"tui", []string{"go.etcd.io/bbolt", mod + "store", mod + "loopmgr", mod + "control", mod + "daemon"}},
 		{"api", []string{"go.etcd.io/bbolt", mod + "store", mod + "control"}},

@@ -23,6 +23,10 @@ const (
 	// EventLanded is written on a plan when `loopr land` merged its branch
 	// into its base branch.
 	EventLanded EventKind = "landed"
+	// EventFanout is written on the candidates of a best-of-N group when
+	// it starts (how many, and why fewer than asked) and when it is
+	// decided (the winner, and how it was chosen).
+	EventFanout EventKind = "fanout"
 )
 
 // Event is one entry of a loop's append-only journal. Seq is assigned by the

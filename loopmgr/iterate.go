@@ -328,6 +328,9 @@ func (m *Manager) finish(ctx context.Context, r result) {
 	if m.clustered() {
 		m.release(l.ID)
 	}
+	if l.Fanout != nil && res.Outcome != runner.Cancelled {
+		m.fanoutOutcome(ctx, l)
+	}
 	if m.o.OnFinish != nil {
 		m.o.OnFinish(l.ID, time.Now())
 	}
@@ -540,6 +543,9 @@ func (m *Manager) cleanup(ctx context.Context, l loop.Loop, completed bool) {
 	deleteBranch := completed && ownBranch(l.Type)
 	if root, err := m.root(l); err == nil && root.ID == l.ID {
 		deleteBranch = false // a standalone loop's branch is its only result
+	}
+	if l.Fanout != nil && m.lostFanout(l.ID) {
+		deleteBranch = true // a losing best-of-N candidate's branch goes with it
 	}
 	branch := ""
 	if deleteBranch {

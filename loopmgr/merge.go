@@ -97,6 +97,7 @@ func (m *Manager) drainMerges(ctx context.Context) bool {
 	if m.svc.Untrusted() != "" {
 		return true // merge.validate and before_merge are the file's: they wait for `loopr trust` (it wakes the queue)
 	}
+	m.decideMerging(ctx) // best-of-N: only a group's winner merges (fanout.go)
 	roots, err := m.mergingPlans()
 	if err != nil {
 		m.log.Error("merge queue: list merging loops", "err", err)
@@ -185,6 +186,9 @@ func (m *Manager) mergingItems(root string, sink *mergeSink) ([]mergequeue.Item,
 			return err
 		}
 		for _, l := range all {
+			if !mergeable(l) {
+				continue // a best-of-N candidate whose group is not decided (or that lost)
+			}
 			if r, err := rootIn(tx, l); err == nil && r.ID == root && l.ID != root {
 				merging = append(merging, l)
 			}

@@ -34,8 +34,8 @@ import (
 // fingerprint covers (docs/security.md repeats it).
 var Keys = []string{
 	"agent and agents.<name>: preset, command, resume_args, attach_args, env, env_pass, secrets, sandbox",
-	"loops.<type>.validate, loops.<type>.hooks, loops.<type>.validate_in: clean",
-	"types.<name>.validate, types.<name>.hooks, types.<name>.validate_in: clean",
+	"loops.<type>.validate, loops.<type>.hooks, loops.<type>.validate_in: clean, loops.<type>.fanout_judge",
+	"types.<name>.validate, types.<name>.hooks, types.<name>.validate_in: clean, types.<name>.fanout_judge",
 	"hooks",
 	"merge.validate",
 	"notify.command",
@@ -78,10 +78,13 @@ type typeCmds struct {
 	// outside the agent's sandbox (so files trusted before it was covered
 	// keep their fingerprint).
 	ValidateIn string `json:"validate_in,omitempty"`
+	// FanoutJudge is the best-of-N judge command (absent: none, so files
+	// trusted before it was covered keep their fingerprint).
+	FanoutJudge []string `json:"fanout_judge,omitempty"`
 }
 
 func typeCmdsOf(s config.LoopSettings) typeCmds {
-	t := typeCmds{Validate: s.Validate, Hooks: hooksOf(s.Hooks)}
+	t := typeCmds{Validate: s.Validate, Hooks: hooksOf(s.Hooks), FanoutJudge: s.FanoutJudge}
 	if s.ValidateIn == config.ValidateInClean {
 		t.ValidateIn = s.ValidateIn
 	}
@@ -221,6 +224,9 @@ func Commands(c *config.Config) []Command {
 		}
 		if s.ValidateIn == config.ValidateInClean {
 			add(key+".validate_in", "clean (validate runs as the daemon, outside any sandbox)")
+		}
+		if len(s.FanoutJudge) > 0 {
+			add(key+".fanout_judge", Argv(s.FanoutJudge))
 		}
 		out = append(out, hookCommands(key+".hooks", s.Hooks)...)
 	}

@@ -215,6 +215,9 @@ func (m *Model) whyLines(w, h int) []string {
 			lines = append(lines, clip(" "+fl, w))
 		}
 	}
+	if f := wy.why.Loop.Fanout; f != nil {
+		lines = append(lines, clip(" "+f.Text(wy.why.Loop.ID), w))
+	}
 	// Gates flow across lines, three spaces apart; a gate never splits.
 	cur, curW := " ", 1
 	for _, g := range wy.why.Gates {
