@@ -66,7 +66,15 @@ type Agent struct {
 	// Sandbox says where the agent runs: as the user (none) or inside
 	// bubblewrap (bwrap), and what network it reaches.
 	Sandbox Sandbox `yaml:"sandbox"`
+	// MCP gives the agent loopr's MCP server (`loopr mcp`: ask_human,
+	// report_progress, spawn_child …): the claude and codex presets
+	// start it; false leaves the agent's CLI as it is. Default true.
+	MCP *bool `yaml:"mcp,omitempty"`
 }
+
+// MCPOn reports whether the profile's agent gets loopr's MCP server
+// (agent.mcp, default true).
+func (a Agent) MCPOn() bool { return a.MCP == nil || *a.MCP }
 
 // The agent.resume modes.
 const (

@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/loopr-dev/loopr/mcp"
 	"github.com/loopr-dev/loopr/store"
 )
 
@@ -17,6 +19,7 @@ import (
 type running struct {
 	srv        *http.Server
 	tcp        *tcpServer
+	mcp        *http.Server // <home>/mcp.sock (mcp.go)
 	stopMgr    context.CancelFunc
 	mgrDone    chan error // the manager's Run returned
 	stopWorker context.CancelFunc
@@ -69,6 +72,12 @@ func (d *daemon) serve(ctx context.Context, hup <-chan os.Signal, token []byte) 
 		ln.Close()
 		return err
 	}
+	if r.mcp, err = d.listenMCP(); err != nil { // mcp.go
+		ln.Close()
+		r.tcp.shutdown(context.Background(), d.log)
+		return err
+	}
+	defer os.Remove(filepath.Join(d.paths.Home, mcp.SocketName))
 	d.event("daemon started")
 	d.log.Info("daemon started", "pid", d.pid, "version", d.o.Version, "socket", sock, "home", d.paths.Home, "workspace", d.paths.Workspace)
 
@@ -152,6 +161,9 @@ func (d *daemon) stop(r *running, runErr error, mgrExited bool) error {
 		r.srv.Close()
 	}
 	r.tcp.shutdown(sctx, d.log)
+	if err := r.mcp.Shutdown(sctx); err != nil {
+		r.mcp.Close()
+	}
 	d.streams.Wait()
 	r.followers.Wait() // webhooks: at most webhookDrain more
 	r.stopAux()

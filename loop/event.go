@@ -23,6 +23,10 @@ const (
 	// EventLanded is written on a plan when `loopr land` merged its branch
 	// into its base branch.
 	EventLanded EventKind = "landed"
+	// EventMCP is written on the loop whose agent called a tool of
+	// loopr's MCP server (`loopr mcp`): the tool, its target and the
+	// outcome, refusals included.
+	EventMCP EventKind = "mcp"
 )
 
 // Event is one entry of a loop's append-only journal. Seq is assigned by the
