@@ -14,8 +14,8 @@ import (
 // `<Exe> mcp` with the loop's id and token, which reaches the daemon on
 // Socket.
 type MCP struct {
-	Exe    string                  // the loopr binary
-	Socket string                  // <home>/mcp.sock
+	Exe    string                   // the loopr binary
+	Socket string                   // <home>/mcp.sock
 	Token  func(loop string) string // the loop's token
 }
 

@@ -76,6 +76,11 @@ const extLanded = 18
 // Tag of the agent session (issue 23).
 const extSession = 19 // 18 is landed (issue 22)
 
+// Tag of the agent's reported progress (issue 26, report_progress). 20 is
+// left to best-of-N's Fanout (issue 25): a duplicate tag is a compile
+// error in the decoder's switch.
+const extProgress = 21
+
 // hasExt reports whether l has any field of the extension block.
 func hasExt(l *loop.Loop) bool {
 	return l.Agent != "" || l.Usage != (loop.Usage{}) || l.Budget != (loop.Budget{}) ||
@@ -83,7 +88,7 @@ func hasExt(l *loop.Loop) bool {
 		l.Stalls != 0 || l.FailureFingerprint != "" || l.FailureRepeats != 0 || l.Branch != "" || l.Base != (loop.Base{}) ||
 		len(l.DependsOn) > 0 || !l.SubtreeDoneAt.IsZero() ||
 		l.Commit != "" || len(l.Evidence) > 0 || l.Review || len(l.Comments) > 0 ||
-		l.Landed != (loop.Landed{}) || l.Session != nil
+		l.Landed != (loop.Landed{}) || l.Session != nil || l.Progress != nil
 }
 
 // ext appends the extension block of l.
@@ -183,6 +188,12 @@ func (w *recWriter) ext(l *loop.Loop) {
 		f.int(s.Iteration)
 		f.str(s.Ended)
 	}
+	if p := l.Progress; p != nil {
+		f.b = append(f.b, extProgress)
+		f.str(p.Text)
+		f.int(p.Percent)
+		f.time(p.At)
+	}
 	w.b = binary.AppendUvarint(w.b, uint64(len(f.b)))
 	w.b = append(w.b, f.b...)
 }
@@ -278,6 +289,10 @@ func (r *recReader) ext(l *loop.Loop) {
 			s := &loop.Session{ID: f.str(), Profile: f.str(), Workdir: f.str()}
 			s.Iteration, s.Ended = f.int(), f.str()
 			l.Session = s
+		case extProgress:
+			p := &loop.Progress{Text: f.str(), Percent: f.int()}
+			p.At = f.time()
+			l.Progress = p
 		default:
 			f.err = fmt.Errorf("unknown extension field %d (written by a newer loopr?)", tag)
 		}

@@ -130,7 +130,7 @@ func TestLoopCodecKnowsEveryField(t *testing.T) {
 		// the extension block (extcodec.go)
 		"Agent", "Usage", "Budget", "Needs", "Answer", "RateLimitStreak", "TransientRetries", "Stalls",
 		"FailureFingerprint", "FailureRepeats", "Branch", "Base", "DependsOn", "SubtreeDoneAt", "Commit", "Evidence",
-		"Review", "Comments", "Landed", "Session"}
+		"Review", "Comments", "Landed", "Session", "Progress"}
 	var got []string
 	rt := reflect.TypeFor[loop.Loop]()
 	for i := range rt.NumField() {
