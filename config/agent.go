@@ -69,12 +69,8 @@ type Agent struct {
 	// MCP gives the agent loopr's MCP server (`loopr mcp`: ask_human,
 	// report_progress, spawn_child …): the claude and codex presets
 	// start it; false leaves the agent's CLI as it is. Default true.
-	MCP *bool `yaml:"mcp,omitempty"`
+	MCP bool `yaml:"mcp"`
 }
-
-// MCPOn reports whether the profile's agent gets loopr's MCP server
-// (agent.mcp, default true).
-func (a Agent) MCPOn() bool { return a.MCP == nil || *a.MCP }
 
 // The agent.resume modes.
 const (
@@ -120,6 +116,7 @@ func DefaultAgent() Agent {
 		Env:               map[string]string{},
 		Secrets:           map[string]Secret{},
 		Sandbox:           Sandbox{Runner: SandboxNone, Network: NetworkHost},
+		MCP:               true,
 	}
 }
 

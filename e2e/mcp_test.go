@@ -13,6 +13,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/internal/fakeanthropic"
 	"github.com/loopr-dev/loopr/loop"
 )
 
@@ -226,4 +227,84 @@ func TestMCPScriptedClient(t *testing.T) {
 	if refusedB != 1 {
 		t.Errorf("%d refused-token events on loop B, want 1", refusedB)
 	}
+}
+
+// TestClaudeCodeMCPAskHuman: the real Claude Code CLI, started by the
+// claude preset with loopr's MCP server (--mcp-config), is scripted by
+// the fake API to call mcp__loopr__ask_human; the plan then waits for a
+// person with that question, and `loopr answer` puts the answer in its
+// next prompt.
+func TestClaudeCodeMCPAskHuman(t *testing.T) {
+	claude := claudePath(t)
+	if inNetns(t) {
+		return
+	}
+	logVersion(t, claude)
+	const question = "Per user or per IP: which should the limiter count?"
+	const answer = "Count per user."
+	c := startClaudeRig(t, claude, "ANTHROPIC_API_KEY=test-key", func(r *fakeanthropic.Request, typ string) (fakeanthropic.Reply, bool) {
+		if typ != "plan" || !r.HasTool("Bash") || strings.Contains(r.Prompt(), answer) {
+			return fakeanthropic.Reply{}, false
+		}
+		asked := false
+		for _, m := range r.Messages {
+			asked = asked || m.Role == "assistant" && strings.Contains(string(m.Content), `"name":"mcp__loopr__ask_human"`)
+		}
+		switch {
+		case asked:
+		case r.HasTool("mcp__loopr__ask_human"):
+			return fakeanthropic.Tool("mcp__loopr__ask_human", map[string]any{"question": question}, usagePerTurn), true
+		case r.HasTool("ToolSearch") && r.Turn() == 0:
+			// Claude Code defers MCP tools: a model loads one by name first.
+			return fakeanthropic.Tool("ToolSearch", map[string]any{"query": "select:mcp__loopr__ask_human", "max_results": 1}, usagePerTurn), true
+		default:
+			var names []string
+			for _, tool := range r.Tools {
+				names = append(names, tool.Name)
+			}
+			t.Errorf("claude offers no mcp__loopr__ask_human at turn %d; its tools: %v", r.Turn(), names)
+			return fakeanthropic.Text("no loopr tools", usagePerTurn), true
+		}
+		return fakeanthropic.Text("I asked; waiting for the answer.", usagePerTurn), true
+	})
+	var plan loop.Loop
+	mustJSON(t, ok(t, c.repo.dir, "plan", "Add a rate limiter", "--json"), &plan)
+	var got loop.Loop
+	waitEvery(t, 3*time.Minute, slowPoll, "the plan to wait for a person", func() bool {
+		if c.d.exited() {
+			t.Fatalf("daemon exited:\n%s", tail(c.d.output(), 40))
+		}
+		got = show(t, c.repo, string(plan.ID))
+		return got.Status == loop.NeedsHuman || got.Status == loop.Failed || got.Status == loop.Complete
+	})
+	if got.Status != loop.NeedsHuman || got.Needs == nil || got.Needs.Reason != loop.NeedsQuestion || !strings.Contains(got.Needs.Detail, question) {
+		t.Fatalf("plan %s is %s, needs %+v; want needs_human with the question %q\nagent.log:\n%s", plan.ID, got.Status, got.Needs, question,
+			tail(iterFile(c.repo, string(plan.ID), 1, "agent.log"), 10))
+	}
+	recorded := false
+	for _, r := range c.api.Requests() {
+		if strings.Contains(string(r.Messages[len(r.Messages)-1].Content), "Question recorded") {
+			recorded = true
+		}
+	}
+	if !recorded {
+		t.Error("no request carried ask_human's result (Question recorded) back to the model")
+	}
+	ok(t, c.repo.dir, "answer", string(plan.ID), answer)
+	waitEvery(t, 3*time.Minute, slowPoll, "the plan's next prompt to hold the answer", func() bool {
+		for _, r := range c.api.Requests() {
+			if r.HasTool("Bash") && strings.Contains(r.Prompt(), answer) {
+				return true
+			}
+		}
+		return false
+	})
+	st := stopCleanly(t, c.repo, c.d)
+	for _, ev := range journal(t, st) {
+		if ev.Kind == loop.EventMCP && ev.Loop == plan.ID && strings.HasPrefix(ev.Message, "mcp ask_human") {
+			t.Logf("journal: %s", ev.Message)
+			return
+		}
+	}
+	t.Error("no mcp ask_human event in the plan's journal")
 }
