@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -242,17 +243,25 @@ func TestClaudeCodeMCPAskHuman(t *testing.T) {
 	logVersion(t, claude)
 	const question = "Per user or per IP: which should the limiter count?"
 	const answer = "Count per user."
+	var asked atomic.Bool // the script called ask_human: it ends the run next
+	// holds: a user message of r holds s (a resumed session's first
+	// message is the first run's prompt).
+	holds := func(r *fakeanthropic.Request, s string) bool {
+		for _, m := range r.Messages {
+			if m.Role == "user" && strings.Contains(m.Text(), s) {
+				return true
+			}
+		}
+		return false
+	}
 	c := startClaudeRig(t, claude, "ANTHROPIC_API_KEY=test-key", func(r *fakeanthropic.Request, typ string) (fakeanthropic.Reply, bool) {
-		if typ != "plan" || !r.HasTool("Bash") || strings.Contains(r.Prompt(), answer) {
+		if typ != "plan" || !r.HasTool("Bash") || holds(r, answer) {
 			return fakeanthropic.Reply{}, false
 		}
-		asked := false
-		for _, m := range r.Messages {
-			asked = asked || m.Role == "assistant" && strings.Contains(string(m.Content), `"name":"mcp__loopr__ask_human"`)
-		}
 		switch {
-		case asked:
+		case asked.Load():
 		case r.HasTool("mcp__loopr__ask_human"):
+			asked.Store(true)
 			return fakeanthropic.Tool("mcp__loopr__ask_human", map[string]any{"question": question}, usagePerTurn), true
 		case r.HasTool("ToolSearch") && r.Turn() == 0:
 			// Claude Code defers MCP tools: a model loads one by name first.
@@ -293,7 +302,7 @@ func TestClaudeCodeMCPAskHuman(t *testing.T) {
 	ok(t, c.repo.dir, "answer", string(plan.ID), answer)
 	waitEvery(t, 3*time.Minute, slowPoll, "the plan's next prompt to hold the answer", func() bool {
 		for _, r := range c.api.Requests() {
-			if r.HasTool("Bash") && strings.Contains(r.Prompt(), answer) {
+			if r.HasTool("Bash") && holds(r, answer) {
 				return true
 			}
 		}
@@ -307,4 +316,36 @@ func TestClaudeCodeMCPAskHuman(t *testing.T) {
 		}
 	}
 	t.Error("no mcp ask_human event in the plan's journal")
+}
+
+// TestMCPFromSandbox: an agent in bubblewrap (network none: loopr's home,
+// the main socket with it, hidden) starts `loopr mcp` itself and calls
+// report_progress through it: the MCP socket and the binary are bound in.
+func TestMCPFromSandbox(t *testing.T) {
+	t.Parallel()
+	needBwrap(t)
+	rpc := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"report_progress","arguments":{"text":"from the sandbox","percent":10}}}`,
+	}, "\n")
+	script := fmt.Sprintf(`{ printf '%%s\n' '%s'; sleep 5; } | %s mcp > "$(dirname "$LOOPR_ARTIFACT")/mcp.out" 2>&1; sleep 600`, rpc, bin)
+	r := newRepo(t, fastRetries+fmt.Sprintf(`agent:
+  preset: command
+  command: ["sh", "-c", %q]
+  timeout_secs: 600
+  sandbox: {runner: bwrap, network: none}
+loops:
+  plan: {require_approval: false, max_iterations: 1}
+storage:
+  disk_quota_min_gb: 0
+`, script))
+	d := startDaemon(t, r)
+	_ = d
+	var a loop.Loop
+	mustJSON(t, ok(t, r.dir, "plan", "Sandboxed", "--json"), &a)
+	waitEvery(t, 90*time.Second, slowPoll, "the sandboxed agent's progress", func() bool {
+		p := show(t, r, string(a.ID)).Progress
+		return p != nil && p.Text == "from the sandbox" && p.Percent == 10
+	})
 }
