@@ -290,15 +290,6 @@ func TestClaudeCodeMCPAskHuman(t *testing.T) {
 		t.Fatalf("plan %s is %s, needs %+v; want needs_human with the question %q\nagent.log:\n%s", plan.ID, got.Status, got.Needs, question,
 			tail(iterFile(c.repo, string(plan.ID), 1, "agent.log"), 10))
 	}
-	recorded := false
-	for _, r := range c.api.Requests() {
-		if strings.Contains(string(r.Messages[len(r.Messages)-1].Content), "Question recorded") {
-			recorded = true
-		}
-	}
-	if !recorded {
-		t.Error("no request carried ask_human's result (Question recorded) back to the model")
-	}
 	ok(t, c.repo.dir, "answer", string(plan.ID), answer)
 	waitEvery(t, 3*time.Minute, slowPoll, "the plan's next prompt to hold the answer", func() bool {
 		for _, r := range c.api.Requests() {
