@@ -98,7 +98,7 @@ func (e *env) printMCPConfig() error {
 		return err
 	}
 	v := jsontext.Value(b)
-	if err := v.Indent(); err != nil {
+	if err := v.Indent(jsontext.WithIndent("  ")); err != nil {
 		return err
 	}
 	fmt.Fprintln(e.stdout, strings.TrimSpace(string(v)))

@@ -198,6 +198,9 @@ func TestMCPScriptedClient(t *testing.T) {
 		t.Errorf("loop A needs %+v, want the question %q", got.Needs, question)
 	}
 
+	if cfg := ok(t, r.dir, "mcp", "--print-config"); !strings.Contains(cfg, `"command": "`+bin+`"`) || !strings.Contains(cfg, `"mcpServers"`) {
+		t.Errorf("loopr mcp --print-config:\n%s\nwant the mcpServers snippet starting %s mcp", cfg, bin)
+	}
 	st := stopCleanly(t, r, d)
 	var mine, refusedB int
 	tools2 := map[string]bool{}
