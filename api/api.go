@@ -520,6 +520,9 @@ const (
 	// CodeUnauthorized (401): a request on the TCP listener without the
 	// bearer token.
 	CodeUnauthorized = "unauthorized"
+	// CodeForbidden (403): an MCP call with a token that is not its
+	// loop's, or whose target lies outside the token's loop subtree.
+	CodeForbidden = "forbidden"
 	// Admission limits (a new loop is refused; retry later): 429.
 	CodeQueueFull     = "queue_full"     // admission.max_pending loops already wait
 	CodeQuotaExceeded = "quota_exceeded" // the owner has quotas.<owner>.max_pending loops waiting

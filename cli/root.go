@@ -152,7 +152,7 @@ func (e *env) rootCmd() *cobra.Command {
 	root.AddCommand(e.gcCmd(), e.statsCmd())
 	root.AddCommand(e.storeCmd(), e.versionCmd())
 	root.AddCommand(e.completionCmd(), e.logsCmd(), e.eventsCmd())
-	root.AddCommand(e.sandboxShimCmd(), e.webCmd())
+	root.AddCommand(e.sandboxShimCmd(), e.webCmd(), e.mcpCmd())
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}

@@ -102,16 +102,8 @@ func Dial(ctx context.Context, socketPath string) (*Client, error) {
 	if _, err := os.Stat(socketPath); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w at %s: %w", ErrNoDaemon, socketPath, err)
 	}
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socketPath)
-		},
-		MaxIdleConnsPerHost: 4,
-		IdleConnTimeout:     30 * time.Second,
-		DisableCompression:  true,
-	}
-	c := &Client{socket: socketPath, tr: tr, hc: &http.Client{Transport: tr}, timeout: DefaultTimeout}
+	c := newClient(socketPath)
+	tr := c.tr
 	resp, err := c.do(ctx, http.MethodGet, "/v1/status", nil, "")
 	if err != nil {
 		tr.CloseIdleConnections()
@@ -131,6 +123,20 @@ func Dial(ctx context.Context, socketPath string) (*Client, error) {
 	}
 	c.status = st
 	return c, nil
+}
+
+// newClient returns a client of the socket at socketPath, unchecked.
+func newClient(socketPath string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socketPath)
+		},
+		MaxIdleConnsPerHost: 4,
+		IdleConnTimeout:     30 * time.Second,
+		DisableCompression:  true,
+	}
+	return &Client{socket: socketPath, tr: tr, hc: &http.Client{Transport: tr}, timeout: DefaultTimeout}
 }
 
 // noDaemon reports whether a dial error means nothing listens.

@@ -66,6 +66,10 @@ type Agent struct {
 	// Sandbox says where the agent runs: as the user (none) or inside
 	// bubblewrap (bwrap), and what network it reaches.
 	Sandbox Sandbox `yaml:"sandbox"`
+	// MCP gives the agent loopr's MCP server (`loopr mcp`: ask_human,
+	// report_progress, spawn_child …): the claude and codex presets
+	// start it; false leaves the agent's CLI as it is. Default true.
+	MCP bool `yaml:"mcp"`
 }
 
 // The agent.resume modes.
@@ -112,6 +116,7 @@ func DefaultAgent() Agent {
 		Env:               map[string]string{},
 		Secrets:           map[string]Secret{},
 		Sandbox:           Sandbox{Runner: SandboxNone, Network: NetworkHost},
+		MCP:               true,
 	}
 }
 

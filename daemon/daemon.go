@@ -51,6 +51,7 @@ import (
 	"github.com/loopr-dev/loopr/landing"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/loopmgr"
+	"github.com/loopr-dev/loopr/mcp"
 	"github.com/loopr-dev/loopr/radar"
 	"github.com/loopr-dev/loopr/redact"
 	"github.com/loopr-dev/loopr/store"
@@ -127,6 +128,9 @@ func Run(ctx context.Context, o Options) error {
 	if err := d.joinCluster(ctx); err != nil {
 		return err
 	}
+	if d.mcpSecret, err = mcp.LoadSecret(o.Paths.Home); err != nil {
+		return err
+	}
 	d.newManager()
 	return d.serve(ctx, hup, token)
 }
@@ -149,6 +153,8 @@ type daemon struct {
 	jail    *contain.Jail    // how agents' processes are contained
 	lander  *landing.Lander  // `loopr land` (landing.go)
 	redact  *redact.Redactor // the secrets handed to agents, replaced in all the daemon stores and sends
+	// mcpSecret keys the per-loop tokens of the MCP server (mcp.go).
+	mcpSecret []byte
 
 	cfg      atomic.Pointer[config.Config]
 	web      atomic.Pointer[webMount] // the dashboard, once it listens (web.go)

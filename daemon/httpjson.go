@@ -178,7 +178,10 @@ func errorStatus(err error) (int, string) {
 	var mbe *http.MaxBytesError
 	var te *loop.TransitionError
 	var le *control.LimitError
+	var fe *control.ForbiddenError
 	switch {
+	case errors.As(err, &fe):
+		return http.StatusForbidden, api.CodeForbidden
 	case errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, api.CodeTooLarge
 	case errors.As(err, &le):

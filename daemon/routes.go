@@ -64,6 +64,7 @@ func (d *daemon) routes() http.Handler {
 	handle("POST /v1/limits/{agent}/clear", d.clearLimit) // limits.go
 	handle("POST /v1/web/login", d.webLogin)              // web.go
 	handle("GET /metrics", d.getMetrics)
+	handle("POST /v1/mcp", d.mcpCall) // mcp.go: also alone on <home>/mcp.sock
 	return jsonFallback(mux)
 }
 

@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/loopr-dev/loopr/mcp"
 	"github.com/loopr-dev/loopr/store"
 )
 
@@ -19,6 +21,7 @@ type running struct {
 	srv        *http.Server
 	tcp        *tcpServer
 	web        *tcpServer // the dashboard's own listener (api.web without api.listen)
+	mcp        *http.Server // <home>/mcp.sock (mcp.go)
 	stopMgr    context.CancelFunc
 	mgrDone    chan error // the manager's Run returned
 	stopWorker context.CancelFunc
@@ -71,6 +74,13 @@ func (d *daemon) serve(ctx context.Context, hup <-chan os.Signal, token []byte) 
 		ln.Close()
 		return err
 	}
+	if r.mcp, err = d.listenMCP(); err != nil { // mcp.go
+		ln.Close()
+		r.tcp.shutdown(context.Background(), d.log)
+		r.web.shutdown(context.Background(), d.log)
+		return err
+	}
+	defer os.Remove(filepath.Join(d.paths.Home, mcp.SocketName))
 	d.event("daemon started")
 	d.log.Info("daemon started", "pid", d.pid, "version", d.o.Version, "socket", sock, "home", d.paths.Home, "workspace", d.paths.Workspace)
 
@@ -189,6 +199,9 @@ func (d *daemon) stop(r *running, runErr error, mgrExited bool) error {
 	}
 	r.tcp.shutdown(sctx, d.log)
 	r.web.shutdown(sctx, d.log)
+	if err := r.mcp.Shutdown(sctx); err != nil {
+		r.mcp.Close()
+	}
 	d.streams.Wait()
 	r.followers.Wait() // webhooks: at most webhookDrain more
 	r.stopAux()

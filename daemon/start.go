@@ -242,6 +242,7 @@ func (d *daemon) newManager() {
 		OnSession:    func(id, session string) { mgr.RecordSession(id, session) },
 		OnRefused:    func(id string, it int, target string) { mgr.SandboxRefused(id, it, target) },
 		AgentSlots:   make(chan struct{}, max(1, d.config().APICallCap())),
+		MCP:          d.mcpWiring(),
 	}
 	var queue *mergequeue.Queue
 	if d.git != nil {

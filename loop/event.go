@@ -27,6 +27,10 @@ const (
 	// it starts (how many, and why fewer than asked) and when it is
 	// decided (the winner, and how it was chosen).
 	EventFanout EventKind = "fanout"
+	// EventMCP is written on the loop whose agent called a tool of
+	// loopr's MCP server (`loopr mcp`): the tool, its target and the
+	// outcome, refusals included.
+	EventMCP EventKind = "mcp"
 )
 
 // Event is one entry of a loop's append-only journal. Seq is assigned by the

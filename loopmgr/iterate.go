@@ -75,6 +75,7 @@ func (m *Manager) prepare(ctx context.Context, a *active, l loop.Loop, profile s
 			StallTimeout: time.Duration(ag.StallTimeoutSecs) * time.Second,
 			RetryTimeout: time.Duration(ag.RetryTimeoutSecs) * time.Second,
 			Sandbox:      m.sandboxPolicy(ag),
+			MCP:          ag.MCP,
 		},
 	}
 	worker := ""

@@ -596,6 +596,7 @@ func (m *Manager) lease(tx *store.Tx, id string, now time.Time, agents *schedule
 	}
 	if err := control.Move(tx, cur, loop.Running, now, msg, func(n *loop.Loop) {
 		n.Lease = lease
+		n.Progress = nil // the last run's report (MCP report_progress)
 		if loop.Held(n.Reason) {
 			n.Reason = "" // the hook or setup that held it runs again now
 		}

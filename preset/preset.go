@@ -21,9 +21,11 @@
 package preset
 
 import (
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/loopr-dev/loopr/loop"
@@ -275,4 +277,53 @@ func WithArtifactDir(name string, argv []string, dir string) []string {
 		return argv
 	}
 	return append(slices.Clip(argv), p.IncludeFlag, dir)
+}
+
+// WithMCP returns argv with what the named preset's CLI needs to start
+// loopr's MCP server, `exe args…`: claude reads configFile, the JSON of
+// mcp.ClientConfig (--mcp-config); codex takes -c overrides of
+// mcp_servers.loopr (before its trailing "-", the prompt on stdin). argv
+// is returned as it is for the other presets, and when its first word is
+// not the preset's CLI (a wrapper script is the user's to configure).
+func WithMCP(name string, argv []string, configFile, exe string, args []string) []string {
+	p, ok := Get(name)
+	if !ok || len(argv) == 0 || len(p.Command) == 0 || filepath.Base(argv[0]) != p.Command[0] {
+		return argv
+	}
+	switch name {
+	case Claude:
+		return append(slices.Clip(argv), "--mcp-config", configFile)
+	case Codex:
+		quoted := make([]string, len(args))
+		for i, a := range args {
+			quoted[i] = tomlString(a)
+		}
+		extra := []string{"-c", "mcp_servers.loopr.command=" + tomlString(exe),
+			"-c", "mcp_servers.loopr.args=[" + strings.Join(quoted, ",") + "]"}
+		at := len(argv)
+		if argv[at-1] == "-" {
+			at--
+		}
+		return slices.Concat(argv[:at], extra, argv[at:])
+	}
+	return argv
+}
+
+// tomlString is s as a TOML basic string.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, "\\u%04X", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }

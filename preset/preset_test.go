@@ -446,3 +446,32 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestWithMCP(t *testing.T) {
+	t.Parallel()
+	args := []string{"mcp", "--loop", "L1"}
+	tests := []struct {
+		name, preset string
+		argv, want   []string
+	}{
+		{"claude", Claude, []string{"claude", "-p"}, []string{"claude", "-p", "--mcp-config", "/it/mcp.json"}},
+		{"codex before the stdin dash", Codex, []string{"codex", "exec", "--json", "-"},
+			[]string{"codex", "exec", "--json", "-c", `mcp_servers.loopr.command="/bin/lo\"opr"`, "-c", `mcp_servers.loopr.args=["mcp","--loop","L1"]`, "-"}},
+		{"a wrapper script", Claude, []string{"/usr/local/bin/my-claude", "-p"}, []string{"/usr/local/bin/my-claude", "-p"}},
+		{"gemini unchanged", Gemini, []string{"gemini", "--yolo"}, []string{"gemini", "--yolo"}},
+		{"command unchanged", Command, []string{"sh", "agent.sh"}, []string{"sh", "agent.sh"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			exe := "/usr/bin/loopr"
+			if tc.preset == Codex {
+				exe = `/bin/lo"opr`
+			}
+			got := WithMCP(tc.preset, tc.argv, "/it/mcp.json", exe, args)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("WithMCP() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -27,7 +27,7 @@ func (it *iteration) environ() error {
 	}
 	own := slices.Concat(s.Env, it.looprEnv())
 	environ := os.Environ()
-	it.env = procenv.Set(s.Profile.Agent(environ, secrets), own...)
+	it.env = procenv.Set(s.Profile.Agent(environ, secrets), append(own, it.mcpEnv()...)...)
 	it.cmdEnv = procenv.Set(s.Profile.Commands(environ), own...)
 	return nil
 }

@@ -116,6 +116,9 @@ type Settings struct {
 	// Sandbox is the profile's sandbox: when On, the agent and the
 	// validate commands run in bwrap (package sandbox).
 	Sandbox sandbox.Policy
+	// MCP gives the agent loopr's MCP server when the Runner has one
+	// (agent.mcp, default true).
+	MCP bool
 }
 
 func (s Settings) withDefaults() Settings {
@@ -254,6 +257,9 @@ type Runner struct {
 	// a daemon restarted after a crash can resume it. It must not block
 	// for long.
 	OnSession func(loopID, session string)
+	// MCP, when set, starts loopr's MCP server beside the agents of
+	// profiles with Settings.MCP (runner/mcp.go).
+	MCP *MCP
 }
 
 // IterationDir returns <home>/loops/<id>/iterations/<NNN>.
@@ -619,6 +625,10 @@ func (it *iteration) runAgent(ctx context.Context, stdin *os.File, argv []string
 	}
 
 	argv = preset.WithArtifactDir(it.s.Preset, argv, filepath.Dir(it.artifact))
+	argv, err = it.withMCP(argv)
+	if err != nil {
+		return procResult{exitCode: -1, startErr: err}, nil
+	}
 	sb, err := it.startSandbox()
 	if err == nil {
 		defer sb.end()

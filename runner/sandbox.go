@@ -70,10 +70,11 @@ func (sb *sandboxRun) wrap(argv []string) ([]string, error) {
 		return argv, nil
 	}
 	it := sb.it
+	mw, mr := it.mcpBinds()
 	out, err := it.s.Sandbox.Command(sandbox.Run{
 		Loop: it.j.Loop.ID, Workdir: it.j.Workdir, Env: it.env, Proxy: sb.proxy,
-		Writable: nonEmpty(it.res.Dir), // $LOOPR_ARTIFACT, $LOOPR_QUESTION_FILE
-		Readable: []string{it.j.ParentArtifact},
+		Writable: append(nonEmpty(it.res.Dir), mw...), // $LOOPR_ARTIFACT, $LOOPR_QUESTION_FILE; the MCP socket
+		Readable: append([]string{it.j.ParentArtifact}, mr...),
 	}, argv)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)

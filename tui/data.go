@@ -125,6 +125,11 @@ func displayable(l loop.Loop) loop.Loop {
 	l.TriggeredBy = termsafe.Line(l.TriggeredBy)
 	l.ConflictKey = termsafe.Line(l.ConflictKey) // from artifacts too
 	l.Answer = termsafe.Text(l.Answer)
+	if l.Progress != nil {
+		p := *l.Progress
+		p.Text = termsafe.Line(p.Text) // an agent's words
+		l.Progress = &p
+	}
 	if l.Needs != nil {
 		n := *l.Needs
 		n.Detail = termsafe.Text(n.Detail) // an agent's question

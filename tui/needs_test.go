@@ -243,3 +243,29 @@ func TestNeedsYouReview(t *testing.T) {
 		t.Errorf("a on a task awaiting review: mode %v prompt %q; want a question naming the merge queue", m.mode, m.confirm.prompt)
 	}
 }
+
+// TestProgressShown: what a running loop's agent reported through MCP
+// report_progress shows on its row and in its details, escaped.
+func TestProgressShown(t *testing.T) {
+	t.Parallel()
+	fc := newFake()
+	loops := fixtureLoops()
+	for i := range loops {
+		if loops[i].ID == idLimits {
+			loops[i].Progress = &loop.Progress{Text: "wrote the bucket\x1b]0;evil\x07", Percent: 40, At: testNow}
+		}
+	}
+	st := fixtureStatus()
+	fc.snap = api.StreamMsg{Type: api.StreamSnapshot, Seq: 100, Loops: loops, Status: &st}
+	m := selectID(t, loaded(t, fc, 160, 40), idLimits)
+	v := m.View()
+	if !strings.Contains(v, "40% wrote the bucket") {
+		t.Errorf("view lacks the progress 40%% wrote the bucket:\n%s", v)
+	}
+	if strings.Contains(v, "\x1b]0;evil") {
+		t.Error("an agent's progress reached the terminal unescaped")
+	}
+	if d := press(t, m, "enter").View(); !strings.Contains(d, "progress") || !strings.Contains(ansi.Strip(d), "40% wrote the bucket") {
+		t.Errorf("the details lack the progress:\n%s", d)
+	}
+}

@@ -96,6 +96,7 @@ func (m *Model) detailsLines(w, h int) []string {
 		{"triggered by", l.TriggeredBy, 10},
 		{"lease", lease, 11},
 		{"answer", firstLine(l.Answer), 2},
+		{"progress", progressText(l.Progress), 2},
 		{"agent", l.Agent, 5},
 		{"spent", usageLine(l.Usage, m.costs[l.ID]), 3},
 		{"budget", budgetLine(l.Budget), 4},

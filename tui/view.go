@@ -597,16 +597,32 @@ func (m *Model) whyStyle(l *loop.Loop, code string) lipgloss.Style {
 }
 
 // nextWhy is the NEXT / WHY text of l and its reason code.
+// progressText is what the agent last reported (MCP report_progress):
+// "40% text", or the text alone without a percentage; "" for none.
+func progressText(p *loop.Progress) string {
+	if p == nil {
+		return ""
+	}
+	if p.Percent >= 0 {
+		return strconv.Itoa(p.Percent) + "% " + p.Text
+	}
+	return p.Text
+}
+
 func (m *Model) nextWhy(l *loop.Loop) (string, string) {
 	switch l.Status {
 	case loop.Pending, loop.Paused:
 		r := m.reasonOf(l.ID)
 		return m.reasonText(r), r.Code
 	case loop.Running:
-		if l.StartedAt.IsZero() {
-			return "agent", ""
+		run := "agent"
+		if !l.StartedAt.IsZero() {
+			run += " " + elapsed(m.now.Sub(l.StartedAt))
 		}
-		return "agent " + elapsed(m.now.Sub(l.StartedAt)), ""
+		if p := progressText(l.Progress); p != "" {
+			run += ": " + p // report_progress (MCP)
+		}
+		return run, ""
 	case loop.Merging:
 		return "merge queue " + elapsed(m.now.Sub(l.UpdatedAt)), ""
 	case loop.AwaitingApproval:

@@ -1,0 +1,166 @@
+package control
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/loopr-dev/loopr/api"
+	"github.com/loopr-dev/loopr/internal/termsafe"
+	"github.com/loopr-dev/loopr/loop"
+	"github.com/loopr-dev/loopr/store"
+)
+
+// The operations behind loopr's MCP server (package mcp, POST /v1/mcp):
+// what an agent may do to its own loop and the loops below it. The daemon
+// checks the caller's token first; every target is checked here with
+// Within, in the transaction that acts on it.
+
+// ForbiddenError is an MCP call the caller may not make: a token that is
+// not its loop's, or a target outside the token's loop subtree (HTTP 403).
+type ForbiddenError struct{ Msg string }
+
+func (e *ForbiddenError) Error() string { return e.Msg }
+
+// MaxProgressText bounds report_progress's text, in bytes.
+const MaxProgressText = 500
+
+// Within reports whether target is caller or lies below it.
+func Within(tx *store.Tx, caller, target string) (bool, error) {
+	cur := target
+	for i := 0; cur != "" && i < 1000; i++ {
+		if cur == caller {
+			return true, nil
+		}
+		l, err := tx.Get(cur)
+		if err != nil {
+			return false, err
+		}
+		cur = l.Parent
+	}
+	return false, nil
+}
+
+// inSubtree returns target (caller when "") after checking that it lies
+// in caller's subtree: a *ForbiddenError when not.
+func inSubtree(tx *store.Tx, caller, target string) (loop.Loop, error) {
+	if target == "" {
+		target = caller
+	}
+	ok, err := Within(tx, caller, target)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return loop.Loop{}, fmt.Errorf("target %s: %w", target, err)
+		}
+		return loop.Loop{}, err
+	}
+	if !ok {
+		return loop.Loop{}, &ForbiddenError{Msg: fmt.Sprintf("loop %s is outside the subtree of loop %s, the caller's: an agent acts only on its own loop and the loops below it", target, caller)}
+	}
+	return tx.Get(target)
+}
+
+// MCPTarget returns target (caller when "") when it lies in caller's
+// subtree, else a *ForbiddenError.
+func (s *Service) MCPTarget(caller, target string) (loop.Loop, error) {
+	var out loop.Loop
+	err := s.Store.View(func(tx *store.Tx) (err error) {
+		out, err = inSubtree(tx, caller, target)
+		return err
+	})
+	return out, err
+}
+
+// SetProgress records the progress the agent of running loop id reports
+// (Loop.Progress): text on one line, at most MaxProgressText bytes;
+// percent 0–100, or -1 when not given.
+func (s *Service) SetProgress(id, text string, percent int) (loop.Loop, error) {
+	if percent < -1 || percent > 100 {
+		return loop.Loop{}, Invalid("percent", "%d is out of range: give 0 to 100, or leave it out", percent)
+	}
+	text = strings.TrimSpace(termsafe.Line(strings.ToValidUTF8(text, "\uFFFD")))
+	if text == "" {
+		return loop.Loop{}, Invalid("text", "empty: say in a few words how far the work is")
+	}
+	for len(text) > MaxProgressText {
+		_, n := utf8.DecodeLastRuneInString(text)
+		text = text[:len(text)-n]
+	}
+	now := s.Now()
+	var out loop.Loop
+	err := s.Store.Update(func(tx *store.Tx) error {
+		l, err := tx.Get(id)
+		if err != nil {
+			return err
+		}
+		if l.Status != loop.Running {
+			return Invalid("loop", "loop %s is %s: progress is reported while its agent runs", id, l.Status)
+		}
+		l.Progress = &loop.Progress{Text: text, Percent: percent, At: now}
+		out = l
+		return tx.Put(l)
+	})
+	return out, err
+}
+
+// Siblings returns the loops that share id's parent, id left out; none for
+// a root (other roots are other people's trees).
+func (s *Service) Siblings(id string) ([]loop.Loop, error) {
+	var out []loop.Loop
+	err := s.Store.View(func(tx *store.Tx) error {
+		l, err := tx.Get(id)
+		if err != nil || l.Parent == "" {
+			return err
+		}
+		kids, err := tx.Children(l.Parent)
+		if err != nil {
+			return err
+		}
+		for _, k := range kids {
+			if k.ID != l.ID {
+				out = append(out, k)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// SpawnChild creates a loop below parent, which must lie in caller's
+// subtree, through the one create path (CreateIn: child types, max_pending
+// and quotas admit it or refuse it).
+func (s *Service) SpawnChild(caller string, req api.CreateRequest) (loop.Loop, error) {
+	now := s.Now()
+	var out loop.Loop
+	err := s.Store.Update(func(tx *store.Tx) error {
+		p, err := inSubtree(tx, caller, req.Parent)
+		if err != nil {
+			return err
+		}
+		req.Parent = p.ID
+		out, err = s.CreateIn(tx, req, now)
+		return err
+	})
+	return out, err
+}
+
+// JournalMCP writes what an MCP call did on loop id (kind mcp), or, for an
+// id no loop has (a forged call), an event of no loop that names it.
+func (s *Service) JournalMCP(id, msg string) error {
+	now := s.Now()
+	return s.Store.Update(func(tx *store.Tx) error {
+		ev := loop.Event{Time: now, Loop: id, Kind: loop.EventMCP, Message: msg}
+		l, err := tx.Get(id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			ev.Loop, ev.Message = "", "loop "+id+": "+msg
+		case err != nil:
+			return err
+		default:
+			ev.Iteration = l.Iteration
+		}
+		_, err = tx.AppendEvent(ev)
+		return err
+	})
+}
