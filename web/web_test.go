@@ -405,3 +405,25 @@ func TestPageWeight(t *testing.T) {
 		t.Errorf("page weight %d bytes over %d assets; want ≤ 300 KB and the script and style counted", total, n)
 	}
 }
+
+// TestStreamKeepsCarriageReturnsInData: EventSource ends a line at a CR
+// as at a LF, so a CR in a title (an agent's spawn_child, a planner's
+// section) must not reach the stream as one: it would cut the fragment
+// and turn the rest of its line into a field of its own.
+func TestStreamKeepsCarriageReturnsInData(t *testing.T) {
+	t.Parallel()
+	be := newFake()
+	be.loops[0].Title = "first half\rretry: 1\revent: inbox\rsecond half"
+	be.status.NeedsYou[0].Detail = "Blue\ror green?"
+	_, ts := newTestServer(t, be)
+	c := session(t, ts)
+	ev := streamOf(t, ts, c, be, 3)
+	if strings.Contains(ev, "\r") {
+		t.Errorf("the stream carries a CR inside an event's data:\n%q", ev)
+	}
+	for _, want := range []string{"data: retry: 1\n", "data: second half"} {
+		if !strings.Contains(ev, want) {
+			t.Errorf("stream lacks %q (the title's lines, each a data: line):\n%q", want, ev)
+		}
+	}
+}
