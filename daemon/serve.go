@@ -20,7 +20,7 @@ import (
 type running struct {
 	srv        *http.Server
 	tcp        *tcpServer
-	web        *tcpServer // the dashboard's own listener (api.web without api.listen)
+	web        *tcpServer   // the dashboard's own listener (api.web without api.listen)
 	mcp        *http.Server // <home>/mcp.sock (mcp.go)
 	stopMgr    context.CancelFunc
 	mgrDone    chan error // the manager's Run returned
