@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -426,4 +427,81 @@ func TestStreamKeepsCarriageReturnsInData(t *testing.T) {
 			t.Errorf("stream lacks %q (the title's lines, each a data: line):\n%q", want, ev)
 		}
 	}
+}
+
+// TestLoginNextStaysOnSite: after signing in, the browser goes back only
+// to a path of this site. Browsers drop tabs and line breaks from a
+// Location and read a backslash as a slash, so "/\t/evil.example" is
+// "//evil.example", another site.
+func TestLoginNextStaysOnSite(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t, newFake())
+	for _, next := range []string{"/\t/evil.example", "/\n/evil.example", "/\r/evil.example", "/\t\\evil.example", "//evil.example", "/\\evil.example", "https://evil.example/"} {
+		req, _ := http.NewRequest("POST", ts.URL+"/login", strings.NewReader(url.Values{"token": {testToken}, "next": {next}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := http.DefaultTransport.RoundTrip(req) // Go's client refuses to parse such a Location; a browser follows it
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		loc := resp.Header.Get("Location")
+		seen := strings.Map(func(r rune) rune { // what a browser makes of it
+			switch r {
+			case '\t', '\n', '\r':
+				return -1
+			case '\\':
+				return '/'
+			}
+			return r
+		}, loc)
+		if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(seen, "/") || strings.HasPrefix(seen, "//") {
+			t.Errorf("login with next %q: %s to %q; want a redirect to a path of this site", next, resp.Status, loc)
+		}
+	}
+	for next, want := range map[string]string{"/loop/01JQUESTION": "/loop/01JQUESTION", "/?a=b": "/?a=b"} {
+		if resp, _ := do(t, "POST", ts.URL+"/login", nil, url.Values{"token": {testToken}, "next": {next}}); resp.Header.Get("Location") != want {
+			t.Errorf("login with next %q: to %q, want %q", next, resp.Header.Get("Location"), want)
+		}
+	}
+}
+
+// TestWrongLoginsLogOncePerSecond: a flood of wrong tokens (anyone who
+// reaches the port may send them) logs at most a line a second, as the
+// API's bearer check does, not a line each.
+func TestWrongLoginsLogOncePerSecond(t *testing.T) {
+	t.Parallel()
+	var logs syncBuf
+	s, err := New(Options{Token: []byte(testToken), Log: slog.New(slog.NewTextHandler(&logs, nil)),
+		Now:  func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }, // one instant: all in one second
+		Dial: func(context.Context) (Backend, error) { return newFake(), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	for range 50 {
+		if resp, _ := do(t, "POST", ts.URL+"/login", nil, url.Values{"token": {"wrong"}}); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("login with a wrong token: %s, want 401", resp.Status)
+		}
+	}
+	if n := strings.Count(logs.String(), "refused a login"); n != 1 {
+		t.Errorf("50 wrong logins within a second logged %d lines, want 1:\n%s", n, logs.String())
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuf) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuf) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
