@@ -3,6 +3,7 @@ package web
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -32,6 +33,7 @@ type fakeBackend struct {
 	status api.Status
 	acts   []string // "id action answer|feedback|reason"
 	events chan api.StreamMsg
+	diff   *api.Diff // nil: a small one with markup in it
 }
 
 func (f *fakeBackend) Status(context.Context) (api.Status, error) {
@@ -65,6 +67,9 @@ func (f *fakeBackend) Why(_ context.Context, id string, now time.Time) (api.Why,
 	return api.Why{Loop: l, Now: now, Formula: "priority 100"}, err
 }
 func (f *fakeBackend) Diff(context.Context, string) (api.Diff, error) {
+	if f.diff != nil {
+		return *f.diff, nil
+	}
 	return api.Diff{Command: "git diff a...b", Files: []api.DiffFile{{Path: "<b>x.go</b>", Status: "modified", Added: 1,
 		Hunks: []api.DiffHunk{{Header: "@@ -1 +1 @@", Lines: []api.DiffLine{{Kind: api.DiffAdd, Text: "<script>alert(2)</script>"}}}}}}}, nil
 }
@@ -504,4 +509,36 @@ func (b *syncBuf) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// TestLoopPageWeightBounded: a loop's page stays light whatever the loop
+// holds: a diff of a minified file (one line of megabytes) and thousands
+// of lines, and thousands of children, are cut and counted.
+func TestLoopPageWeightBounded(t *testing.T) {
+	t.Parallel()
+	be := newFake()
+	for i := range 5000 {
+		be.loops = append(be.loops, loop.Loop{ID: fmt.Sprintf("01JKID%05d", i), Type: loop.Spec, Status: loop.Pending,
+			Title: "a child with a fairly long title to weigh like a real one", Parent: "01JPLAN", Depth: 1})
+	}
+	h := api.DiffHunk{Header: "@@ -0,0 +1,5000 @@", Lines: []api.DiffLine{{Kind: api.DiffAdd, Text: strings.Repeat("m", 4<<20)}}}
+	for range 2000 {
+		h.Lines = append(h.Lines, api.DiffLine{Kind: api.DiffAdd, Text: strings.Repeat("x", 1000)})
+	}
+	be.diff = &api.Diff{Files: []api.DiffFile{{Path: "app.min.js", Status: "added", Added: 2001, Hunks: []api.DiffHunk{h}}}}
+	_, ts := newTestServer(t, be)
+	c := session(t, ts)
+	resp, page := do(t, "GET", ts.URL+"/loop/01JPLAN", c, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("loop page: %s", resp.Status)
+	}
+	t.Logf("loop page: %d bytes", len(page))
+	if len(page) > 600<<10 {
+		t.Errorf("loop page of %d bytes; want at most 600 KiB", len(page))
+	}
+	for _, want := range []string{"4500 more children not shown", "more lines"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("loop page lacks %q", want)
+		}
+	}
 }
