@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/loopr-dev/loopr/api"
@@ -134,6 +135,10 @@ func (s *Service) Siblings(id string) ([]loop.Loop, error) {
 // that spawn agents stop there.
 const MaxSpawnDepth = 8
 
+// MaxSpawnTitle bounds the title of a loop spawn_child makes, in bytes:
+// the tree shows it on one line, in the TUI and on the dashboard.
+const MaxSpawnTitle = 200
+
 // SpawnChild creates a loop below parent, which must lie in caller's
 // subtree, through the one create path (CreateIn: max_pending and quotas
 // admit it or refuse it). A built-in type must be the parent's child type
@@ -142,6 +147,12 @@ const MaxSpawnDepth = 8
 // owner, fairness key and profile, as the children of an artifact do, so
 // the owner's quota counts it.
 func (s *Service) SpawnChild(caller string, req api.CreateRequest) (loop.Loop, error) {
+	switch title := strings.TrimSpace(req.Title); {
+	case len(title) > MaxSpawnTitle:
+		return loop.Loop{}, Invalid("title", "%d bytes, at most %d: a short title; the details go in task", len(title), MaxSpawnTitle)
+	case strings.ContainsFunc(title, unicode.IsControl):
+		return loop.Loop{}, Invalid("title", "holds a line break or another control character: give one line")
+	}
 	now := s.Now()
 	var out loop.Loop
 	err := s.Store.Update(func(tx *store.Tx) error {

@@ -52,15 +52,17 @@ func TestSpawnChildAdmission(t *testing.T) {
 	}
 
 	for _, tc := range []struct {
-		name, caller, typ, want string
+		name, caller, typ, title, want string
 	}{
-		{"plan below a phase", phase.ID, loop.Plan, "cannot go below phase"},
-		{"spec below a phase", phase.ID, loop.Spec, "cannot go below phase"},
-		{"past the depth limit", deep.ID, "probe", "no loop deeper"},
-		{"a user type below a user type", "deep3", "probe", ""},
+		{"plan below a phase", phase.ID, loop.Plan, "x", "cannot go below phase"},
+		{"spec below a phase", phase.ID, loop.Spec, "x", "cannot go below phase"},
+		{"past the depth limit", deep.ID, "probe", "x", "no loop deeper"},
+		{"a user type below a user type", "deep3", "probe", "x", ""},
+		{"a title of a megabyte", "deep3", "probe", strings.Repeat("t", 1<<20), "at most 200"},
+		{"a title of two lines", "deep3", "probe", "one\rtwo", "one line"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := svc.SpawnChild(tc.caller, api.CreateRequest{Type: tc.typ, Title: "x"})
+			_, err := svc.SpawnChild(tc.caller, api.CreateRequest{Type: tc.typ, Title: tc.title})
 			if tc.want == "" {
 				if err != nil {
 					t.Errorf("SpawnChild(%s) = %v, want ok", tc.typ, err)
