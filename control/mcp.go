@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/loopr-dev/loopr/api"
@@ -105,7 +106,9 @@ func (s *Service) SetProgress(id, text string, percent int) (loop.Loop, error) {
 }
 
 // Siblings returns the loops that share id's parent, id left out; none for
-// a root (other roots are other people's trees).
+// a root (other roots are other people's trees). Siblings lie outside the
+// caller's subtree: of each, only its id, parent, type, status, title and
+// depth, never its task, answer, feedback, comments or question.
 func (s *Service) Siblings(id string) ([]loop.Loop, error) {
 	var out []loop.Loop
 	err := s.Store.View(func(tx *store.Tx) error {
@@ -119,7 +122,7 @@ func (s *Service) Siblings(id string) ([]loop.Loop, error) {
 		}
 		for _, k := range kids {
 			if k.ID != l.ID {
-				out = append(out, k)
+				out = append(out, loop.Loop{ID: k.ID, Parent: k.Parent, Type: k.Type, Status: k.Status, Title: k.Title, Depth: k.Depth})
 			}
 		}
 		return nil
@@ -127,10 +130,29 @@ func (s *Service) Siblings(id string) ([]loop.Loop, error) {
 	return out, err
 }
 
+// MaxSpawnDepth is the deepest a loop spawn_child makes may lie (a root
+// is at depth 0, the built-in tree's tasks at 3): agents that spawn agents
+// that spawn agents stop there.
+const MaxSpawnDepth = 8
+
+// MaxSpawnTitle bounds the title of a loop spawn_child makes, in bytes:
+// the tree shows it on one line, in the TUI and on the dashboard.
+const MaxSpawnTitle = 200
+
 // SpawnChild creates a loop below parent, which must lie in caller's
-// subtree, through the one create path (CreateIn: child types, max_pending
-// and quotas admit it or refuse it).
+// subtree, through the one create path (CreateIn: max_pending and quotas
+// admit it or refuse it). A built-in type must be the parent's child type
+// (plan: spec, spec: phase, phase: ralph); a user type may go below any
+// loop; no deeper than MaxSpawnDepth. The child inherits the parent's
+// owner, fairness key and profile, as the children of an artifact do, so
+// the owner's quota counts it.
 func (s *Service) SpawnChild(caller string, req api.CreateRequest) (loop.Loop, error) {
+	switch title := strings.TrimSpace(req.Title); {
+	case len(title) > MaxSpawnTitle:
+		return loop.Loop{}, Invalid("title", "%d bytes, at most %d: a short title; the details go in task", len(title), MaxSpawnTitle)
+	case strings.ContainsFunc(title, unicode.IsControl):
+		return loop.Loop{}, Invalid("title", "holds a line break or another control character: give one line")
+	}
 	now := s.Now()
 	var out loop.Loop
 	err := s.Store.Update(func(tx *store.Tx) error {
@@ -138,7 +160,23 @@ func (s *Service) SpawnChild(caller string, req api.CreateRequest) (loop.Loop, e
 		if err != nil {
 			return err
 		}
+		if _, user := s.cfg().UserTypes[req.Type]; !user && s.cfg().KnownType(req.Type) {
+			if ct, ok := loop.ChildType(p.Type); !ok || ct != req.Type {
+				want := "a user type (types: in loopr.yml)"
+				if ok {
+					want = ct + " or " + want
+				}
+				return Invalid("type", "%s cannot go below %s %s: want %s", req.Type, p.Type, p.ID, want)
+			}
+		}
+		if p.Depth+1 > MaxSpawnDepth {
+			return &ForbiddenError{Msg: fmt.Sprintf("loop %s is at depth %d: spawn_child makes no loop deeper than %d", p.ID, p.Depth, MaxSpawnDepth)}
+		}
 		req.Parent = p.ID
+		req.Owner, req.FairnessKey = p.Owner, p.FairnessKey
+		if _, ok := s.cfg().Profile(p.Agent); ok {
+			req.Agent = p.Agent
+		}
 		out, err = s.CreateIn(tx, req, now)
 		return err
 	})

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/control"
@@ -75,9 +76,11 @@ func (d *daemon) mcpCall(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer done()
 	res, err := d.mcpDo(req)
+	// What the caller sent is cut short: a hostile agent on mcp.sock may
+	// name a tool, a target or a type of a megabyte.
 	outcome := "ok"
 	if err != nil {
-		outcome = "refused: " + err.Error()
+		outcome = "refused: " + firstLine(err.Error())
 	} else if res.Text != "" {
 		outcome = "ok: " + firstLine(res.Text)
 	}
@@ -85,7 +88,7 @@ func (d *daemon) mcpCall(w http.ResponseWriter, r *http.Request) error {
 	if target == "" {
 		target = req.Loop
 	}
-	if jerr := d.svc.JournalMCP(req.Loop, fmt.Sprintf("mcp %s (target %s): %s", req.Tool, target, outcome)); jerr != nil {
+	if jerr := d.svc.JournalMCP(req.Loop, fmt.Sprintf("mcp %s (target %s): %s", cut(req.Tool, 64), cut(target, 64), outcome)); jerr != nil {
 		d.log.Warn("journal an mcp call", "loop", req.Loop, "tool", req.Tool, "err", jerr)
 	}
 	d.hub.poke()
@@ -98,10 +101,18 @@ func (d *daemon) mcpCall(w http.ResponseWriter, r *http.Request) error {
 // firstLine is s up to its first newline, at most 200 bytes.
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	if len(s) > 200 {
-		s = s[:200] + "…"
+	return cut(s, 200)
+}
+
+// cut is s, or its first n bytes (whole runes) and "…" when longer.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // mcpDo checks the caller and runs one tool.

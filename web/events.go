@@ -125,7 +125,9 @@ func (st *stream) sendTree(ctx context.Context) error {
 }
 
 // send writes one event: the fragment tmpl rendered with data, each of
-// its lines a data: line.
+// its lines a data: line. EventSource ends a line at CR as at LF, so a
+// CR (html/template leaves it, in a title say) becomes a line break too
+// (the same to HTML), never a line that is not data:.
 func (st *stream) send(event, tmpl string, data any) error {
 	var b bytes.Buffer
 	if err := st.s.frags.ExecuteTemplate(&b, tmpl, data); err != nil {
@@ -134,8 +136,9 @@ func (st *stream) send(event, tmpl string, data any) error {
 	}
 	var out strings.Builder
 	out.WriteString("event: " + event + "\n")
-	for line := range strings.SplitSeq(strings.TrimSpace(b.String()), "\n") {
-		out.WriteString("data: " + strings.TrimRight(line, "\r") + "\n")
+	html := strings.ReplaceAll(strings.ReplaceAll(b.String(), "\r\n", "\n"), "\r", "\n")
+	for line := range strings.SplitSeq(strings.TrimSpace(html), "\n") {
+		out.WriteString("data: " + line + "\n")
 	}
 	out.WriteString("\n")
 	_, err := st.w.Write([]byte(out.String()))

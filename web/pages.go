@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/client"
@@ -22,8 +23,10 @@ import (
 const (
 	maxRows        = 500 // rows of the tree
 	recentFinished = 24 * time.Hour
-	outputBytes    = 64 << 10 // tail of the agent output
-	maxDiffLines   = 3000     // diff lines rendered; the rest is counted
+	outputBytes    = 64 << 10  // tail of the agent output
+	maxDiffLines   = 3000      // diff lines rendered; the rest is counted
+	maxDiffBytes   = 256 << 10 // and their bytes: a diff may hold 16 MiB
+	maxLineBytes   = 2000      // of one diff line (a minified file's); cut with "…"
 	maxDepthClass  = 6
 	prioTTL        = 2 * time.Second
 	callTimeout    = 15 * time.Second
@@ -238,8 +241,9 @@ type loopView struct {
 	OutErr   string
 	Diff     *diffView
 	DiffErr  string
-	Children []loop.Loop
-	Budget   string // the loop whose budget to raise (needs_human, budget)
+	Children []loop.Loop // at most maxRows
+	MoreKids int         // children not shown
+	Budget   string      // the loop whose budget to raise (needs_human, budget)
 }
 
 // outLine is a line of rendered agent output.
@@ -301,7 +305,7 @@ func (s *Server) loopPage(w http.ResponseWriter, r *http.Request) {
 		v.Diff = diffOf(d)
 	}
 	if kids, err := be.List(ctx, api.ListRequest{Parent: id}); err == nil {
-		v.Children = kids
+		v.Children, v.MoreKids = kids[:min(len(kids), maxRows)], max(0, len(kids)-maxRows)
 	}
 	s.render(w, http.StatusOK, "loop", v)
 }
@@ -309,11 +313,19 @@ func (s *Server) loopPage(w http.ResponseWriter, r *http.Request) {
 // diffOf flattens a diff into lines to show, at most maxDiffLines.
 func diffOf(d api.Diff) *diffView {
 	v := &diffView{Diff: d}
+	size := 0
 	add := func(class, text string) {
-		if len(v.Lines) >= maxDiffLines {
+		if len(v.Lines) >= maxDiffLines || size >= maxDiffBytes {
 			v.More++
 			return
 		}
+		if n := maxLineBytes; len(text) > n {
+			for n > 0 && !utf8.RuneStart(text[n]) {
+				n--
+			}
+			text = text[:n] + "…"
+		}
+		size += len(text)
 		v.Lines = append(v.Lines, diffLine{class, text})
 	}
 	for _, f := range d.Files {

@@ -15,8 +15,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/loop"
@@ -74,6 +76,29 @@ type Server struct {
 	be    Backend
 	links map[string]time.Time // one-time login codes → expiry
 	prio  prioCache
+
+	refused refusals // wrong tokens, logged at most once a second
+}
+
+// refusals counts refused logins between two log lines: a flood of wrong
+// tokens must not fill the disk with the daemon's log.
+type refusals struct {
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+// log logs one refused login, or counts it when one was logged less than
+// a second ago.
+func (f *refusals) log(log *slog.Logger, now time.Time, remote string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if now.Sub(f.last) < time.Second {
+		f.suppressed++
+		return
+	}
+	log.Warn("web: refused a login with a wrong token", "remote", remote, "more_refused", f.suppressed)
+	f.last, f.suppressed = now, 0
 }
 
 //go:embed assets
@@ -299,7 +324,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	next := safeBack(r.PostFormValue("next"))
 	a, b := sha256.Sum256([]byte(tok)), sha256.Sum256(s.o.Token)
 	if subtle.ConstantTimeCompare(a[:], b[:]) != 1 {
-		s.o.Log.Warn("web: refused a login with a wrong token", "remote", r.RemoteAddr)
+		s.refused.log(s.o.Log, s.o.Now(), r.RemoteAddr)
 		s.render(w, http.StatusUnauthorized, "login", loginView{Next: next, Error: "Wrong token."})
 		return
 	}
@@ -312,9 +337,11 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-// safeBack is p when it is a path of this site, else "/".
+// safeBack is p when it is a path of this site, else "/". A browser
+// drops tabs and line breaks from a Location ("/\t/x" is "//x", another
+// site), so a p with a control character is refused too.
 func safeBack(p string) string {
-	if len(p) == 0 || p[0] != '/' || len(p) > 1 && (p[1] == '/' || p[1] == '\\') {
+	if len(p) == 0 || p[0] != '/' || len(p) > 1 && (p[1] == '/' || p[1] == '\\') || strings.ContainsFunc(p, unicode.IsControl) {
 		return "/"
 	}
 	return p

@@ -3,8 +3,10 @@ package web
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -31,6 +33,7 @@ type fakeBackend struct {
 	status api.Status
 	acts   []string // "id action answer|feedback|reason"
 	events chan api.StreamMsg
+	diff   *api.Diff // nil: a small one with markup in it
 }
 
 func (f *fakeBackend) Status(context.Context) (api.Status, error) {
@@ -64,6 +67,9 @@ func (f *fakeBackend) Why(_ context.Context, id string, now time.Time) (api.Why,
 	return api.Why{Loop: l, Now: now, Formula: "priority 100"}, err
 }
 func (f *fakeBackend) Diff(context.Context, string) (api.Diff, error) {
+	if f.diff != nil {
+		return *f.diff, nil
+	}
 	return api.Diff{Command: "git diff a...b", Files: []api.DiffFile{{Path: "<b>x.go</b>", Status: "modified", Added: 1,
 		Hunks: []api.DiffHunk{{Header: "@@ -1 +1 @@", Lines: []api.DiffLine{{Kind: api.DiffAdd, Text: "<script>alert(2)</script>"}}}}}}}, nil
 }
@@ -403,5 +409,136 @@ func TestPageWeight(t *testing.T) {
 	t.Logf("page %d bytes + %d assets = %d bytes", len(page), n, total)
 	if n < 2 || total > 300<<10 {
 		t.Errorf("page weight %d bytes over %d assets; want ≤ 300 KB and the script and style counted", total, n)
+	}
+}
+
+// TestStreamKeepsCarriageReturnsInData: EventSource ends a line at a CR
+// as at a LF, so a CR in a title (an agent's spawn_child, a planner's
+// section) must not reach the stream as one: it would cut the fragment
+// and turn the rest of its line into a field of its own.
+func TestStreamKeepsCarriageReturnsInData(t *testing.T) {
+	t.Parallel()
+	be := newFake()
+	be.loops[0].Title = "first half\rretry: 1\revent: inbox\rsecond half"
+	be.status.NeedsYou[0].Detail = "Blue\ror green?"
+	_, ts := newTestServer(t, be)
+	c := session(t, ts)
+	ev := streamOf(t, ts, c, be, 3)
+	if strings.Contains(ev, "\r") {
+		t.Errorf("the stream carries a CR inside an event's data:\n%q", ev)
+	}
+	for _, want := range []string{"data: retry: 1\n", "data: second half"} {
+		if !strings.Contains(ev, want) {
+			t.Errorf("stream lacks %q (the title's lines, each a data: line):\n%q", want, ev)
+		}
+	}
+}
+
+// TestLoginNextStaysOnSite: after signing in, the browser goes back only
+// to a path of this site. Browsers drop tabs and line breaks from a
+// Location and read a backslash as a slash, so "/\t/evil.example" is
+// "//evil.example", another site.
+func TestLoginNextStaysOnSite(t *testing.T) {
+	t.Parallel()
+	_, ts := newTestServer(t, newFake())
+	for _, next := range []string{"/\t/evil.example", "/\n/evil.example", "/\r/evil.example", "/\t\\evil.example", "//evil.example", "/\\evil.example", "https://evil.example/"} {
+		req, _ := http.NewRequest("POST", ts.URL+"/login", strings.NewReader(url.Values{"token": {testToken}, "next": {next}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := http.DefaultTransport.RoundTrip(req) // Go's client refuses to parse such a Location; a browser follows it
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		loc := resp.Header.Get("Location")
+		seen := strings.Map(func(r rune) rune { // what a browser makes of it
+			switch r {
+			case '\t', '\n', '\r':
+				return -1
+			case '\\':
+				return '/'
+			}
+			return r
+		}, loc)
+		if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(seen, "/") || strings.HasPrefix(seen, "//") {
+			t.Errorf("login with next %q: %s to %q; want a redirect to a path of this site", next, resp.Status, loc)
+		}
+	}
+	for next, want := range map[string]string{"/loop/01JQUESTION": "/loop/01JQUESTION", "/?a=b": "/?a=b"} {
+		if resp, _ := do(t, "POST", ts.URL+"/login", nil, url.Values{"token": {testToken}, "next": {next}}); resp.Header.Get("Location") != want {
+			t.Errorf("login with next %q: to %q, want %q", next, resp.Header.Get("Location"), want)
+		}
+	}
+}
+
+// TestWrongLoginsLogOncePerSecond: a flood of wrong tokens (anyone who
+// reaches the port may send them) logs at most a line a second, as the
+// API's bearer check does, not a line each.
+func TestWrongLoginsLogOncePerSecond(t *testing.T) {
+	t.Parallel()
+	var logs syncBuf
+	s, err := New(Options{Token: []byte(testToken), Log: slog.New(slog.NewTextHandler(&logs, nil)),
+		Now:  func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }, // one instant: all in one second
+		Dial: func(context.Context) (Backend, error) { return newFake(), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	for range 50 {
+		if resp, _ := do(t, "POST", ts.URL+"/login", nil, url.Values{"token": {"wrong"}}); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("login with a wrong token: %s, want 401", resp.Status)
+		}
+	}
+	if n := strings.Count(logs.String(), "refused a login"); n != 1 {
+		t.Errorf("50 wrong logins within a second logged %d lines, want 1:\n%s", n, logs.String())
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuf) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuf) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestLoopPageWeightBounded: a loop's page stays light whatever the loop
+// holds: a diff of a minified file (one line of megabytes) and thousands
+// of lines, and thousands of children, are cut and counted.
+func TestLoopPageWeightBounded(t *testing.T) {
+	t.Parallel()
+	be := newFake()
+	for i := range 5000 {
+		be.loops = append(be.loops, loop.Loop{ID: fmt.Sprintf("01JKID%05d", i), Type: loop.Spec, Status: loop.Pending,
+			Title: "a child with a fairly long title to weigh like a real one", Parent: "01JPLAN", Depth: 1})
+	}
+	h := api.DiffHunk{Header: "@@ -0,0 +1,5000 @@", Lines: []api.DiffLine{{Kind: api.DiffAdd, Text: strings.Repeat("m", 4<<20)}}}
+	for range 2000 {
+		h.Lines = append(h.Lines, api.DiffLine{Kind: api.DiffAdd, Text: strings.Repeat("x", 1000)})
+	}
+	be.diff = &api.Diff{Files: []api.DiffFile{{Path: "app.min.js", Status: "added", Added: 2001, Hunks: []api.DiffHunk{h}}}}
+	_, ts := newTestServer(t, be)
+	c := session(t, ts)
+	resp, page := do(t, "GET", ts.URL+"/loop/01JPLAN", c, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("loop page: %s", resp.Status)
+	}
+	t.Logf("loop page: %d bytes", len(page))
+	if len(page) > 600<<10 {
+		t.Errorf("loop page of %d bytes; want at most 600 KiB", len(page))
+	}
+	for _, want := range []string{"4500 more children not shown", "more lines"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("loop page lacks %q", want)
+		}
 	}
 }
