@@ -175,6 +175,41 @@ type run struct {
 	changed   bool
 	busy      int64 // slot-seconds of iterations run
 	waits     map[string][]int
+	// byDeadline: the loops with a deadline, by deadline, those not yet
+	// past it; late: loops that began to wait again past their deadline.
+	byDeadline []*simLoop
+	late       []*simLoop
+}
+
+// expire expires, in workload order, the waiting loops whose deadline is
+// t or earlier: each second costs the loops whose deadline came or that
+// waited again past it, not a walk over the workload.
+func (s *run) expire(t int) {
+	due := s.late
+	s.late = nil
+	for len(s.byDeadline) > 0 && s.byDeadline[0].Deadline <= t {
+		due = append(due, s.byDeadline[0])
+		s.byDeadline = s.byDeadline[1:]
+	}
+	slices.SortFunc(due, func(a, b *simLoop) int { return a.idx - b.idx })
+	for i, l := range due {
+		if i > 0 && due[i-1] == l {
+			continue
+		}
+		if l.st == waiting {
+			l.st, l.rec.Status, s.changed = expired, loop.Expired, true
+			s.nWaiting--
+			s.emit(t, Expire, l.ID, fmt.Sprintf("deadline %d", l.Deadline))
+		}
+	}
+}
+
+// waitAgain notes that l waits (again) at t: past its deadline, it expires
+// in this second's sweep.
+func (s *run) waitAgain(l *simLoop, t int) {
+	if l.Deadline > 0 && t >= l.Deadline {
+		s.late = append(s.late, l)
+	}
 }
 
 // RunWith simulates w under the policy opt names.
@@ -346,6 +381,7 @@ func (s *run) arrive(l *simLoop, t int) {
 	l.rec.CreatedAt = at(t).Add(time.Duration(l.idx))
 	l.rec.UpdatedAt = l.rec.CreatedAt
 	s.nWaiting++
+	s.waitAgain(l, t)
 	s.emit(t, Arrive, l.ID, l.Type)
 }
 
@@ -393,6 +429,7 @@ func (s *run) endIteration(l *simLoop, t int) {
 		l.rec.RunnableAt = now.Add(delay)
 		l.st, l.rec.Status, l.since = waiting, loop.Pending, t
 		s.nWaiting++
+		s.waitAgain(l, t)
 		s.wakeAt(t + int(math.Ceil(delay.Seconds())))
 	}
 }
@@ -414,6 +451,12 @@ func (s *run) loop() {
 	}
 	slices.SortStableFunc(arrivals, func(a, b *simLoop) int { return a.At - b.At })
 	deadlines := slices.ContainsFunc(s.ls, func(l *simLoop) bool { return l.Deadline > 0 })
+	for _, l := range s.ls {
+		if l.Deadline > 0 {
+			s.byDeadline = append(s.byDeadline, l)
+		}
+	}
+	slices.SortStableFunc(s.byDeadline, func(a, b *simLoop) int { return a.Deadline - b.Deadline })
 	for _, lim := range w.Limits {
 		s.wakeAt(lim.From)
 		s.wakeAt(lim.Until)
@@ -434,16 +477,10 @@ func (s *run) loop() {
 		// 2. Iterations that end, then approvals given.
 		s.running = due(s.running, t, func(l *simLoop) int { return l.finish }, s.endIteration)
 		s.approving = due(s.approving, t, func(l *simLoop) int { return l.approve }, s.complete)
-		// 3. Loops past their deadline expire (the manager's sweep).
-		for _, l := range s.ls {
-			if !deadlines {
-				break
-			}
-			if l.st == waiting && l.Deadline > 0 && t >= l.Deadline {
-				l.st, l.rec.Status, s.changed = expired, loop.Expired, true
-				s.nWaiting--
-				s.emit(t, Expire, l.ID, fmt.Sprintf("deadline %d", l.Deadline))
-			}
+		// 3. Loops past their deadline expire (the manager's sweep): those
+		// whose deadline came and those that waited again past it.
+		if deadlines {
+			s.expire(t)
 		}
 		// 4. Admissions until nothing more is admissible: one plan admits
 		// all it can (an admission only tightens the gates of the loops after
