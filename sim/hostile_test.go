@@ -59,3 +59,25 @@ func TestManyDeadlinesAndALongLoop(t *testing.T) {
 		t.Fatal("the run did not end within 2 minutes")
 	}
 }
+
+// TestRunPastTheLastSecond: a workload that cannot end within the virtual
+// seconds loopr sim runs is an error, not a summary whose makespan is 0 or
+// below its lower bound; with until: its first seconds are fine.
+func TestRunPastTheLastSecond(t *testing.T) {
+	const long = `
+loops:
+  - {id: a, type: ralph, iterations: [{duration: 10000000, pass: false}, {duration: 10000000, pass: true}]}
+`
+	for _, policy := range []string{"loopr", "fifo"} {
+		_, err := sim.RunWith(parse(t, "w.yaml", long), sim.Options{Policy: policy})
+		if err == nil || !strings.Contains(err.Error(), "did not end by virtual second 10000000") {
+			t.Errorf("%s: err %v, want one saying the workload did not end", policy, err)
+		}
+		if _, err := sim.Compare(parse(t, "w.yaml", long), []string{policy}); err == nil {
+			t.Errorf("Compare %s: no error", policy)
+		}
+	}
+	if _, err := sim.RunWith(parse(t, "w.yaml", "until: 100\n"+long), sim.Options{}); err != nil {
+		t.Errorf("with until: %v", err)
+	}
+}

@@ -179,6 +179,7 @@ type run struct {
 	// past it; late: loops that began to wait again past their deadline.
 	byDeadline []*simLoop
 	late       []*simLoop
+	truncated  bool // the run reached maxUntil with work left
 }
 
 // expire expires, in workload order, the waiting loops whose deadline is
@@ -245,6 +246,9 @@ func RunWith(w *Workload, opt Options) (Result, error) {
 	s.loop()
 	s.summary()
 	s.res.Metrics = s.metrics()
+	if s.truncated && w.Until == 0 {
+		return s.res, fmt.Errorf("%s: the workload did not end by virtual second %d, the most loopr sim runs: shorten its durations, or set until: to see the first %d seconds", baseName(w.File), maxUntil, maxUntil)
+	}
 	return s.res, nil
 }
 
@@ -463,7 +467,11 @@ func (s *run) loop() {
 	}
 	var last scheduler.Decision
 	for t := 0; ; t++ {
-		if w.Until > 0 && t > w.Until || t > maxUntil {
+		if w.Until > 0 && t > w.Until {
+			break
+		}
+		if t > maxUntil {
+			s.truncated = true
 			break
 		}
 		now := at(t)
