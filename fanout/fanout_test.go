@@ -1,6 +1,7 @@
 package fanout_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -93,6 +94,8 @@ func TestParseJudge(t *testing.T) {
 		{"a candidate that did not pass", "2\n", "", "", true},
 		{"nothing", "  \n", "", "", true},
 		{"an unknown word", "the second one", "", "", true},
+		{"a tab after the index", "3\tsmaller\n", passing[1].ID, "smaller", false},
+		{"a flood of reason", "1 " + strings.Repeat("é", 10000) + "\n", passing[0].ID, strings.Repeat("é", fanout.MaxReason/2) + "…", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
