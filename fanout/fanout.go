@@ -152,7 +152,11 @@ func diffKey(c Candidate) int {
 func Launches(n int, root, per Budget, spent Budget) int {
 	k := n
 	if root.USD > 0 && per.USD > 0 {
-		k = min(k, int(math.Floor((root.USD-spent.USD)/per.USD+1e-9)))
+		// Compared as a float: a huge ratio (a budget of 1e300 dollars)
+		// converted to int would wrap and start one candidate.
+		if f := math.Floor((root.USD-spent.USD)/per.USD + 1e-9); f < float64(k) {
+			k = int(f)
+		}
 	}
 	if root.Tokens > 0 && per.Tokens > 0 {
 		k = min(k, int((root.Tokens-spent.Tokens)/per.Tokens))
