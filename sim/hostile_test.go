@@ -81,3 +81,32 @@ loops:
 		t.Errorf("with until: %v", err)
 	}
 }
+
+// TestLoopWaitingForItself: depends_on an ancestor, or a dependency on a
+// subtree that waits for the loop, is an error naming the loop and its
+// line, not a stack overflow that kills loopr sim.
+func TestLoopWaitingForItself(t *testing.T) {
+	for _, tc := range []struct{ name, workload, want string }{
+		{"its parent", `
+loops:
+  - {id: p, type: phase, duration: 2}
+  - {id: c, type: ralph, parent: p, depends_on: [p], duration: 3}
+`, "w.yaml:4: loops[1].depends_on: c waits for itself"},
+		{"a subtree that waits for it", `
+loops:
+  - {id: p, type: phase, duration: 2}
+  - {id: c, type: ralph, parent: p, duration: 3}
+  - {id: d, type: ralph, parent: p, depends_on: [c], duration: 3}
+  - {id: e, type: ralph, parent: c, depends_on: [d], duration: 3}
+`, "waits for itself"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, policy := range sim.Policies {
+				_, err := sim.RunWith(parse(t, "w.yaml", tc.workload), sim.Options{Policy: policy})
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("%s: err %v, want %q", policy, err, tc.want)
+				}
+			}
+		})
+	}
+}

@@ -147,7 +147,9 @@ type Options struct {
 // Policies are the built-in policies of `loopr sim --compare`.
 var Policies = []string{"loopr", "seed", "fifo", "cpf"}
 
-// Run simulates w with the configured policy. It is deterministic: the
+// Run simulates w with the configured policy (RunWith's errors, a loop
+// waiting for itself or no end by the last second, give what was run). It
+// is deterministic: the
 // same workload gives the same result.
 func Run(w *Workload) Result {
 	r, _ := RunWith(w, Options{})
@@ -220,7 +222,9 @@ func RunWith(w *Workload, opt Options) (Result, error) {
 	if s.alpha = s.fp.Alpha; !(s.alpha > 0 && s.alpha <= 1) {
 		s.alpha = 0.3
 	}
-	s.build()
+	if err := s.build(); err != nil {
+		return Result{}, err
+	}
 	name := opt.Policy
 	switch name {
 	case "", "loopr":
@@ -264,8 +268,9 @@ func (l *simLoop) submit(s *run) int {
 	return s.byID[l.root].arrived
 }
 
-// build makes the loop records, trees and sibling orders, and each loop's rank.
-func (s *run) build() {
+// build makes the loop records, trees and sibling orders, and each loop's
+// rank; a loop that waits for itself is an error.
+func (s *run) build() error {
 	w := s.w
 	s.ls = make([]*simLoop, len(w.Loops))
 	s.byID = make(map[string]*simLoop, len(w.Loops))
@@ -312,21 +317,36 @@ func (s *run) build() {
 			}
 		}
 	}
-	done := make(map[*simLoop]bool, len(s.ls))
+	// 1: being ranked, 2: ranked. A loop met again while being ranked
+	// waits for itself (depends_on an ancestor, or on a subtree that
+	// waits for it): the workload can never end.
+	state := make(map[*simLoop]int, len(s.ls))
+	var cycle *simLoop
 	var rank func(l *simLoop) int
 	rank = func(l *simLoop) int {
-		if !done[l] {
+		switch state[l] {
+		case 1:
+			cycle = l
+			return 0
+		case 0:
+			state[l] = 1
 			after := 0
 			for _, n := range succ[l] {
-				after = max(after, rank(n))
+				if after = max(after, rank(n)); cycle != nil {
+					return 0
+				}
 			}
-			l.rank, done[l] = s.span(l)+after, true
+			l.rank, state[l] = s.span(l)+after, 2
 		}
 		return l.rank
 	}
 	for _, l := range s.ls {
-		rank(l)
+		if rank(l); cycle != nil {
+			return &config.Error{File: baseName(w.File), Line: cycle.Line, Key: fmt.Sprintf("loops[%d].depends_on", cycle.idx),
+				Msg: fmt.Sprintf("%s waits for itself: its dependencies, or a loop it waits for, wait for a subtree that holds it (depends_on waits for the whole subtree of each loop it names)", cycle.ID)}
+		}
 	}
+	return nil
 }
 
 // subtree appends l and every loop below it to out.
