@@ -147,10 +147,9 @@ type Options struct {
 // Policies are the built-in policies of `loopr sim --compare`.
 var Policies = []string{"loopr", "seed", "fifo", "cpf"}
 
-// Run simulates w with the configured policy (RunWith's errors, a loop
-// waiting for itself or no end by the last second, give what was run). It
-// is deterministic: the
-// same workload gives the same result.
+// Run simulates w with the configured policy, dropping RunWith's error (a
+// loop waiting for itself, or no end by the last second). It is
+// deterministic: the same workload gives the same result.
 func Run(w *Workload) Result {
 	r, _ := RunWith(w, Options{})
 	return r
