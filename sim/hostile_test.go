@@ -110,3 +110,25 @@ loops:
 		})
 	}
 }
+
+// TestDrawnIterationsStayInRange: drawn durations (a long duration, the
+// widest sigma) stay between 1 and the last virtual second, as listed
+// ones must.
+func TestDrawnIterationsStayInRange(t *testing.T) {
+	w := parse(t, "w.yaml", `
+types: {long: {base: 1, max_iterations: 50}}
+loops:
+  - {id: a, type: long, duration: 10000000, iterations: {pass_rate: 0.01, sigma: 5, seed: 7}}
+  - {id: b, type: long, duration: 1, iterations: {pass_rate: 0.01, sigma: 5, seed: 8}}
+`)
+	for _, l := range w.Loops {
+		if len(l.Iterations) < 10 {
+			t.Fatalf("%s: %d iterations drawn, want many", l.ID, len(l.Iterations))
+		}
+		for i, it := range l.Iterations {
+			if it.Duration < 1 || it.Duration > 10_000_000 {
+				t.Errorf("%s iteration %d: duration %d, want 1..10000000", l.ID, i, it.Duration)
+			}
+		}
+	}
+}
