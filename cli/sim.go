@@ -74,7 +74,10 @@ submission) and cpf (critical path first, knowing the true durations).`,
 				}
 				return sim.WriteCompareText(e.stdout, rs)
 			}
-			r := sim.Run(w)
+			r, err := sim.RunWith(w, sim.Options{})
+			if err != nil {
+				return &UsageError{err}
+			}
 			switch {
 			case jsonOut && metrics:
 				return r.WriteJSONMetrics(e.stdout)

@@ -62,6 +62,13 @@ loops:
 	if want := "loopr: bad.yaml:2: loops[0].type: unknown type \"sync-clone\" (known: plan, spec, phase, ralph; add it under types:)\n"; code != 2 || errs != want {
 		t.Errorf("loopr sim bad.yaml = exit %d %q, want 2 %q", code, errs, want)
 	}
+	self := write("self.yaml", "loops:\n  - {id: p, type: phase}\n  - {id: c, type: ralph, parent: p, depends_on: [p]}\n")
+	for _, args := range [][]string{{"sim", self}, {"sim", "--compare", "fifo,loopr", self}} {
+		code, _, errs = run(append(slices.Clone(ws), args...)...)
+		if want := "loopr: self.yaml:3: loops[1].depends_on: c waits for itself"; code != 2 || !strings.HasPrefix(errs, want) {
+			t.Errorf("loopr %v = exit %d %q, want 2 %q…", args, code, errs, want)
+		}
+	}
 	code, _, errs = run(append(slices.Clone(ws), "sim", filepath.Join(dir, "missing.yaml"))...)
 	if code != 2 || !strings.Contains(errs, "missing.yaml") {
 		t.Errorf("loopr sim missing.yaml = exit %d %q", code, errs)

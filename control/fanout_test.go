@@ -29,7 +29,7 @@ func TestSpawnFanout(t *testing.T) {
 	r.Budget = config.Budget{USD: 1}
 	cfg.Loops[loop.Ralph] = r
 	svc := serviceWith(t, func() *config.Config { return cfg })
-	doc, err := artifact.Parse("phase", []byte("# Phase: P\n## Tasks\n### Task 1: A\n**Fanout:** 3\n**Agents:** default, codex\n### Task 2: B\n**Depends on:** 1\n"))
+	doc, err := artifact.Parse("phase", []byte("# Phase: P\n## Tasks\n### Task 1: A\n**Fanout:** 3\n**Agents:** default, codex\n### Task 2: B\n**Depends on:** 1\n**Agents:** codex\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,8 +86,8 @@ func TestSpawnFanout(t *testing.T) {
 				t.Errorf("agents (-want +got):\n%s", diff)
 			}
 			next, _ := svc.Get(ids[tc.want])
-			if next.Fanout != nil || !cmp.Equal(next.DependsOn, group) {
-				t.Errorf("task 2: fanout %+v depends on %v, want none and %v", next.Fanout, next.DependsOn, group)
+			if next.Fanout != nil || !cmp.Equal(next.DependsOn, group) || next.Agent != "codex" {
+				t.Errorf("task 2: fanout %+v depends on %v on %q, want none and %v on codex (its **Agents:**)", next.Fanout, next.DependsOn, next.Agent, group)
 			}
 		})
 	}
@@ -110,7 +110,11 @@ func TestCreateFanoutInput(t *testing.T) {
 			t.Errorf("Create(%+v) = %v, want a usage error with %q", tc.req, err, tc.want)
 		}
 	}
-	l, err := svc.Create(api.CreateRequest{Type: loop.Ralph, Task: "x", Fanout: 2})
+	l, err := svc.Create(api.CreateRequest{Type: loop.Ralph, Task: "x", Agents: []string{"default"}})
+	if err != nil || l.Fanout != nil || l.Agent != "default" {
+		t.Errorf("Create(--agents default) = %+v %q, %v: want one loop on the profile asked", l.Fanout, l.Agent, err)
+	}
+	l, err = svc.Create(api.CreateRequest{Type: loop.Ralph, Task: "x", Fanout: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

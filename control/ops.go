@@ -1,6 +1,7 @@
 package control
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +13,7 @@ import (
 	"github.com/loopr-dev/loopr/api"
 	"github.com/loopr-dev/loopr/artifact"
 	"github.com/loopr-dev/loopr/config"
+	"github.com/loopr-dev/loopr/fanout"
 	"github.com/loopr-dev/loopr/internal/safefile"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/store"
@@ -142,6 +144,7 @@ func (s *Service) CreateIn(tx *store.Tx, req api.CreateRequest, now time.Time) (
 	if n := s.fanoutN(l.Type, req.Fanout, req.Agents); n > 1 {
 		return s.createFanout(tx, req, l, n, now)
 	}
+	l.Agent = cmp.Or(fanout.Agents(req.Agents, 1), l.Agent) // one candidate: on the first profile, as in a group
 	if err := tx.Create(l); err != nil {
 		s.unadmit(tx, l.Owner)
 		return loop.Loop{}, err
@@ -587,8 +590,12 @@ func (s *Service) SpawnChildren(tx *store.Tx, parent loop.Loop, doc artifact.Doc
 			if made, err = s.createGroup(tx, child, n, sec.Agents, now); err != nil {
 				return nil, err
 			}
-		} else if err := tx.Create(child); err != nil {
-			return nil, err
+		} else {
+			child.Agent = cmp.Or(fanout.Agents(sec.Agents, 1), child.Agent) // one candidate: on the first profile
+			if err := tx.Create(child); err != nil {
+				return nil, err
+			}
+			made[0] = child
 		}
 		var group []string
 		for _, c := range made {

@@ -32,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // The values of loops.<type>.fanout_pick.
@@ -151,7 +152,11 @@ func diffKey(c Candidate) int {
 func Launches(n int, root, per Budget, spent Budget) int {
 	k := n
 	if root.USD > 0 && per.USD > 0 {
-		k = min(k, int(math.Floor((root.USD-spent.USD)/per.USD+1e-9)))
+		// Compared as a float: a huge ratio (a budget of 1e300 dollars)
+		// converted to int would wrap and start one candidate.
+		if f := math.Floor((root.USD-spent.USD)/per.USD + 1e-9); f < float64(k) {
+			k = int(f)
+		}
 	}
 	if root.Tokens > 0 && per.Tokens > 0 {
 		k = min(k, int((root.Tokens-spent.Tokens)/per.Tokens))
@@ -190,12 +195,15 @@ func ParseJudge(out string, passing []Candidate) (Candidate, string, error) {
 	if line == "" {
 		return Candidate{}, "", fmt.Errorf("the judge printed nothing: print the winning candidate's index (1..N) or loop id on the first line")
 	}
-	word, reason, _ := strings.Cut(line, " ")
+	word, reason := line, ""
+	if i := strings.IndexFunc(line, unicode.IsSpace); i >= 0 {
+		word, reason = line[:i], line[i:] // "3 cleaner", "3\tcleaner"
+	}
 	word = strings.TrimPrefix(strings.TrimSuffix(word, ":"), "#")
 	if i, err := strconv.Atoi(word); err == nil {
 		for _, c := range passing {
 			if c.Index == i {
-				return c, strings.TrimSpace(reason), nil
+				return c, clipReason(reason), nil
 			}
 		}
 		return Candidate{}, "", fmt.Errorf("the judge chose candidate %d, which did not pass (passing: %s)", i, indexes(passing))
@@ -209,7 +217,20 @@ func ParseJudge(out string, passing []Candidate) (Candidate, string, error) {
 	if len(found) != 1 {
 		return Candidate{}, "", fmt.Errorf("the judge printed %q, which names no passing candidate: print its index (%s) or loop id", clip(word), indexes(passing))
 	}
-	return found[0], strings.TrimSpace(reason), nil
+	return found[0], clipReason(reason), nil
+}
+
+// MaxReason bounds the reason kept from a judge's line, in bytes.
+const MaxReason = 500
+
+// clipReason trims a judge's reason and clips it to MaxReason bytes of
+// valid UTF-8: it goes into every candidate's journal.
+func clipReason(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > MaxReason {
+		s = strings.ToValidUTF8(s[:MaxReason], "") + "…"
+	}
+	return s
 }
 
 func indexes(cs []Candidate) string {

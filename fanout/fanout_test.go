@@ -1,6 +1,7 @@
 package fanout_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +70,7 @@ func TestLaunches(t *testing.T) {
 		{"tokens are the tighter", 4, fanout.Budget{USD: 100, Tokens: 3000}, fanout.Budget{USD: 1, Tokens: 1000}, fanout.Budget{}, 3},
 		{"never below one", 3, fanout.Budget{USD: 1}, fanout.Budget{USD: 1}, fanout.Budget{USD: 2}, 1},
 		{"never above n", 2, fanout.Budget{USD: 100}, fanout.Budget{USD: 1}, fanout.Budget{}, 2},
+		{"a huge ratio of dollars: all, not one", 3, fanout.Budget{USD: 1e300}, fanout.Budget{USD: 1e-300}, fanout.Budget{}, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +95,8 @@ func TestParseJudge(t *testing.T) {
 		{"a candidate that did not pass", "2\n", "", "", true},
 		{"nothing", "  \n", "", "", true},
 		{"an unknown word", "the second one", "", "", true},
+		{"a tab after the index", "3\tsmaller\n", passing[1].ID, "smaller", false},
+		{"a flood of reason", "1 " + strings.Repeat("é", 10000) + "\n", passing[0].ID, strings.Repeat("é", fanout.MaxReason/2) + "…", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

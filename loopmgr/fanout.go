@@ -37,6 +37,10 @@ const judgeTimeout = 10 * time.Minute
 // to measure it), in bytes.
 const maxJudgeDiff = 4 << 20
 
+// maxJudgeOutput bounds what is kept of the judge's standard output and
+// error, in bytes (its answer is its first line).
+const maxJudgeOutput = 64 << 10
+
 // candidates returns the loops of group, read in tx: the siblings of its
 // first candidate that name the group (or, for candidates without a
 // parent, every root that does).
@@ -343,8 +347,8 @@ func (m *Manager) runJudge(ctx context.Context, argv []string, first loop.Loop, 
 	cmd.Env = append(env, "LOOPR_FANOUT_DIR="+dir, "LOOPR_FANOUT_GROUP="+first.Fanout.Group,
 		"LOOPR_FANOUT_CANDIDATES="+strings.Join(idx, " "))
 	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var stdout, stderr bytes.Buffer // bounded: a judge that floods its output must not fill the daemon's memory
+	cmd.Stdout, cmd.Stderr = limitWriter{&stdout, maxJudgeOutput}, limitWriter{&stderr, maxJudgeOutput}
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("%s: %w: %s", argv[0], err, strings.TrimSpace(lastLine(stderr.String())))
 	}

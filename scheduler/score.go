@@ -113,7 +113,7 @@ func score(l *loop.Loop, now time.Time, base int, w Weights) Score {
 	if age := now.Sub(l.CreatedAt); age > 0 {
 		s.AgeMinutes = int(age / time.Minute)
 	}
-	s.AgeBoost = min(s.AgeMinutes*w.AgeBoostPerMinute, w.AgeBoostMax)
+	s.AgeBoost = ageBoost(s.AgeMinutes, w.AgeBoostPerMinute, w.AgeBoostMax)
 	s.DepthBoost = s.Depth * w.DepthBoostPerLevel
 	s.RetryPenalty = min(max(s.Iteration-1, 0)*w.RetryPenaltyPerIteration, w.RetryPenaltyMax)
 	s.Priority = s.Base + s.AgeBoost + s.DepthBoost - s.RetryPenalty
@@ -152,4 +152,16 @@ func Seconds(sec float64) string {
 	default:
 		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
 	}
+}
+
+// ageBoost is min(minutes × perMinute, most) without overflow: a huge
+// per-minute weight saturates at most instead of wrapping negative.
+func ageBoost(minutes, perMinute, most int) int {
+	if minutes <= 0 || perMinute <= 0 {
+		return min(0, most)
+	}
+	if minutes > most/perMinute {
+		return most
+	}
+	return min(minutes*perMinute, most)
 }

@@ -140,6 +140,6 @@ func treeTerms(s *Score, tw TreeWork, ok bool, least float64, now time.Time, w W
 	if age := now.Sub(tw.Submitted); age > 0 && !tw.Submitted.IsZero() {
 		s.TreeAgeMinutes = int(age / time.Minute)
 	}
-	s.TreeAgeBoost = min(s.TreeAgeMinutes*w.TreeAgeBoostPerMinute, w.TreeAgeBoostMax)
+	s.TreeAgeBoost = ageBoost(s.TreeAgeMinutes, w.TreeAgeBoostPerMinute, w.TreeAgeBoostMax)
 	s.Priority += s.TreeBoost + s.TreeAgeBoost
 }

@@ -53,3 +53,22 @@ func TestTreeTermOrdersSmallestTreeFirst(t *testing.T) {
 		t.Errorf("after 101 min the big tree's age (90) should outrank the new small tree's boost: started %v", got)
 	}
 }
+
+// TestHugeAgeWeightsSaturate: an age weight per minute so large that
+// minutes × weight overflows gives the term's maximum, not a wrapped
+// negative boost that would starve the oldest tree (and loop) instead.
+func TestHugeAgeWeightsSaturate(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := t0.Add(10 * time.Minute)
+	huge := int(^uint(0)>>1) / 3
+	w := Weights{TreeBoostMax: 20, TreeAgeBoostPerMinute: huge, TreeAgeBoostMax: 960}
+	if got := TreePoints(TreeWork{Left: 100, Submitted: t0}, 100, now, w); got != 20+960 {
+		t.Errorf("TreePoints = %d, want %d", got, 20+960)
+	}
+	p := DefaultPolicy()
+	p.Weights.AgeBoostPerMinute, p.Weights.AgeBoostMax = huge, 500
+	s := ScoreOf(&loop.Loop{ID: "a", Type: loop.Ralph, Status: loop.Pending, Iteration: 1, CreatedAt: t0}, now, p)
+	if s.AgeBoost != 500 {
+		t.Errorf("AgeBoost = %d, want 500", s.AgeBoost)
+	}
+}

@@ -147,8 +147,9 @@ type Options struct {
 // Policies are the built-in policies of `loopr sim --compare`.
 var Policies = []string{"loopr", "seed", "fifo", "cpf"}
 
-// Run simulates w with the configured policy. It is deterministic: the
-// same workload gives the same result.
+// Run simulates w with the configured policy, dropping RunWith's error (a
+// loop waiting for itself, or no end by the last second). It is
+// deterministic: the same workload gives the same result.
 func Run(w *Workload) Result {
 	r, _ := RunWith(w, Options{})
 	return r
@@ -175,6 +176,42 @@ type run struct {
 	changed   bool
 	busy      int64 // slot-seconds of iterations run
 	waits     map[string][]int
+	// byDeadline: the loops with a deadline, by deadline, those not yet
+	// past it; late: loops that began to wait again past their deadline.
+	byDeadline []*simLoop
+	late       []*simLoop
+	truncated  bool // the run reached maxUntil with work left
+}
+
+// expire expires, in workload order, the waiting loops whose deadline is
+// t or earlier: each second costs the loops whose deadline came or that
+// waited again past it, not a walk over the workload.
+func (s *run) expire(t int) {
+	due := s.late
+	s.late = nil
+	for len(s.byDeadline) > 0 && s.byDeadline[0].Deadline <= t {
+		due = append(due, s.byDeadline[0])
+		s.byDeadline = s.byDeadline[1:]
+	}
+	slices.SortFunc(due, func(a, b *simLoop) int { return a.idx - b.idx })
+	for i, l := range due {
+		if i > 0 && due[i-1] == l {
+			continue
+		}
+		if l.st == waiting {
+			l.st, l.rec.Status, s.changed = expired, loop.Expired, true
+			s.nWaiting--
+			s.emit(t, Expire, l.ID, fmt.Sprintf("deadline %d", l.Deadline))
+		}
+	}
+}
+
+// waitAgain notes that l waits (again) at t: past its deadline, it expires
+// in this second's sweep.
+func (s *run) waitAgain(l *simLoop, t int) {
+	if l.Deadline > 0 && t >= l.Deadline {
+		s.late = append(s.late, l)
+	}
 }
 
 // RunWith simulates w under the policy opt names.
@@ -184,7 +221,9 @@ func RunWith(w *Workload, opt Options) (Result, error) {
 	if s.alpha = s.fp.Alpha; !(s.alpha > 0 && s.alpha <= 1) {
 		s.alpha = 0.3
 	}
-	s.build()
+	if err := s.build(); err != nil {
+		return Result{}, err
+	}
 	name := opt.Policy
 	switch name {
 	case "", "loopr":
@@ -210,6 +249,9 @@ func RunWith(w *Workload, opt Options) (Result, error) {
 	s.loop()
 	s.summary()
 	s.res.Metrics = s.metrics()
+	if s.truncated && w.Until == 0 {
+		return s.res, fmt.Errorf("%s: the workload did not end by virtual second %d, the most loopr sim runs: shorten its durations, or set until: to see the first %d seconds", baseName(w.File), maxUntil, maxUntil)
+	}
 	return s.res, nil
 }
 
@@ -225,8 +267,9 @@ func (l *simLoop) submit(s *run) int {
 	return s.byID[l.root].arrived
 }
 
-// build makes the loop records, trees and sibling orders, and each loop's rank.
-func (s *run) build() {
+// build makes the loop records, trees and sibling orders, and each loop's
+// rank; a loop that waits for itself is an error.
+func (s *run) build() error {
 	w := s.w
 	s.ls = make([]*simLoop, len(w.Loops))
 	s.byID = make(map[string]*simLoop, len(w.Loops))
@@ -273,21 +316,36 @@ func (s *run) build() {
 			}
 		}
 	}
-	done := make(map[*simLoop]bool, len(s.ls))
+	// 1: being ranked, 2: ranked. A loop met again while being ranked
+	// waits for itself (depends_on an ancestor, or on a subtree that
+	// waits for it): the workload can never end.
+	state := make(map[*simLoop]int, len(s.ls))
+	var cycle *simLoop
 	var rank func(l *simLoop) int
 	rank = func(l *simLoop) int {
-		if !done[l] {
+		switch state[l] {
+		case 1:
+			cycle = l
+			return 0
+		case 0:
+			state[l] = 1
 			after := 0
 			for _, n := range succ[l] {
-				after = max(after, rank(n))
+				if after = max(after, rank(n)); cycle != nil {
+					return 0
+				}
 			}
-			l.rank, done[l] = s.span(l)+after, true
+			l.rank, state[l] = s.span(l)+after, 2
 		}
 		return l.rank
 	}
 	for _, l := range s.ls {
-		rank(l)
+		if rank(l); cycle != nil {
+			return &config.Error{File: baseName(w.File), Line: cycle.Line, Key: fmt.Sprintf("loops[%d].depends_on", cycle.idx),
+				Msg: fmt.Sprintf("%s waits for itself: its dependencies, or a loop it waits for, wait for a subtree that holds it (depends_on waits for the whole subtree of each loop it names)", cycle.ID)}
+		}
 	}
+	return nil
 }
 
 // subtree appends l and every loop below it to out.
@@ -346,6 +404,7 @@ func (s *run) arrive(l *simLoop, t int) {
 	l.rec.CreatedAt = at(t).Add(time.Duration(l.idx))
 	l.rec.UpdatedAt = l.rec.CreatedAt
 	s.nWaiting++
+	s.waitAgain(l, t)
 	s.emit(t, Arrive, l.ID, l.Type)
 }
 
@@ -393,6 +452,7 @@ func (s *run) endIteration(l *simLoop, t int) {
 		l.rec.RunnableAt = now.Add(delay)
 		l.st, l.rec.Status, l.since = waiting, loop.Pending, t
 		s.nWaiting++
+		s.waitAgain(l, t)
 		s.wakeAt(t + int(math.Ceil(delay.Seconds())))
 	}
 }
@@ -414,13 +474,23 @@ func (s *run) loop() {
 	}
 	slices.SortStableFunc(arrivals, func(a, b *simLoop) int { return a.At - b.At })
 	deadlines := slices.ContainsFunc(s.ls, func(l *simLoop) bool { return l.Deadline > 0 })
+	for _, l := range s.ls {
+		if l.Deadline > 0 {
+			s.byDeadline = append(s.byDeadline, l)
+		}
+	}
+	slices.SortStableFunc(s.byDeadline, func(a, b *simLoop) int { return a.Deadline - b.Deadline })
 	for _, lim := range w.Limits {
 		s.wakeAt(lim.From)
 		s.wakeAt(lim.Until)
 	}
 	var last scheduler.Decision
 	for t := 0; ; t++ {
-		if w.Until > 0 && t > w.Until || t > maxUntil {
+		if w.Until > 0 && t > w.Until {
+			break
+		}
+		if t > maxUntil {
+			s.truncated = true
 			break
 		}
 		now := at(t)
@@ -434,16 +504,10 @@ func (s *run) loop() {
 		// 2. Iterations that end, then approvals given.
 		s.running = due(s.running, t, func(l *simLoop) int { return l.finish }, s.endIteration)
 		s.approving = due(s.approving, t, func(l *simLoop) int { return l.approve }, s.complete)
-		// 3. Loops past their deadline expire (the manager's sweep).
-		for _, l := range s.ls {
-			if !deadlines {
-				break
-			}
-			if l.st == waiting && l.Deadline > 0 && t >= l.Deadline {
-				l.st, l.rec.Status, s.changed = expired, loop.Expired, true
-				s.nWaiting--
-				s.emit(t, Expire, l.ID, fmt.Sprintf("deadline %d", l.Deadline))
-			}
+		// 3. Loops past their deadline expire (the manager's sweep): those
+		// whose deadline came and those that waited again past it.
+		if deadlines {
+			s.expire(t)
 		}
 		// 4. Admissions until nothing more is admissible: one plan admits
 		// all it can (an admission only tightens the gates of the loops after

@@ -422,7 +422,10 @@ func (d *distribution) draw(id string, duration, maxIterations int) []Iteration 
 	r := rand.New(rand.NewPCG(d.seed, h.Sum64()))
 	var out []Iteration
 	for range min(maxIterations, 1000) {
-		it := Iteration{Duration: max(int(math.Round(float64(duration)*math.Exp(d.sigma*r.NormFloat64()))), 1), Pass: r.Float64() < d.passRate}
+		// Clamped as a float: a long duration × a wide sigma's factor would
+		// pass maxUntil, or wrap converted to int.
+		f := math.Round(float64(duration) * math.Exp(d.sigma*r.NormFloat64()))
+		it := Iteration{Duration: int(min(max(f, 1), maxUntil)), Pass: r.Float64() < d.passRate}
 		out = append(out, it)
 		if it.Pass {
 			break
