@@ -128,6 +128,9 @@ func (s *Service) CreateIn(tx *store.Tx, req api.CreateRequest, now time.Time) (
 	if err := dependencies(tx, l.DependsOn, now); err != nil {
 		return loop.Loop{}, err
 	}
+	if err := notOnAncestor(tx, parent, l.DependsOn); err != nil {
+		return loop.Loop{}, err
+	}
 	if err := s.admit(tx, l.Owner); err != nil {
 		return loop.Loop{}, err
 	}
@@ -169,6 +172,29 @@ func dependencies(tx *store.Tx, ids []string, now time.Time) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// notOnAncestor refuses a dependency on the new loop's parent or any loop
+// above it: an ancestor is done only when its whole subtree is, the new
+// loop included, so the loop would wait forever.
+func notOnAncestor(tx *store.Tx, parent *loop.Loop, deps []string) error {
+	if parent == nil || len(deps) == 0 {
+		return nil
+	}
+	for a, hops := *parent, 0; hops < 1000; hops++ {
+		if slices.Contains(deps, a.ID) {
+			return Invalid("--after", "%s is above the new loop in its tree: it is done only once its whole subtree is, this loop included, so the loop would wait forever; name a sibling or another tree's loop", a.ID)
+		}
+		if a.Parent == "" {
+			return nil
+		}
+		next, err := tx.Get(a.Parent)
+		if err != nil {
+			return nil // an orphan's missing parent: nothing above to wait for
+		}
+		a = next
 	}
 	return nil
 }

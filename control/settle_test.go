@@ -282,3 +282,23 @@ func TestWhyDependsOn(t *testing.T) {
 		t.Errorf("why gate = %+v, want %+v", g, want)
 	}
 }
+
+// TestCreateAfterAncestorRefused: a loop that would wait for its parent or
+// a loop above it waits forever (an ancestor is done only once its subtree,
+// the new loop included, is): refused as an --after input error. A
+// sibling is fine.
+func TestCreateAfterAncestorRefused(t *testing.T) {
+	t.Parallel()
+	svc := newService(t, 30)
+	tree(t, svc, loop.Running)
+	for _, anc := range []string{"F", "S", "P"} {
+		_, err := svc.Create(api.CreateRequest{Type: loop.Ralph, Task: "x", Parent: "F", DependsOn: []string{anc}})
+		var ie *control.InputError
+		if !errors.As(err, &ie) || ie.Field != "--after" || !strings.Contains(err.Error(), anc+" is above the new loop") {
+			t.Errorf("Create(under F, after %s) error = %v, want an --after input error", anc, err)
+		}
+	}
+	if _, err := svc.Create(api.CreateRequest{Type: loop.Ralph, Task: "x", Parent: "F", DependsOn: []string{"T1"}}); err != nil {
+		t.Errorf("Create(under F, after its sibling T1): %v", err)
+	}
+}
