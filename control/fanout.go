@@ -44,6 +44,9 @@ func (s *Service) checkFanout(typ string, n int, agents []string, flag, agentsFl
 	if len(agents) > fanout.MaxN {
 		return Invalid(agentsFlag, "%d profiles: at most %d", len(agents), fanout.MaxN)
 	}
+	if eff := s.fanoutN(typ, n, agents); len(agents) > eff {
+		return Invalid(agentsFlag, "%d profiles for %d candidate(s): the candidates take the profiles in turn, so the last %d would never run; name at most %d, or ask for %d candidates", len(agents), eff, len(agents)-eff, eff, len(agents))
+	}
 	for _, a := range agents {
 		if _, ok := c.Profile(a); !ok {
 			return Invalid(agentsFlag, "unknown agent profile %q (known: %s)", a, strings.Join(c.Profiles(), ", "))

@@ -104,6 +104,8 @@ func TestCreateFanoutInput(t *testing.T) {
 		{api.CreateRequest{Type: loop.Ralph, Task: "x", Fanout: 17}, "--fanout: 17: must be 1 to 16"},
 		{api.CreateRequest{Type: loop.Plan, Task: "x", Fanout: 2}, "--fanout: only tasks fan out"},
 		{api.CreateRequest{Type: loop.Ralph, Task: "x", Fanout: 2, Agents: []string{"nope"}}, `--agents: unknown agent profile "nope"`},
+		{api.CreateRequest{Type: loop.Ralph, Task: "x", Fanout: 2, Agents: []string{"default", "default", "default"}}, "--agents: 3 profiles for 2 candidate(s)"},
+		{api.CreateRequest{Type: loop.Ralph, Task: "x", Fanout: 1, Agents: []string{"default", "default"}}, "--agents: 2 profiles for 1 candidate(s)"},
 	} {
 		_, err := svc.Create(tc.req)
 		if err == nil || !control.IsUsage(err) || !strings.Contains(err.Error(), tc.want) {
