@@ -43,7 +43,7 @@ esac
 
 // TestTreeTermFinishesTheSmallPlanFirst: a big plan is held with one task
 // running and five pending (one task at a time: per_type.ralph 1) when a
-// small plan is submitted. With the tree term (the default) the small
+// small plan is submitted, at least 30 s after it. With the tree term (the default) the small
 // plan's task starts before the big plan's pending ones, and `loopr why` on
 // one of those names the tree term as what put the other first. With the
 // tree weights at 0 (seed 004's order) it waits for all of them: the test
@@ -91,12 +91,17 @@ storage:
 					t.Fatalf("daemon exited:\n%s", d.output())
 				}
 			}
+			submitted := time.Now()
 			ok(t, r.dir, "add", "--type", "plan", "--title", "big", "--task", "a big plan")
 			waitEvery(t, 120*time.Second, slowPoll, "the big plan's first task to run, five pending", func() bool {
 				alive()
 				m := byTitle()
 				return m["big 1"].Status == loop.Running && m["big 6"].Status == loop.Pending
 			})
+			// The issue's case: the second plan comes 30 s after the first.
+			if wait := 30*time.Second - time.Since(submitted); wait > 0 {
+				time.Sleep(wait)
+			}
 			ok(t, r.dir, "add", "--type", "plan", "--title", "small", "--task", "a small plan")
 			waitEvery(t, 120*time.Second, slowPoll, "the small plan's task to wait", func() bool {
 				alive()
