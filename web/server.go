@@ -46,6 +46,7 @@ const MinTokenLen = 16
 const (
 	sessionCookie = "loopr_session"
 	sessionMaxAge = 30 * 24 * time.Hour
+	maxSessions   = 64 // signed-in browsers at once
 	// LoginLinkTTL is how long a one-time login link works.
 	LoginLinkTTL = 10 * time.Minute
 	maxLinks     = 64 // one-time codes held at once; the oldest goes first
@@ -66,16 +67,19 @@ type Options struct {
 
 // Server is the dashboard. Its handler is safe for concurrent use.
 type Server struct {
-	o       Options
-	session string // the cookie's value: HMAC(token, "session")
-	csrf    string // the forms' token: HMAC(token, "csrf")
-	pages   map[string]*template.Template
-	frags   *template.Template
+	o     Options
+	csrf  string // the forms' token: HMAC(token, "csrf")
+	pages map[string]*template.Template
+	frags *template.Template
 
 	mu    sync.Mutex
 	be    Backend
 	links map[string]time.Time // one-time login codes → expiry
-	prio  prioCache
+	// sessions are the signed-in browsers: a random id each (the cookie's
+	// value) → expiry. Sign out ends one; they live in the daemon's
+	// memory, so a restart of the daemon signs every browser out.
+	sessions map[string]time.Time
+	prio     prioCache
 
 	refused refusals // wrong tokens, logged at most once a second
 }
@@ -118,7 +122,7 @@ func New(o Options) (*Server, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{o: o, session: mac(o.Token, "session"), csrf: mac(o.Token, "csrf"), links: map[string]time.Time{}}
+	s := &Server{o: o, csrf: mac(o.Token, "csrf"), links: map[string]time.Time{}, sessions: map[string]time.Time{}}
 	if err := s.parse(); err != nil {
 		return nil, err
 	}
@@ -247,10 +251,54 @@ func cacheFor(h http.Handler) http.Handler {
 	})
 }
 
-// signedIn reports whether r carries the session cookie.
+// signedIn reports whether r carries the cookie of a live session.
 func (s *Server) signedIn(r *http.Request) bool {
 	c, err := r.Cookie(sessionCookie)
-	return err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.session)) == 1
+	if err != nil || c.Value == "" {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	exp, ok := s.sessions[c.Value]
+	return ok && s.o.Now().Before(exp)
+}
+
+// startSession signs a browser in: a new random session id as its cookie.
+// At most maxSessions live at once; the one that ends soonest makes room.
+func (s *Server) startSession(w http.ResponseWriter) {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	id := hex.EncodeToString(b)
+	now := s.o.Now()
+	s.mu.Lock()
+	for k, e := range s.sessions {
+		if !now.Before(e) {
+			delete(s.sessions, k)
+		}
+	}
+	for len(s.sessions) >= maxSessions {
+		var first string
+		for k, e := range s.sessions {
+			if first == "" || e.Before(s.sessions[first]) {
+				first = k
+			}
+		}
+		delete(s.sessions, first)
+	}
+	s.sessions[id] = now.Add(sessionMaxAge)
+	s.mu.Unlock()
+	s.setSession(w, id, sessionMaxAge)
+}
+
+// endSession signs r's browser out: its session stops working at once,
+// wherever its cookie went.
+func (s *Server) endSession(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		s.mu.Lock()
+		delete(s.sessions, c.Value)
+		s.mu.Unlock()
+	}
+	s.setSession(w, "", -time.Second)
 }
 
 // authed serves h to signed-in requests; others get 401 and the login form.
@@ -312,7 +360,7 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 		s.render(w, http.StatusUnauthorized, "login", loginView{Next: "/", Error: "This login link was used already or has expired: run loopr web for a new one, or enter the token."})
 		return
 	}
-	s.setSession(w, s.session, sessionMaxAge)
+	s.startSession(w)
 	w.Header().Set("Cache-Control", "no-store")
 	s.render(w, http.StatusOK, "login", loginView{Next: "/", Done: true})
 }
@@ -328,12 +376,12 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.render(w, http.StatusUnauthorized, "login", loginView{Next: next, Error: "Wrong token."})
 		return
 	}
-	s.setSession(w, s.session, sessionMaxAge)
+	s.startSession(w)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
-	s.setSession(w, "", -time.Second)
+	s.endSession(w, r)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 

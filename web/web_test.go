@@ -542,3 +542,30 @@ func TestLoopPageWeightBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestSignOutRevokes: each sign-in is a session of its own, and signing
+// out ends it at once — a copy of the cookie (another service on
+// 127.0.0.1 receives it: cookies are not scoped by port) no longer opens
+// the dashboard — while another browser's session goes on.
+func TestSignOutRevokes(t *testing.T) {
+	s, ts := newTestServer(t, newFake())
+	a, b := session(t, ts), session(t, ts)
+	if a.Value == b.Value {
+		t.Fatalf("two sign-ins got the same session %q", a.Value)
+	}
+	if strings.Contains(a.Value, testToken) {
+		t.Fatalf("the session cookie holds the token: %q", a.Value)
+	}
+	if resp, _ := do(t, "GET", ts.URL+"/", a, nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("signed in: GET / = %s", resp.Status)
+	}
+	if resp, _ := do(t, "POST", ts.URL+"/logout", a, url.Values{"csrf": {s.csrf}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign out = %s", resp.Status)
+	}
+	if resp, _ := do(t, "GET", ts.URL+"/", a, nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the signed-out cookie replayed: GET / = %s, want 401", resp.Status)
+	}
+	if resp, _ := do(t, "GET", ts.URL+"/", b, nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("the other browser's session: GET / = %s, want 200", resp.Status)
+	}
+}
