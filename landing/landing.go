@@ -31,6 +31,7 @@ import (
 	"github.com/loopr-dev/loopr/mergequeue"
 	"github.com/loopr-dev/loopr/procenv"
 	"github.com/loopr-dev/loopr/runner"
+	"github.com/loopr-dev/loopr/sandbox"
 	"github.com/loopr-dev/loopr/store"
 )
 
@@ -213,9 +214,17 @@ func (ld *Lander) validate(ctx context.Context, plan loop.Loop, l gitflow.Landin
 	cfg := ld.Svc.Config()
 	env := procenv.Set(procenv.Of(cfg.Agent, config.DefaultProfile, ld.Svc.Paths.Workspace).Commands(os.Environ()),
 		"LOOPR_MERGE_INTO="+l.Into, "LOOPR_MERGE_COMMIT="+l.Result, "LOOPR_MERGE_BRANCHES="+l.Branch)
+	// It runs the plan's agents' code: in the default profile's sandbox,
+	// as the merge queue's merge.validate.
+	s := runner.Settings{Sandbox: sandbox.PolicyOf(cfg.Agent, ld.Svc.Paths.Workspace, ld.Svc.Paths.Config, ld.Svc.Paths.Home), Preset: cfg.Agent.Preset}
+	wrap, end, err := ld.Runner.CheckSandbox(s, plan, dir, env)
+	if err != nil {
+		return nil, fmt.Errorf("land: merge.validate: %w", err)
+	}
+	defer end()
 	ev, f := ld.Runner.RunChecks(ctx, runner.Check{
 		Commands: cmds, Dir: dir, Env: env, Log: &out, Where: loop.WhereMerge, Commit: l.Result,
-		Name: "land", Home: ld.Git.Home, Worktree: dir,
+		Name: "land", Home: ld.Git.Home, Worktree: dir, Wrap: wrap,
 	})
 	switch {
 	case f != nil && f.Cancelled:

@@ -119,11 +119,12 @@ func (m *Manager) drainMerges(ctx context.Context) bool {
 		st, err := m.o.Queue.Run(ctx, mergequeue.Plan{
 			Into: into, Batch: c.Merge.Batch, Validate: c.Merge.Validate,
 			// The default profile's: a batch merges loops of any profile.
-			Env:    procenv.Of(c.Agent, config.DefaultProfile, m.svc.Paths.Workspace).Commands(os.Environ()),
-			Items:  func() ([]mergequeue.Item, error) { return m.mergingItems(root.ID, sink) },
-			Fence:  func(_ context.Context, items []mergequeue.Item) error { return m.stillMerging(items) },
-			Before: m.beforeMerge,
-			Sink:   sink,
+			Env:     procenv.Of(c.Agent, config.DefaultProfile, m.svc.Paths.Workspace).Commands(os.Environ()),
+			Sandbox: m.mergeSandbox(c, root),
+			Items:   func() ([]mergequeue.Item, error) { return m.mergingItems(root.ID, sink) },
+			Fence:   func(_ context.Context, items []mergequeue.Item) error { return m.stillMerging(items) },
+			Before:  m.beforeMerge,
+			Sink:    sink,
 		})
 		if st.Trials > 0 {
 			m.log.Info("merge queue: drained", "into", into, "landed", st.Landed, "sent back", st.Rejected,
@@ -136,6 +137,20 @@ func (m *Manager) drainMerges(ctx context.Context) bool {
 		sink.tidy() // outside the merge locks: the tree's tidy-up takes them
 	}
 	return ok
+}
+
+// mergeSandbox is the sandbox merge.validate runs in: the default
+// profile's (a batch merges loops of any profile), with the plan's private
+// home; nil when the runner cannot make one (a fake).
+func (m *Manager) mergeSandbox(c *config.Config, plan loop.Loop) func(dir string, env []string) (func([]string) ([]string, error), func(), error) {
+	sb, ok := m.o.Runner.(sandboxer)
+	if !ok {
+		return nil
+	}
+	s := runner.Settings{Sandbox: m.sandboxPolicy(c.Agent), Preset: c.Agent.Preset}
+	return func(dir string, env []string) (func([]string) ([]string, error), func(), error) {
+		return sb.CheckSandbox(s, plan, dir, env)
+	}
 }
 
 // mergingPlans returns the root plan of every merging loop, once each, in

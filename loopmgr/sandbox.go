@@ -8,8 +8,7 @@ import (
 
 // sandboxPolicy is profile ag's sandbox, applied to this workspace.
 func (m *Manager) sandboxPolicy(ag config.Agent) sandbox.Policy {
-	return sandbox.Policy{Sandbox: ag.Sandbox, Preset: ag.Preset,
-		Workspace: m.svc.Paths.Workspace, Config: m.svc.Paths.Config, State: m.svc.Paths.Home}
+	return sandbox.PolicyOf(ag, m.svc.Paths.Workspace, m.svc.Paths.Config, m.svc.Paths.Home)
 }
 
 // SandboxRefused journals that the sandbox's proxy refused target to the

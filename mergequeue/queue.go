@@ -66,7 +66,11 @@ type Plan struct {
 	// moves: the before_merge hooks. A Refusal fails the attempt as a
 	// failing merge.validate does (a batch is split to find the item).
 	Before func(ctx context.Context, dir string, merged []Item) *Refusal
-	Sink   Sink
+	// Sandbox, if set, prepares the sandbox merge.validate runs in, in
+	// dir with env (it runs the merged agents' code): wrap for the Check
+	// (nil: none), end once it is done.
+	Sandbox func(dir string, env []string) (wrap func([]string) ([]string, error), end func(), err error)
+	Sink    Sink
 }
 
 // Refusal is Plan.Before's verdict against a batch.
@@ -117,9 +121,19 @@ func (q *Queue) try(ctx context.Context, ig *gitflow.Integration, p Plan, batch 
 	merged := pick(batch, tr.Merged)
 	if len(p.Validate) > 0 {
 		var out Tail
+		env := q.env(p, tr.Head, merged)
+		var wrap func([]string) ([]string, error)
+		if p.Sandbox != nil {
+			w, end, err := p.Sandbox(ig.Dir(), env)
+			if err != nil {
+				return a, fmt.Errorf("merge.validate on %s: %w", p.Into, err)
+			}
+			defer end()
+			wrap = w
+		}
 		ev, f := q.Runner.RunChecks(ctx, runner.Check{
-			Commands: p.Validate, Dir: ig.Dir(), Env: q.env(p, tr.Head, merged), Timeout: p.Timeout, Log: &out,
-			Where: loop.WhereMerge, Commit: tr.Head,
+			Commands: p.Validate, Dir: ig.Dir(), Env: env, Timeout: p.Timeout, Log: &out,
+			Where: loop.WhereMerge, Commit: tr.Head, Wrap: wrap,
 			Name: "merge", Home: q.Git.Home, Worktree: ig.Dir(),
 		})
 		a.Validated, a.Evidence = true, ev

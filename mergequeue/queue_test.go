@@ -13,9 +13,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/runner"
+	"github.com/loopr-dev/loopr/sandbox"
 )
 
 func TestMain(m *testing.M) {
@@ -261,6 +263,46 @@ func TestEnvIsAllowlisted(t *testing.T) {
 		}
 		if p.Env != nil && !strings.Contains(env, "PROJECT_MODE=merge") {
 			t.Errorf("env(%q) lacks the plan's PROJECT_MODE:\n%s", p.Env, env)
+		}
+	}
+}
+
+// TestQueueValidateSandboxed: with Plan.Sandbox (the default profile's,
+// bwrap, network none), merge.validate — the merged agents' code — runs
+// sandboxed: what it writes outside the merge worktree reaches nothing,
+// and the batch still lands. Without the sandbox the same command writes
+// the file (so the test can tell).
+func TestQueueValidateSandboxed(t *testing.T) {
+	if err := sandbox.Check(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%v: .ci/run installs bubblewrap; CI must run this test", err)
+		}
+		t.Skip(err)
+	}
+	t.Parallel()
+	for _, sandboxed := range []bool{true, false} {
+		f := newFixture(t, "a")
+		outside := filepath.Join(t.TempDir(), "escaped")
+		r := &runner.Runner{}
+		p := Plan{
+			Into: f.into, Batch: 8, Validate: []string{"echo out > " + outside + " 2>/dev/null; true"},
+			Items: func() ([]Item, error) { return f.items, nil },
+			Sink:  &sink{},
+		}
+		if sandboxed {
+			pol := sandbox.Policy{Sandbox: config.Sandbox{Runner: config.SandboxBwrap, Network: config.NetworkNone},
+				Preset: "command", Workspace: f.repo.Root, State: f.repo.Home}
+			p.Sandbox = func(dir string, env []string) (func([]string) ([]string, error), func(), error) {
+				return r.CheckSandbox(runner.Settings{Sandbox: pol}, loop.Loop{ID: "01PLAN"}, dir, env)
+			}
+		}
+		st, err := (&Queue{Git: f.repo, Runner: r}).Run(t.Context(), p)
+		if err != nil || st.Landed != 1 {
+			t.Fatalf("sandboxed=%v: Run() = %+v, %v; want a landing", sandboxed, st, err)
+		}
+		_, statErr := os.Stat(outside)
+		if wrote := statErr == nil; wrote == sandboxed {
+			t.Errorf("sandboxed=%v: merge.validate wrote outside its worktree: %v", sandboxed, wrote)
 		}
 	}
 }

@@ -94,6 +94,13 @@ type Policy struct {
 	State     string // loopr's home (.loopr): hidden, but for the loop's own files
 }
 
+// PolicyOf is the sandbox of agent profile ag in a workspace: its
+// sandbox: settings and preset, the workspace and its loopr.yml
+// read-only, loopr's home (state) hidden.
+func PolicyOf(ag config.Agent, workspace, configFile, state string) Policy {
+	return Policy{Sandbox: ag.Sandbox, Preset: ag.Preset, Workspace: workspace, Config: configFile, State: state}
+}
+
 // On reports whether p runs processes in bwrap.
 func (p Policy) On() bool { return p.RunnerOrDefault() == config.SandboxBwrap }
 
