@@ -127,6 +127,22 @@ func (r *Repo) BaseOf(ctx context.Context, branch, base string) (loop.Base, erro
 }
 
 // branchExists reports whether refs/heads/<branch> exists.
+// OurBranches returns loopr's local branches (refs/heads/loopr/…) by name,
+// in one git command.
+func (r *Repo) OurBranches(ctx context.Context) (map[string]bool, error) {
+	out, err := r.git(ctx, r.Root, "for-each-ref", "--format=%(refname:short)", "refs/heads/loopr/")
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	for _, b := range strings.Split(out, "\n") {
+		if b = strings.TrimSpace(b); b != "" {
+			set[b] = true
+		}
+	}
+	return set, nil
+}
+
 func (r *Repo) branchExists(ctx context.Context, branch string) (bool, error) {
 	return r.gitTest(ctx, "show-ref", "--verify", "--quiet", "refs/heads/"+branch)
 }

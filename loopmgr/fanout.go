@@ -15,6 +15,7 @@ import (
 	"github.com/loopr-dev/loopr/config"
 	"github.com/loopr-dev/loopr/control"
 	"github.com/loopr-dev/loopr/fanout"
+	"github.com/loopr-dev/loopr/gitflow"
 	"github.com/loopr-dev/loopr/loop"
 	"github.com/loopr-dev/loopr/procenv"
 	"github.com/loopr-dev/loopr/store"
@@ -235,6 +236,45 @@ func (m *Manager) removeLoser(ctx context.Context, l loop.Loop) {
 	}
 	if l.Parent != "" {
 		m.TidyTree(ctx, l.ID)
+	}
+}
+
+// sweepLosers deletes the branches of losing candidates that a crash left
+// (the decision commits before removeLoser runs): one listing of loopr's
+// branches at start, and a deletion for each loser's that is there.
+func (m *Manager) sweepLosers(ctx context.Context) {
+	var lost []loop.Loop
+	err := m.svc.Store.View(func(tx *store.Tx) error {
+		return tx.ByStatus(loop.Cancelled, func(l loop.Loop) bool {
+			if l.Fanout != nil && l.Fanout.Winner != "" && l.Fanout.Winner != l.ID {
+				lost = append(lost, l)
+			}
+			return true
+		})
+	})
+	if err != nil || len(lost) == 0 {
+		return
+	}
+	ours, err := m.o.Git.OurBranches(ctx)
+	if err != nil {
+		m.log.Warn("best-of-N: list branches to sweep", "err", err)
+		return
+	}
+	n := 0
+	for _, l := range lost {
+		for _, b := range []string{gitflow.BranchName(l.ID, l.Title), gitflow.LegacyBranch(l.ID)} {
+			if !ours[b] {
+				continue
+			}
+			if err := m.o.Git.RemoveWorktree(ctx, l.ID, b); err != nil {
+				m.log.Warn("best-of-N: remove a losing candidate's branch", "loop", l.ID, "branch", b, "err", err)
+				continue
+			}
+			n++
+		}
+	}
+	if n > 0 {
+		m.log.Info("best-of-N: removed branches of losing candidates a crash left", "count", n)
 	}
 }
 

@@ -100,6 +100,7 @@ func (m *Manager) recover(ctx context.Context) error {
 		} else if len(removed) > 0 {
 			m.log.Info("swept orphaned worktrees", "count", len(removed))
 		}
+		m.sweepLosers(ctx)
 	}
 	if len(stale) > 0 {
 		m.o.Notify()
