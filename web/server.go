@@ -176,27 +176,10 @@ func (s *Server) backend(ctx context.Context) (Backend, error) {
 // LoginLink returns a one-time login link under base (the dashboard's
 // URL, e.g. http://127.0.0.1:7070/) and when it stops working.
 func (s *Server) LoginLink(base string) (string, time.Time) {
-	b := make([]byte, 24)
-	_, _ = rand.Read(b) // never fails (crypto/rand)
-	code := hex.EncodeToString(b)
 	now := s.o.Now()
 	exp := now.Add(LoginLinkTTL)
 	s.mu.Lock()
-	for c, e := range s.links {
-		if !now.Before(e) {
-			delete(s.links, c)
-		}
-	}
-	for len(s.links) >= maxLinks {
-		var oldest string
-		for c, e := range s.links {
-			if oldest == "" || e.Before(s.links[oldest]) {
-				oldest = c
-			}
-		}
-		delete(s.links, oldest)
-	}
-	s.links[code] = exp
+	code := issue(s.links, 24, now, exp, maxLinks)
 	s.mu.Unlock()
 	u, err := url.Parse(base)
 	if err != nil {
@@ -205,6 +188,32 @@ func (s *Server) LoginLink(base string) (string, time.Time) {
 	u = u.JoinPath("login")
 	u.RawQuery = url.Values{"code": {code}}.Encode()
 	return u.String(), exp
+}
+
+// issue adds a new random secret of n bytes (hex) expiring at exp to m,
+// the one-time links or the sessions, and returns it: what expired by now
+// goes first, then, while m holds max, the one that expires soonest. The
+// caller holds s.mu.
+func issue(m map[string]time.Time, n int, now, exp time.Time, max int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	secret := hex.EncodeToString(b)
+	for k, e := range m {
+		if !now.Before(e) {
+			delete(m, k)
+		}
+	}
+	for len(m) >= max {
+		var first string
+		for k, e := range m {
+			if first == "" || e.Before(m[first]) {
+				first = k
+			}
+		}
+		delete(m, first)
+	}
+	m[secret] = exp
+	return secret
 }
 
 // useCode consumes a one-time code; false when unknown, used or expired.
@@ -266,26 +275,9 @@ func (s *Server) signedIn(r *http.Request) bool {
 // startSession signs a browser in: a new random session id as its cookie.
 // At most maxSessions live at once; the one that ends soonest makes room.
 func (s *Server) startSession(w http.ResponseWriter) {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b) // never fails (crypto/rand)
-	id := hex.EncodeToString(b)
 	now := s.o.Now()
 	s.mu.Lock()
-	for k, e := range s.sessions {
-		if !now.Before(e) {
-			delete(s.sessions, k)
-		}
-	}
-	for len(s.sessions) >= maxSessions {
-		var first string
-		for k, e := range s.sessions {
-			if first == "" || e.Before(s.sessions[first]) {
-				first = k
-			}
-		}
-		delete(s.sessions, first)
-	}
-	s.sessions[id] = now.Add(sessionMaxAge)
+	id := issue(s.sessions, 32, now, now.Add(sessionMaxAge), maxSessions)
 	s.mu.Unlock()
 	s.setSession(w, id, sessionMaxAge)
 }
